@@ -1,0 +1,226 @@
+/**
+ * The contract every {@link Ledger} passes: call `ledgerContract(name, makeLedger)`
+ * at the top level of a `*.test.ts` file. Each test makes its own ledger (fresh
+ * file / namespace), so tests never see each other's entries, and closes it.
+ *
+ * Times are injected: `t0` is a fixed point near the real clock (Redis keeps
+ * keys for the remaining lifetime plus a skew margin, so times far in the past
+ * would be garbage-collected at once).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfirmCapacityError } from '../../src/errors.js';
+import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+
+/** Bounds a test asks its ledger to be made with. */
+export interface LedgerBounds {
+  maxPerPrincipal?: number;
+  maxTotal?: number;
+}
+
+/** Makes a fresh, empty ledger with the given bounds (store defaults when absent). */
+export type MakeLedger = (bounds?: LedgerBounds) => Ledger | Promise<Ledger>;
+
+const TTL = 300_000;
+
+function count(outcomes: readonly SpendOutcome[]): Record<SpendOutcome, number> {
+  const c: Record<SpendOutcome, number> = { spent: 0, 'already-spent': 0, unknown: 0, expired: 0 };
+  for (const o of outcomes) c[o]++;
+  return c;
+}
+
+async function expectCapacity(p: Promise<unknown>): Promise<void> {
+  const error = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ConfirmCapacityError);
+  expect((error as ConfirmCapacityError).code).toBe('ERR_CONFIRM_CAPACITY');
+}
+
+export function ledgerContract(name: string, makeLedger: MakeLedger): void {
+  describe(`Ledger contract: ${name}`, () => {
+    const open: Ledger[] = [];
+    const t0 = Date.now();
+    const jti = (): string => randomUUID();
+
+    async function make(bounds?: LedgerBounds): Promise<Ledger> {
+      const ledger = await makeLedger(bounds);
+      open.push(ledger);
+      return ledger;
+    }
+
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((l) => l.close?.()));
+    });
+
+    it('spends an issued confirmation with spent', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + TTL, t0);
+      expect(await ledger.spend(id, t0 + 1)).toBe('spent');
+    });
+
+    it('refuses a second spend with already-spent', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + TTL, t0);
+      expect(await ledger.spend(id, t0 + 1)).toBe('spent');
+      expect(await ledger.spend(id, t0 + 2)).toBe('already-spent');
+      expect(await ledger.spend(id, t0 + 3)).toBe('already-spent');
+    });
+
+    it('answers unknown for a jti that was never issued', async () => {
+      const ledger = await make();
+      expect(await ledger.spend(jti(), t0)).toBe('unknown');
+    });
+
+    it('answers expired for a spend at exactly expiresAtMs', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + 1_000, t0);
+      expect(await ledger.spend(id, t0 + 1_000)).toBe('expired');
+    });
+
+    it('spends 1 ms before expiresAtMs', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + 1_000, t0);
+      expect(await ledger.spend(id, t0 + 999)).toBe('spent');
+    });
+
+    it('answers expired for a spend long after expiresAtMs', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + 1_000, t0);
+      expect(await ledger.spend(id, t0 + 50_000)).toBe('expired');
+    });
+
+    it('removes an expired entry so a later spend is refused as unknown', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + 1_000, t0);
+      expect(await ledger.spend(id, t0 + 1_000)).toBe('expired');
+      expect(await ledger.spend(id, t0 + 1_001)).toBe('unknown');
+      // An earlier clock does not resurrect it either.
+      expect(await ledger.spend(id, t0)).toBe('unknown');
+    });
+
+    it('decides expiry by the caller clock, not the store clock', async () => {
+      const ledger = await make();
+      const id = jti();
+      // Already past by the real clock, but not by the injected one.
+      await ledger.issue(id, 'alice', t0 - 10_000 + 500, t0 - 10_000);
+      expect(await ledger.spend(id, t0 - 10_000 + 499)).toBe('spent');
+    });
+
+    it('gives exactly one spent to 32 concurrent spends of one jti', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + TTL, t0);
+      const outcomes = await Promise.all(Array.from({ length: 32 }, () => ledger.spend(id, t0 + 1)));
+      expect(count(outcomes)).toEqual({ spent: 1, 'already-spent': 31, unknown: 0, expired: 0 });
+    });
+
+    it('keeps confirmations independent of each other', async () => {
+      const ledger = await make();
+      const ids = Array.from({ length: 10 }, jti);
+      for (const id of ids) await ledger.issue(id, 'alice', t0 + TTL, t0);
+      const first = await Promise.all(ids.map((id) => ledger.spend(id, t0 + 1)));
+      expect(first).toEqual(ids.map(() => 'spent'));
+      const second = await Promise.all(ids.map((id) => ledger.spend(id, t0 + 2)));
+      expect(second).toEqual(ids.map(() => 'already-spent'));
+    });
+
+    it('treats jti and principal as opaque strings (separators, braces, non-ASCII)', async () => {
+      const ledger = await make({ maxPerPrincipal: 1 });
+      const odd = `a:b|{c}*?[x]\\ é 🙂 ${jti()}`;
+      const principal = 'p:q|{r}:: é 🙂';
+      await ledger.issue(odd, principal, t0 + TTL, t0);
+      await expectCapacity(ledger.issue(jti(), principal, t0 + TTL, t0));
+      await ledger.issue(jti(), 'p:q|{r}:: é', t0 + TTL, t0); // a prefix of it is another principal
+      expect(await ledger.spend(odd.slice(0, -1), t0 + 1)).toBe('unknown');
+      expect(await ledger.spend(odd, t0 + 1)).toBe('spent');
+      expect(await ledger.spend(odd, t0 + 2)).toBe('already-spent');
+      await ledger.issue(jti(), principal, t0 + TTL, t0 + 3); // the principal's slot is free again
+    });
+
+    it('refuses to issue a jti twice with RangeError, before and after it is spent', async () => {
+      const ledger = await make();
+      const id = jti();
+      await ledger.issue(id, 'alice', t0 + TTL, t0);
+      await expect(ledger.issue(id, 'alice', t0 + TTL, t0)).rejects.toBeInstanceOf(RangeError);
+      await expect(ledger.issue(id, 'bob', t0 + TTL, t0)).rejects.toBeInstanceOf(RangeError);
+      expect(await ledger.spend(id, t0 + 1)).toBe('spent');
+      await expect(ledger.issue(id, 'alice', t0 + TTL, t0 + 2)).rejects.toBeInstanceOf(RangeError);
+      expect(await ledger.spend(id, t0 + 3)).toBe('already-spent');
+    });
+
+    it('refuses an issue beyond maxPerPrincipal with ERR_CONFIRM_CAPACITY, other principals unaffected', async () => {
+      const ledger = await make({ maxPerPrincipal: 3, maxTotal: 100 });
+      for (let i = 0; i < 3; i++) await ledger.issue(jti(), 'alice', t0 + TTL, t0);
+      await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0));
+      await ledger.issue(jti(), 'bob', t0 + TTL, t0);
+      await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0 + 1));
+    });
+
+    it('does not record a refused issue', async () => {
+      const ledger = await make({ maxPerPrincipal: 1, maxTotal: 100 });
+      await ledger.issue(jti(), 'alice', t0 + TTL, t0);
+      const refused = jti();
+      await expectCapacity(ledger.issue(refused, 'alice', t0 + TTL, t0));
+      expect(await ledger.spend(refused, t0 + 1)).toBe('unknown');
+    });
+
+    it('refuses an issue beyond maxTotal with ERR_CONFIRM_CAPACITY', async () => {
+      const ledger = await make({ maxPerPrincipal: 100, maxTotal: 4 });
+      for (let i = 0; i < 4; i++) await ledger.issue(jti(), `p${i}`, t0 + TTL, t0);
+      await expectCapacity(ledger.issue(jti(), 'p-new', t0 + TTL, t0));
+      await expectCapacity(ledger.issue(jti(), 'p0', t0 + TTL, t0));
+    });
+
+    it('frees a principal slot when a confirmation is spent', async () => {
+      const ledger = await make({ maxPerPrincipal: 2, maxTotal: 100 });
+      const a = jti();
+      await ledger.issue(a, 'alice', t0 + TTL, t0);
+      await ledger.issue(jti(), 'alice', t0 + TTL, t0);
+      await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0));
+      expect(await ledger.spend(a, t0 + 1)).toBe('spent');
+      await ledger.issue(jti(), 'alice', t0 + TTL, t0 + 2);
+      await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0 + 3));
+    });
+
+    it('frees total slots when confirmations are spent; tombstones do not count', async () => {
+      const ledger = await make({ maxPerPrincipal: 100, maxTotal: 3 });
+      for (let round = 0; round < 3; round++) {
+        const ids = Array.from({ length: 3 }, jti);
+        for (const id of ids) await ledger.issue(id, `p${round}`, t0 + TTL, t0 + round);
+        await expectCapacity(ledger.issue(jti(), 'other', t0 + TTL, t0 + round));
+        for (const id of ids) expect(await ledger.spend(id, t0 + round)).toBe('spent');
+      }
+    });
+
+    it('frees a principal slot when an expired confirmation is spent', async () => {
+      const ledger = await make({ maxPerPrincipal: 1, maxTotal: 100 });
+      const a = jti();
+      await ledger.issue(a, 'alice', t0 + 1_000, t0);
+      expect(await ledger.spend(a, t0 + 1_000)).toBe('expired');
+      await ledger.issue(jti(), 'alice', t0 + TTL, t0 + 1_000);
+    });
+
+    it('frees principal and total slots once outstanding confirmations expire', async () => {
+      const ledger = await make({ maxPerPrincipal: 2, maxTotal: 3 });
+      await ledger.issue(jti(), 'alice', t0 + 1_000, t0);
+      await ledger.issue(jti(), 'alice', t0 + 2_000, t0);
+      await ledger.issue(jti(), 'bob', t0 + 2_000, t0);
+      await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0 + 999));
+      await expectCapacity(ledger.issue(jti(), 'carol', t0 + TTL, t0 + 999));
+      // At exactly its expiry the first entry no longer holds a slot.
+      await ledger.issue(jti(), 'alice', t0 + TTL, t0 + 1_000);
+      await expectCapacity(ledger.issue(jti(), 'carol', t0 + TTL, t0 + 1_999));
+      await ledger.issue(jti(), 'carol', t0 + TTL, t0 + 2_000);
+      await ledger.issue(jti(), 'alice', t0 + TTL, t0 + 2_000);
+      await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0 + 2_001));
+    });
+  });
+}

@@ -1,0 +1,4 @@
+import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
+import { ledgerContract } from './contract.js';
+
+ledgerContract('MemoryLedger', (bounds) => new MemoryLedger(bounds));
