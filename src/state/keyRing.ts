@@ -1,0 +1,160 @@
+/**
+ * The key ring that seals and opens `requestState`: the first key seals,
+ * every key opens, chosen by the JWE `kid` header (RFC 7516 §4.1.6).
+ *
+ * Keys are exactly 32 random bytes (AES-256-GCM with `alg: dir`, RFC 7518
+ * §4.5 and §5.3), imported once as non-extractable WebCrypto `CryptoKey`s.
+ * Each key also yields, with HKDF-SHA256 (RFC 5869, `node:crypto`), the salt
+ * of the principal tag carried in the state's `sub` claim; the salt is never
+ * stored in the state.
+ *
+ * Rotation, in three phases, each at least one TTL apart:
+ * 1. `[old, new]`: every replica learns the new key (old still seals);
+ * 2. `[new, old]`: new seals, states sealed under old still open;
+ * 3. `[new]`: one TTL after phase 2, drop old; its states are refused.
+ *
+ * @module
+ */
+import { createHmac, hkdfSync, randomBytes, webcrypto } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { base64url } from 'jose';
+
+/** One entry of a key file: `{"kid":"k2","k":"<base64url of exactly 32 random bytes>"}`. */
+export interface KeySpec {
+  /** Key id, 1–64 characters of `[A-Za-z0-9._-]`. */
+  kid: string;
+  /** The key: unpadded base64url (RFC 4648 §5) of exactly 32 bytes. */
+  k: string;
+}
+
+/** A key ready for use. */
+export interface RingKey {
+  readonly kid: string;
+  /** AES-GCM 256 `CryptoKey`, non-extractable, for `encrypt`/`decrypt`. */
+  readonly cryptoKey: webcrypto.CryptoKey;
+  /** 32-byte HKDF-derived salt for principal tags sealed under this key. */
+  readonly principalSalt: Buffer;
+}
+
+const KID = /^[A-Za-z0-9._-]{1,64}$/;
+const HKDF_INFO = 'mcp-confirm/v1/principal-salt';
+
+async function importKey(kid: string, raw: Uint8Array): Promise<RingKey> {
+  if (!KID.test(kid)) throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
+  if (raw.byteLength !== 32) throw new RangeError(`key ${kid} must be exactly 32 bytes, got ${raw.byteLength}`);
+  const cryptoKey = await webcrypto.subtle.importKey('raw', raw, 'AES-GCM', false, ['encrypt', 'decrypt']);
+  const principalSalt = Buffer.from(hkdfSync('sha256', raw, Buffer.alloc(0), HKDF_INFO, 32));
+  return { kid, cryptoKey, principalSalt };
+}
+
+function decodeKey(kid: string, k: unknown): Uint8Array {
+  if (typeof k !== 'string') throw new TypeError(`key ${kid}: "k" must be a base64url string`);
+  let raw: Uint8Array;
+  try {
+    raw = base64url.decode(k);
+  } catch {
+    throw new TypeError(`key ${kid}: "k" is not valid base64url`);
+  }
+  // Refuse non-canonical spellings (padding, stray bits): one key, one text.
+  if (base64url.encode(raw) !== k) throw new TypeError(`key ${kid}: "k" is not canonical unpadded base64url`);
+  return raw;
+}
+
+/**
+ * An ordered set of keys: `keys[0]` seals, all open.
+ *
+ * @example
+ * const ring = await KeyRing.fromFile('/etc/mcp-confirm/keys.json');
+ * const ring2 = await KeyRing.random(); // one random key for this process
+ */
+export class KeyRing {
+  readonly #keys: readonly RingKey[];
+  readonly #byKid: ReadonlyMap<string, RingKey>;
+
+  private constructor(keys: readonly RingKey[]) {
+    this.#keys = keys;
+    this.#byKid = new Map(keys.map((k) => [k.kid, k]));
+  }
+
+  /**
+   * Builds a ring from key specs (the `keys` array of a key file).
+   *
+   * @param specs - at least one {@link KeySpec}; kids unique.
+   * @throws {TypeError} when the list is empty, a kid is malformed or repeated, or `k` is not canonical base64url.
+   * @throws {RangeError} when a key is not exactly 32 bytes.
+   */
+  static async fromSpecs(specs: readonly KeySpec[]): Promise<KeyRing> {
+    if (!Array.isArray(specs) || specs.length === 0) throw new TypeError('a key ring needs at least one key');
+    const seen = new Set<string>();
+    const keys: RingKey[] = [];
+    for (const spec of specs) {
+      if (typeof spec !== 'object' || spec === null) throw new TypeError('each key must be an object {"kid","k"}');
+      const kid = (spec as { kid?: unknown }).kid;
+      if (typeof kid !== 'string' || !KID.test(kid)) throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
+      if (seen.has(kid)) throw new TypeError(`key id ${kid} appears twice`);
+      seen.add(kid);
+      keys.push(await importKey(kid, decodeKey(kid, (spec as { k?: unknown }).k)));
+    }
+    return new KeyRing(keys);
+  }
+
+  /**
+   * Reads a key file: JSON `{"keys":[{"kid":"k2","k":"<base64url of 32 bytes>"}, …]}`.
+   *
+   * @param path - file path.
+   * @throws {TypeError} when the file cannot be read or parsed, or a key is malformed (the message never contains key material).
+   * @throws {RangeError} when a key is not exactly 32 bytes.
+   */
+  static async fromFile(path: string): Promise<KeyRing> {
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (e) {
+      throw new TypeError(`cannot read key file ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new TypeError(`key file ${path} is not valid JSON`);
+    }
+    const keys = (parsed as { keys?: unknown } | null)?.keys;
+    if (!Array.isArray(keys)) throw new TypeError(`key file ${path} must hold {"keys":[{"kid":…,"k":…}, …]}`);
+    return KeyRing.fromSpecs(keys as KeySpec[]);
+  }
+
+  /** A ring of one fresh random key (kid `ephemeral`), for one process. */
+  static async random(): Promise<KeyRing> {
+    return new KeyRing([await importKey('ephemeral', randomBytes(32))]);
+  }
+
+  /** Makes a new key spec with 32 random bytes, for writing a key file. */
+  static generateSpec(kid: string): KeySpec {
+    return { kid, k: base64url.encode(randomBytes(32)) };
+  }
+
+  /** The key that seals (the first). */
+  get sealing(): RingKey {
+    return this.#keys[0]!;
+  }
+
+  /** Key ids in ring order. */
+  get kids(): string[] {
+    return this.#keys.map((k) => k.kid);
+  }
+
+  /** The key with this kid, or `undefined`. */
+  get(kid: string): RingKey | undefined {
+    return this.#byKid.get(kid);
+  }
+
+  /**
+   * The tag of a principal under one key: base64url of the first 16 bytes of
+   * HMAC-SHA256(principalSalt, JSON string of principal). JSON keeps lone
+   * surrogates distinct (UTF-8 would fold them into U+FFFD). Reveals nothing
+   * of the principal.
+   */
+  static principalTag(key: RingKey, principal: string): string {
+    return createHmac('sha256', key.principalSalt).update(JSON.stringify(principal), 'utf8').digest().subarray(0, 16).toString('base64url');
+  }
+}
