@@ -1,0 +1,102 @@
+/**
+ * Command-line arguments of `mcp-confirm`, parsed with `node:util` `parseArgs`.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+
+/** Exit code for a usage or start-up configuration error. */
+export const EXIT_USAGE = 2;
+
+export const USAGE = `Usage:
+  mcp-confirm --root DIR [--root DIR ...] [--audience NAME] [--ttl SECONDS]
+              [--key-file PATH] [--ledger memory|sqlite:PATH|redis://HOST:PORT[/DB]]
+      Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
+  mcp-confirm demo [--yes]
+      Run the demo: a real server and client, a confirmed deletion, three refused attacks.
+  mcp-confirm keygen [--kid ID]
+      Print a new key file ({"keys":[{"kid","k"}]}) with 32 random bytes to stdout.
+
+Options:
+  --root DIR        A directory the server may delete files in (repeatable; the first is the
+                    base of relative paths). Must exist, be a directory, not be a symbolic link.
+  --audience NAME   The audience sealed in every requestState. Default: mcp-confirm.
+  --ttl SECONDS     How long a question stays answerable, in whole seconds. Default: 300.
+  --key-file PATH   Key ring shared by replicas: {"keys":[{"kid":"k2","k":"<base64url 32 bytes>"}]};
+                    the first key seals, every key opens. Default: one random key per process.
+  --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
+                    sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts).
+  --yes             (demo) Answer the confirmation with yes without asking.
+  -h, --help        Show this help.`;
+
+/** A usage error: printed with the usage text, exit code 2. */
+export class UsageError extends Error {}
+
+/** What the command line asks for. */
+export type Command =
+  | { kind: 'help' }
+  | { kind: 'demo'; yes: boolean }
+  | { kind: 'keygen'; kid: string }
+  | {
+      kind: 'serve';
+      roots: string[];
+      audience: string;
+      ttlSeconds: number;
+      keyFile: string | undefined;
+      ledger: string;
+    };
+
+/**
+ * Parses `argv` (without the node and script paths).
+ *
+ * @throws {UsageError} on unknown options, missing `--root`, or a bad `--ttl`.
+ */
+export function parseCommand(argv: readonly string[]): Command {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        root: { type: 'string', multiple: true },
+        audience: { type: 'string' },
+        ttl: { type: 'string' },
+        'key-file': { type: 'string' },
+        ledger: { type: 'string' },
+        yes: { type: 'boolean' },
+        kid: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: 'help' };
+  const [sub, ...rest] = positionals;
+  if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
+  if (sub === 'demo') {
+    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid) {
+      throw new UsageError('demo takes only --yes');
+    }
+    return { kind: 'demo', yes: values.yes ?? false };
+  }
+  if (sub === 'keygen') {
+    const kid = values.kid ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
+    return { kind: 'keygen', kid };
+  }
+  if (sub !== undefined) throw new UsageError(`unknown command: ${sub}`);
+  if (values.yes) throw new UsageError('--yes belongs to the demo command');
+  const roots = values.root ?? [];
+  if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
+  let ttlSeconds = 300;
+  if (values.ttl !== undefined) {
+    if (!/^[0-9]+$/.test(values.ttl)) throw new UsageError(`--ttl must be a whole number of seconds, got ${JSON.stringify(values.ttl)}`);
+    ttlSeconds = Number(values.ttl);
+    if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0) throw new UsageError(`--ttl must be a positive whole number of seconds, got ${values.ttl}`);
+  }
+  const audience = values.audience ?? 'mcp-confirm';
+  if (audience.length === 0) throw new UsageError('--audience must not be empty');
+  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory' };
+}

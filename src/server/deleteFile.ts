@@ -1,0 +1,100 @@
+/**
+ * The demo server: one confirmed tool, `delete_file`, that deletes a regular
+ * file inside roots fixed at start-up (DESIGN.md §2).
+ *
+ * @module
+ */
+import { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { createConfirmation, type Confirmation, type ConfirmationOptions } from '../guard/confirmation.js';
+import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.js';
+import { Roots } from '../fs/roots.js';
+import { question } from '../prompt/render.js';
+
+/** The name and version the demo server announces. */
+export const SERVER_INFO = { name: 'mcp-confirm', version: '0.1.0' } as const;
+
+/**
+ * The input of `delete_file`: exactly `{ path: string }`. Strict (unknown keys
+ * are refused) and without transforms or defaults, so the parsed arguments the
+ * digest covers equal the arguments on the wire.
+ */
+export const DeleteFileInput = z.strictObject({
+  path: z.string().describe('The file to delete: an absolute path, or a path relative to the first root.'),
+});
+
+/**
+ * The question for one file: trusted wording, untrusted values rendered by
+ * {@link question}. Shows the argument as sent, the file it resolved to, its
+ * size, and a note when the file has other names (hard links).
+ *
+ * @param args - the parsed arguments.
+ * @param fp - the fingerprint captured in round 1.
+ */
+export function deleteFileQuestion(args: { path: string }, fp: FileFingerprint): string {
+  // Sizes and link counts are decimal strings from our own lstat, not untrusted text.
+  const size = /^[0-9]+$/.test(fp.size) ? fp.size : '?';
+  const nlink = /^[0-9]+$/.test(fp.nlink) ? BigInt(fp.nlink) : 1n;
+  const links = nlink > 1n ? ` It has ${nlink} names (hard links): deleting removes only this name.` : '';
+  return (
+    question`Permanently delete the file ${fp.path}, requested as ${args.path}?` +
+    ` Size: ${size} bytes. This cannot be undone.` +
+    links
+  );
+}
+
+/**
+ * Registers `delete_file` on a server.
+ *
+ * @param confirmation - the confirmation layer whose `serverOptions` the server was built with.
+ * @param server - the `McpServer`.
+ * @param roots - the roots fixed at start-up.
+ */
+export function registerDeleteFile(confirmation: Confirmation, server: McpServer, roots: Roots): void {
+  confirmation.register(
+    server,
+    'delete_file',
+    {
+      title: 'Delete a file',
+      description:
+        'Permanently deletes one regular file inside the server\'s roots. A human is asked to confirm the exact file first; the file is re-checked right before it is deleted.',
+      inputSchema: DeleteFileInput,
+      annotations: { destructiveHint: true, readOnlyHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    {
+      fingerprint: (args) => inspectFile(roots, args.path),
+      question: deleteFileQuestion,
+      act: async (_args, { fingerprint }) => {
+        const done = await deleteVerified(roots, fingerprint);
+        return { content: [{ type: 'text', text: `Deleted ${done.path} (${done.size} bytes).` }] };
+      },
+      nothingDone: 'nothing was deleted',
+    },
+  );
+}
+
+/** Options of {@link createDemoServer}. */
+export interface DemoServerOptions extends ConfirmationOptions {
+  /** Root directories; the first is the base of relative paths. At least one. */
+  roots: readonly string[];
+}
+
+/**
+ * Builds everything once (roots, keys, ledger) and returns the per-connection
+ * factory to hand to `serveStdio` or `createMcpHandler`.
+ *
+ * @throws {RootError} when a root does not exist, is not a directory, or is a symbolic link.
+ * @throws {RangeError} when `ttlSeconds` is not a positive whole number.
+ */
+export async function createDemoServer(
+  options: DemoServerOptions,
+): Promise<{ factory: () => McpServer; confirmation: Confirmation; roots: Roots }> {
+  const roots = await Roots.open(options.roots);
+  const confirmation = await createConfirmation(options);
+  const factory = (): McpServer => {
+    const server = new McpServer(SERVER_INFO, { ...confirmation.serverOptions, capabilities: { tools: {} } });
+    registerDeleteFile(confirmation, server, roots);
+    return server;
+  };
+  return { factory, confirmation, roots };
+}
