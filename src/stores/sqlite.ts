@@ -1,0 +1,347 @@
+/**
+ * A {@link Ledger} in a SQLite file (better-sqlite3): shared by every process
+ * on one host that opens the same file. Subpath export `mcp-confirm/stores/sqlite`,
+ * so the root import of the package never loads the native driver.
+ *
+ * Layout (SQLite 3.35+ for `RETURNING`; better-sqlite3 12 bundles 3.53):
+ * ```sql
+ * mcp_confirm_ledger (jti TEXT PRIMARY KEY, principal TEXT, expires_at_ms INTEGER,
+ *                     spent INTEGER 0|1) WITHOUT ROWID      -- one row per confirmation
+ * mcp_confirm_ledger_counts (scope, name, n)                -- ('total',''), ('spent',''),
+ *                                                           -- ('principal', <principal>)
+ * ```
+ * The counts are kept by triggers inside the same statement that inserts, spends
+ * or deletes a row, so they can never drift from the rows, and a bound check is
+ * two primary-key reads instead of a `count(*)`.
+ *
+ * - **spend** is ONE statement, `UPDATE … SET spent = 1 WHERE jti = ? AND spent = 0
+ *   RETURNING expires_at_ms`. SQLite runs every write under the database's single
+ *   write lock, so of any number of concurrent spends in any number of processes
+ *   exactly one sees the row with `spent = 0`. The returned expiry is then
+ *   compared with the caller's `nowMs` (expired → the row is deleted, `'expired'`).
+ *   No row: a row with `spent = 1` (a tombstone) means `'already-spent'`, no row
+ *   at all `'unknown'`.
+ * - **issue** runs in a `BEGIN IMMEDIATE` transaction: read the two counters; at a
+ *   bound, sweep expired rows and read again; refuse with `ERR_CONFIRM_CAPACITY`
+ *   or insert. Two processes can never both take the last slot.
+ * - **sweeping**: expired rows (outstanding or tombstones) are deleted when a
+ *   bound is reached and every 256 operations of a process; tombstones beyond
+ *   `maxTotal` are then dropped oldest-expiry first (a replay of a dropped one is
+ *   `'unknown'`, still refused).
+ *
+ * > [!WARNING]
+ * > With `synchronous: 'normal'` (the default, WAL) a committed spend survives a
+ * > crash of the process but not a power loss or OS crash: the last transactions
+ * > can roll back, and a confirmation spent just before could then be spent
+ * > again. Choose `synchronous: 'full'` (about 8× slower) if that matters.
+ * > The file must be on a local disk: SQLite locking over NFS/SMB is unreliable,
+ * > so this store is for processes on one host (use the Redis store across hosts).
+ *
+ * @module
+ */
+import Database from 'better-sqlite3';
+import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
+import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+
+/** Options of {@link SqliteLedger}. */
+export interface SqliteLedgerOptions {
+  /** Path of the database file; created when missing (its directory must exist). Not `':memory:'`. */
+  path: string;
+  /** Most outstanding confirmations one principal may hold. Defaults to 1,000. */
+  maxPerPrincipal?: number;
+  /** Most outstanding confirmations in total; also the (approximate) bound on tombstones. Defaults to 100,000. */
+  maxTotal?: number;
+  /**
+   * How long a statement waits for another process's write lock before failing, in
+   * milliseconds (SQLite `busy_timeout`). Defaults to 5,000 (5 seconds).
+   */
+  busyTimeoutMs?: number;
+  /** SQLite `synchronous` with WAL: `'normal'` (default) or `'full'` (fsync per commit). */
+  synchronous?: 'normal' | 'full';
+}
+
+const TABLE = 'mcp_confirm_ledger';
+const COUNTS = 'mcp_confirm_ledger_counts';
+/** Every this many operations a process sweeps expired rows and caps tombstones. */
+const MAINTENANCE_EVERY = 256;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS ${TABLE} (
+  jti TEXT NOT NULL PRIMARY KEY,
+  principal TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  spent INTEGER NOT NULL DEFAULT 0 CHECK (spent IN (0, 1))
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ${TABLE}_expiry ON ${TABLE} (expires_at_ms);
+CREATE TABLE IF NOT EXISTS ${COUNTS} (
+  scope TEXT NOT NULL CHECK (scope IN ('total', 'spent', 'principal')),
+  name TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (scope, name)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS ${TABLE}_issued AFTER INSERT ON ${TABLE} WHEN new.spent = 0 BEGIN
+  INSERT INTO ${COUNTS} (scope, name, n) VALUES ('total', '', 1), ('principal', new.principal, 1)
+    ON CONFLICT (scope, name) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS ${TABLE}_spent AFTER UPDATE OF spent ON ${TABLE}
+  WHEN old.spent = 0 AND new.spent = 1 BEGIN
+  UPDATE ${COUNTS} SET n = n - 1 WHERE scope = 'total' AND name = '';
+  UPDATE ${COUNTS} SET n = n - 1 WHERE scope = 'principal' AND name = old.principal;
+  INSERT INTO ${COUNTS} (scope, name, n) VALUES ('spent', '', 1)
+    ON CONFLICT (scope, name) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS ${TABLE}_dropped_outstanding AFTER DELETE ON ${TABLE} WHEN old.spent = 0 BEGIN
+  UPDATE ${COUNTS} SET n = n - 1 WHERE scope = 'total' AND name = '';
+  UPDATE ${COUNTS} SET n = n - 1 WHERE scope = 'principal' AND name = old.principal;
+END;
+CREATE TRIGGER IF NOT EXISTS ${TABLE}_dropped_tombstone AFTER DELETE ON ${TABLE} WHEN old.spent = 1 BEGIN
+  UPDATE ${COUNTS} SET n = n - 1 WHERE scope = 'spent' AND name = '';
+END;
+`;
+
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  const v = value ?? fallback;
+  if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  return v;
+}
+
+function finiteMs(name: string, value: number): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RangeError(`${name} must be a finite number of milliseconds`);
+  return value;
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+      (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE')
+  );
+}
+
+/** Errors of our own making pass through; anything else from the driver fails closed. */
+function unavailable(error: unknown): Error {
+  if (error instanceof ConfirmCapacityError || error instanceof ConfirmLedgerUnavailableError) return error;
+  return new ConfirmLedgerUnavailableError({ cause: error });
+}
+
+type Statement<P extends unknown[], R> = Database.Statement<P, R>;
+
+interface Statements {
+  counts: Statement<[string], { held: number | null; total: number | null }>;
+  insert: Statement<[string, string, number], unknown>;
+  spend: Statement<[string], { expires_at_ms: number }>;
+  state: Statement<[string], { spent: number }>;
+  dropSpent: Statement<[string], unknown>;
+  sweep: Statement<[number], unknown>;
+  spentCount: Statement<[], { n: number }>;
+  capTombstones: Statement<[number], unknown>;
+  dropEmptyPrincipals: Statement<[], unknown>;
+}
+
+/**
+ * A ledger in a SQLite database file, safe for many processes on one host.
+ *
+ * @example
+ * import { SqliteLedger } from 'mcp-confirm/stores/sqlite';
+ * const ledger = new SqliteLedger({ path: '/var/lib/mcp-confirm/ledger.db' });
+ * await ledger.issue(jti, principal, Date.now() + 300_000);
+ * await ledger.spend(jti, Date.now()); // 'spent' in exactly one process
+ */
+export class SqliteLedger implements Ledger {
+  readonly kind = 'sqlite';
+  /** Every process on this host that opens the same file sees the same entries. */
+  readonly shared = true;
+  readonly path: string;
+  readonly maxPerPrincipal: number;
+  readonly maxTotal: number;
+  readonly #db: Database.Database;
+  readonly #stmts: Statements;
+  readonly #issueTx: (jti: string, principal: string, expiresAtMs: number, nowMs: number) => void;
+  readonly #maintainTx: (nowMs: number) => void;
+  #ops = 0;
+  #closed = false;
+
+  /**
+   * Opens (creating when missing) the database file, switches it to WAL and
+   * creates the schema.
+   *
+   * @param options - see {@link SqliteLedgerOptions}.
+   * @throws {RangeError} when a bound or `busyTimeoutMs` is not a positive integer, or `path` is empty or `':memory:'`.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the file cannot be opened or
+   *   is not a usable SQLite database (missing directory, no permission, corrupted file).
+   */
+  constructor(options: SqliteLedgerOptions) {
+    if (typeof options?.path !== 'string' || options.path === '' || options.path === ':memory:') {
+      throw new RangeError('path must name a database file (not empty, not :memory:)');
+    }
+    this.path = options.path;
+    this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);
+    this.maxTotal = positiveInteger('maxTotal', options.maxTotal, 100_000);
+    const busyTimeoutMs = positiveInteger('busyTimeoutMs', options.busyTimeoutMs, 5_000);
+    const synchronous = options.synchronous ?? 'normal';
+    if (synchronous !== 'normal' && synchronous !== 'full') throw new RangeError("synchronous must be 'normal' or 'full'");
+
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(this.path, { timeout: busyTimeoutMs });
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (String(mode).toLowerCase() !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
+      db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+      db.transaction(() => db!.exec(SCHEMA)).immediate();
+      this.#stmts = {
+        counts: db.prepare(
+          `SELECT (SELECT n FROM ${COUNTS} WHERE scope = 'principal' AND name = ?) AS held,
+                  (SELECT n FROM ${COUNTS} WHERE scope = 'total' AND name = '') AS total`,
+        ),
+        insert: db.prepare(`INSERT INTO ${TABLE} (jti, principal, expires_at_ms, spent) VALUES (?, ?, ?, 0)`),
+        spend: db.prepare(`UPDATE ${TABLE} SET spent = 1 WHERE jti = ? AND spent = 0 RETURNING expires_at_ms`),
+        state: db.prepare(`SELECT spent FROM ${TABLE} WHERE jti = ?`),
+        dropSpent: db.prepare(`DELETE FROM ${TABLE} WHERE jti = ? AND spent = 1`),
+        sweep: db.prepare(`DELETE FROM ${TABLE} WHERE expires_at_ms <= ?`),
+        spentCount: db.prepare(`SELECT coalesce((SELECT n FROM ${COUNTS} WHERE scope = 'spent' AND name = ''), 0) AS n`),
+        capTombstones: db.prepare(
+          `DELETE FROM ${TABLE} WHERE jti IN
+             (SELECT jti FROM ${TABLE} WHERE spent = 1 ORDER BY expires_at_ms LIMIT ?)`,
+        ),
+        dropEmptyPrincipals: db.prepare(`DELETE FROM ${COUNTS} WHERE scope = 'principal' AND n <= 0`),
+      };
+    } catch (error) {
+      try {
+        db?.close();
+      } catch {
+        // already failing closed; the first error is the one to report
+      }
+      throw unavailable(error);
+    }
+    this.#db = db;
+    const stmts = this.#stmts;
+
+    this.#issueTx = db.transaction((jti: string, principal: string, expiresAtMs: number, nowMs: number) => {
+      let c = stmts.counts.get(principal);
+      if ((c?.held ?? 0) >= this.maxPerPrincipal || (c?.total ?? 0) >= this.maxTotal) {
+        // Only at a bound pay for a sweep; then decide.
+        stmts.sweep.run(nowMs);
+        c = stmts.counts.get(principal);
+        if ((c?.held ?? 0) >= this.maxPerPrincipal) throw new ConfirmCapacityError('principal');
+        if ((c?.total ?? 0) >= this.maxTotal) throw new ConfirmCapacityError('total');
+      }
+      stmts.insert.run(jti, principal, expiresAtMs);
+    }).immediate;
+
+    this.#maintainTx = db.transaction((nowMs: number) => {
+      stmts.sweep.run(nowMs);
+      const excess = (stmts.spentCount.get()?.n ?? 0) - this.maxTotal;
+      if (excess > 0) stmts.capTombstones.run(excess);
+      stmts.dropEmptyPrincipals.run();
+    }).immediate;
+  }
+
+  /**
+   * Opens a ledger; the same as `new SqliteLedger(options)`.
+   *
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` as the constructor.
+   */
+  static async open(options: SqliteLedgerOptions): Promise<SqliteLedger> {
+    return new SqliteLedger(options);
+  }
+
+  /**
+   * Records a new outstanding confirmation (see {@link Ledger.issue}).
+   *
+   * @param jti - the random nonce, primary key.
+   * @param principal - opaque tag of who asked; bounded by `maxPerPrincipal`.
+   * @param expiresAtMs - Unix time in milliseconds at which the entry expires.
+   * @param nowMs - the caller's current time in milliseconds. Defaults to `Date.now()`.
+   * @throws {ConfirmCapacityError} `ERR_CONFIRM_CAPACITY` when the principal or the file is full.
+   * @throws {RangeError} when `jti` was already issued (outstanding or spent), or a time is not finite.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure
+   *   (locked past `busyTimeoutMs`, I/O error, corruption, closed ledger).
+   */
+  async issue(jti: string, principal: string, expiresAtMs: number, nowMs: number = Date.now()): Promise<void> {
+    finiteMs('expiresAtMs', expiresAtMs);
+    finiteMs('nowMs', nowMs);
+    if (this.#closed) throw new ConfirmLedgerUnavailableError();
+    try {
+      this.#issueTx(jti, principal, expiresAtMs, nowMs);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new RangeError('jti already issued');
+      throw unavailable(error);
+    }
+    this.#maybeMaintain(nowMs);
+  }
+
+  /**
+   * Atomically redeems a confirmation (see {@link Ledger.spend}): one `UPDATE … RETURNING`.
+   *
+   * @param jti - the nonce given to {@link issue}.
+   * @param nowMs - the caller's current time in milliseconds; `nowMs >= expiresAtMs` is `'expired'`.
+   * @returns `'spent'` for exactly one caller; `'already-spent'`, `'unknown'` or `'expired'` otherwise.
+   * @throws {RangeError} when `nowMs` is not finite.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure.
+   */
+  async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
+    finiteMs('nowMs', nowMs);
+    if (this.#closed) throw new ConfirmLedgerUnavailableError();
+    let outcome: SpendOutcome;
+    try {
+      const row = this.#stmts.spend.get(jti);
+      if (row !== undefined) {
+        if (typeof row.expires_at_ms !== 'number') throw new TypeError('unexpected expires_at_ms');
+        if (nowMs >= row.expires_at_ms) {
+          // Already consumed by the UPDATE above; drop the tombstone so a replay is 'unknown',
+          // as in the memory ledger. If this delete failed, a replay would be 'already-spent'.
+          this.#stmts.dropSpent.run(jti);
+          outcome = 'expired';
+        } else {
+          outcome = 'spent';
+        }
+      } else {
+        const state = this.#stmts.state.get(jti);
+        outcome = state === undefined ? 'unknown' : state.spent === 1 ? 'already-spent' : 'unknown';
+      }
+    } catch (error) {
+      throw unavailable(error);
+    }
+    this.#maybeMaintain(nowMs);
+    return outcome;
+  }
+
+  /**
+   * Deletes every entry and tombstone with `expiresAtMs <= nowMs` and drops
+   * tombstones beyond `maxTotal`, oldest expiry first.
+   *
+   * @param nowMs - current time in milliseconds. Defaults to `Date.now()`.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure.
+   */
+  async sweep(nowMs: number = Date.now()): Promise<void> {
+    finiteMs('nowMs', nowMs);
+    if (this.#closed) throw new ConfirmLedgerUnavailableError();
+    try {
+      this.#maintainTx(nowMs);
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  /** Closes the database handle. Idempotent; later calls reject with `ERR_CONFIRM_LEDGER_UNAVAILABLE`. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#db.close();
+    } catch {
+      // closing twice or on a broken file: nothing left to release
+    }
+  }
+
+  #maybeMaintain(nowMs: number): void {
+    if (++this.#ops % MAINTENANCE_EVERY !== 0) return;
+    try {
+      this.#maintainTx(nowMs);
+    } catch {
+      // Housekeeping only: the operation itself succeeded, and the next one will
+      // report a broken store. Bounds are still enforced by issue's own sweep.
+    }
+  }
+}

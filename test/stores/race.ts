@@ -1,0 +1,108 @@
+/**
+ * Parent side of the cross-process race (case spend-1): N forked processes fire
+ * M concurrent spends each at one jti, round after round.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+
+const WORKER = fileURLToPath(new URL('./raceWorker.ts', import.meta.url));
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+
+export type StoreSpec = { store: 'sqlite'; path: string } | { store: 'redis'; url: string; namespace: string };
+
+export interface RoundResult {
+  jti: string;
+  outcomes: Record<SpendOutcome, number>;
+  errors: string[];
+}
+
+type Reply =
+  | { type: 'ready' }
+  | { type: 'result'; outcomes: Record<SpendOutcome, number>; errors: string[] }
+  | { type: 'fatal'; error: string };
+
+function nextReply(child: ChildProcess, timeoutMs: number): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`race worker ${child.pid} did not answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onMessage = (m: unknown): void => {
+      cleanup();
+      const r = m as Reply;
+      if (r.type === 'fatal') reject(new Error(`race worker failed: ${r.error}`));
+      else resolve(r);
+    };
+    const onExit = (code: number | null): void => {
+      cleanup();
+      reject(new Error(`race worker ${child.pid} exited with ${code}`));
+    };
+    function cleanup(): void {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+    }
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+/**
+ * Forks `processes` workers on `spec`, then for each round issues a fresh jti
+ * through `issuer` and lets every worker fire `attempts` spends of it at once.
+ */
+export async function raceSpends(opts: {
+  spec: StoreSpec;
+  issuer: Ledger;
+  processes: number;
+  attempts: number;
+  rounds: number;
+}): Promise<RoundResult[]> {
+  const children = Array.from({ length: opts.processes }, () =>
+    fork(WORKER, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  try {
+    const ready = children.map((c) => nextReply(c, 20_000));
+    for (const c of children) c.send({ type: 'open', ...opts.spec });
+    for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
+
+    const results: RoundResult[] = [];
+    for (let round = 0; round < opts.rounds; round++) {
+      const jti = randomUUID();
+      const nowMs = Date.now();
+      await opts.issuer.issue(jti, 'racer', nowMs + 300_000, nowMs);
+      const replies = children.map((c) => nextReply(c, 20_000));
+      const startAtMs = Date.now() + 30;
+      for (const c of children) c.send({ type: 'go', jti, attempts: opts.attempts, nowMs: nowMs + 1, startAtMs });
+      const outcomes: Record<SpendOutcome, number> = { spent: 0, 'already-spent': 0, unknown: 0, expired: 0 };
+      const errors: string[] = [];
+      for (const r of await Promise.all(replies)) {
+        if (r.type !== 'result') throw new Error('unexpected reply');
+        for (const k of Object.keys(outcomes) as SpendOutcome[]) outcomes[k] += r.outcomes[k];
+        errors.push(...r.errors);
+      }
+      results.push({ jti, outcomes, errors });
+    }
+    return results;
+  } finally {
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            const timer = setTimeout(() => {
+              c.kill('SIGKILL');
+              resolve();
+            }, 5_000);
+            c.once('exit', () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            c.send({ type: 'exit' });
+          }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Child process of the cross-process race tests (case spend-1). Forked with
+ * `execArgv: ['--import', 'tsx']`; talks to its parent over IPC only:
+ *
+ *   parent → { type: 'open', store: 'sqlite', path } | { type: 'open', store: 'redis', url, namespace }
+ *   child  → { type: 'ready' }
+ *   parent → { type: 'go', jti, attempts, nowMs, startAtMs }   (any number of rounds)
+ *   child  → { type: 'result', outcomes: Record<outcome, number>, errors: string[] }
+ *   parent → { type: 'exit' }
+ *
+ * On 'go' the child spins until `startAtMs` (so all processes start together),
+ * then fires `attempts` spends of the same jti at once and counts the outcomes.
+ */
+import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+
+type OpenMessage =
+  | { type: 'open'; store: 'sqlite'; path: string }
+  | { type: 'open'; store: 'redis'; url: string; namespace: string };
+type GoMessage = { type: 'go'; jti: string; attempts: number; nowMs: number; startAtMs: number };
+type Message = OpenMessage | GoMessage | { type: 'exit' };
+
+let ledger: Ledger | undefined;
+
+function send(message: unknown): void {
+  process.send?.(message);
+}
+
+async function open(m: OpenMessage): Promise<Ledger> {
+  if (m.store === 'sqlite') {
+    const { SqliteLedger } = await import('../../src/stores/sqlite.js');
+    return new SqliteLedger({ path: m.path });
+  }
+  const { RedisLedger } = await import('../../src/stores/redis.js');
+  return RedisLedger.open({ url: m.url, namespace: m.namespace });
+}
+
+async function go(m: GoMessage): Promise<void> {
+  const l = ledger;
+  if (l === undefined) throw new Error('go before open');
+  while (Date.now() < m.startAtMs) {
+    // spin: start every process at the same instant
+  }
+  const outcomes: Record<SpendOutcome, number> = { spent: 0, 'already-spent': 0, unknown: 0, expired: 0 };
+  const errors: string[] = [];
+  const settled = await Promise.allSettled(Array.from({ length: m.attempts }, () => l.spend(m.jti, m.nowMs)));
+  for (const s of settled) {
+    if (s.status === 'fulfilled') outcomes[s.value]++;
+    else errors.push(String((s.reason as Error)?.message ?? s.reason));
+  }
+  send({ type: 'result', outcomes, errors });
+}
+
+process.on('message', (raw) => {
+  const m = raw as Message;
+  if (m.type === 'open') {
+    open(m).then(
+      (l) => {
+        ledger = l;
+        send({ type: 'ready' });
+      },
+      (e: unknown) => send({ type: 'fatal', error: String(e) }),
+    );
+  } else if (m.type === 'go') {
+    go(m).catch((e: unknown) => send({ type: 'fatal', error: String(e) }));
+  } else if (m.type === 'exit') {
+    void Promise.resolve(ledger?.close?.()).finally(() => process.exit(0));
+  }
+});
+process.on('disconnect', () => process.exit(0));

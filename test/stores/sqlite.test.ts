@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
+import { SqliteLedger } from '../../src/stores/sqlite.js';
+import { ledgerContract } from '../ledger/contract.js';
+import { raceSpends } from './race.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-sqlite-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const freshPath = (): string => join(dir, `${randomUUID()}.db`);
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+function expectUnavailable(error: unknown): void {
+  expect(error).toBeInstanceOf(ConfirmLedgerUnavailableError);
+  expect((error as ConfirmLedgerUnavailableError).code).toBe('ERR_CONFIRM_LEDGER_UNAVAILABLE');
+}
+
+ledgerContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }));
+
+describe('SqliteLedger', () => {
+  it('reports kind sqlite and shared true', async () => {
+    const ledger = new SqliteLedger({ path: freshPath() });
+    expect(ledger.kind).toBe('sqlite');
+    expect(ledger.shared).toBe(true);
+    await ledger.close();
+  });
+
+  it('puts the database in WAL mode with a busy timeout', async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path, busyTimeoutMs: 1234 });
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.close();
+    await ledger.close();
+  });
+
+  it('shares entries between two ledgers opened on the same file', async () => {
+    const path = freshPath();
+    const a = new SqliteLedger({ path });
+    const b = await SqliteLedger.open({ path });
+    const id = randomUUID();
+    await a.issue(id, 'alice', Date.now() + 60_000);
+    expect(await b.spend(id, Date.now())).toBe('spent');
+    expect(await a.spend(id, Date.now())).toBe('already-spent');
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('enforces maxPerPrincipal across ledgers sharing one file', async () => {
+    const path = freshPath();
+    const a = new SqliteLedger({ path, maxPerPrincipal: 2 });
+    const b = new SqliteLedger({ path, maxPerPrincipal: 2 });
+    const now = Date.now();
+    await a.issue(randomUUID(), 'alice', now + 60_000, now);
+    await b.issue(randomUUID(), 'alice', now + 60_000, now);
+    const error = await rejection(a.issue(randomUUID(), 'alice', now + 60_000, now));
+    expect((error as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('sweeps expired entries and tombstones from the file', async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path });
+    const now = Date.now();
+    const spent = randomUUID();
+    await ledger.issue(spent, 'alice', now + 1_000, now);
+    await ledger.issue(randomUUID(), 'alice', now + 1_000, now);
+    await ledger.issue(randomUUID(), 'bob', now + 60_000, now);
+    expect(await ledger.spend(spent, now + 1)).toBe('spent');
+    await ledger.sweep(now + 1_000);
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare('SELECT count(*) AS n FROM mcp_confirm_ledger').get()).toEqual({ n: 1 });
+    expect(db.prepare("SELECT scope, name, n FROM mcp_confirm_ledger_counts WHERE n <> 0 ORDER BY scope, name").all()).toEqual([
+      { scope: 'principal', name: 'bob', n: 1 },
+      { scope: 'total', name: '', n: 1 },
+    ]);
+    db.close();
+    expect(await ledger.spend(spent, now + 1_001)).toBe('unknown');
+    await ledger.close();
+  });
+
+  it('bounds tombstones to maxTotal, dropping the oldest expiry first', async () => {
+    const ledger = new SqliteLedger({ path: freshPath(), maxTotal: 3 });
+    const now = Date.now();
+    const ids = Array.from({ length: 5 }, randomUUID);
+    for (const [i, id] of ids.entries()) {
+      await ledger.issue(id, 'alice', now + 60_000 + i, now);
+      expect(await ledger.spend(id, now)).toBe('spent');
+    }
+    await ledger.sweep(now);
+    const outcomes = await Promise.all(ids.map((id) => ledger.spend(id, now)));
+    expect(outcomes).toEqual(['unknown', 'unknown', 'already-spent', 'already-spent', 'already-spent']);
+    await ledger.close();
+  });
+
+  it('refuses bad options with RangeError', () => {
+    expect(() => new SqliteLedger({ path: '' })).toThrow(RangeError);
+    expect(() => new SqliteLedger({ path: ':memory:' })).toThrow(RangeError);
+    expect(() => new SqliteLedger({ path: freshPath(), maxTotal: 0 })).toThrow(RangeError);
+    expect(() => new SqliteLedger({ path: freshPath(), maxPerPrincipal: 1.5 })).toThrow(RangeError);
+    expect(() => new SqliteLedger({ path: freshPath(), busyTimeoutMs: -1 })).toThrow(RangeError);
+  });
+
+  it('refuses non-finite times with RangeError', async () => {
+    const ledger = new SqliteLedger({ path: freshPath() });
+    await expect(ledger.issue(randomUUID(), 'alice', Number.NaN)).rejects.toBeInstanceOf(RangeError);
+    await expect(ledger.spend(randomUUID(), Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(RangeError);
+    await ledger.close();
+  });
+
+  describe('fails closed (spend-4)', () => {
+    it('throws ERR_CONFIRM_LEDGER_UNAVAILABLE when the directory of the file is missing', () => {
+      let error: unknown;
+      try {
+        new SqliteLedger({ path: join(dir, 'no-such-dir', 'ledger.db') });
+      } catch (e) {
+        error = e;
+      }
+      expectUnavailable(error);
+    });
+
+    it('throws ERR_CONFIRM_LEDGER_UNAVAILABLE when the file is not a SQLite database', async () => {
+      const path = freshPath();
+      writeFileSync(path, 'not a database, just garbage bytes\n'.repeat(200));
+      let error: unknown;
+      try {
+        new SqliteLedger({ path });
+      } catch (e) {
+        error = e;
+      }
+      expectUnavailable(error);
+      expect(((error as Error).cause as { code?: string }).code).toBe('SQLITE_NOTADB');
+      await expect(SqliteLedger.open({ path })).rejects.toBeInstanceOf(ConfirmLedgerUnavailableError);
+    });
+
+    it('rejects spend and issue with ERR_CONFIRM_LEDGER_UNAVAILABLE once the tables are gone', async () => {
+      const path = freshPath();
+      const ledger = new SqliteLedger({ path });
+      const id = randomUUID();
+      await ledger.issue(id, 'alice', Date.now() + 60_000);
+      const vandal = new Database(path);
+      vandal.exec('DROP TABLE mcp_confirm_ledger; DROP TABLE mcp_confirm_ledger_counts;');
+      vandal.close();
+      expectUnavailable(await rejection(ledger.spend(id, Date.now())));
+      expectUnavailable(await rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 60_000)));
+      await ledger.close();
+    });
+
+    it('rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE within busyTimeoutMs when another process holds the write lock', async () => {
+      const path = freshPath();
+      const ledger = new SqliteLedger({ path, busyTimeoutMs: 200 });
+      const id = randomUUID();
+      await ledger.issue(id, 'alice', Date.now() + 60_000);
+      const holder = new Database(path);
+      holder.exec('BEGIN EXCLUSIVE');
+      try {
+        let started = Date.now();
+        expectUnavailable(await rejection(ledger.spend(id, Date.now())));
+        expect(Date.now() - started).toBeLessThan(2_000);
+        started = Date.now();
+        expectUnavailable(await rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 60_000)));
+        expect(Date.now() - started).toBeLessThan(2_000);
+      } finally {
+        holder.exec('ROLLBACK');
+        holder.close();
+      }
+      // The lock is gone: the same confirmation is still outstanding and spends once.
+      expect(await ledger.spend(id, Date.now())).toBe('spent');
+      await ledger.close();
+    });
+
+    it('rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE after close, and close is idempotent', async () => {
+      const ledger = new SqliteLedger({ path: freshPath() });
+      const id = randomUUID();
+      await ledger.issue(id, 'alice', Date.now() + 60_000);
+      await ledger.close();
+      await ledger.close();
+      expectUnavailable(await rejection(ledger.spend(id, Date.now())));
+      expectUnavailable(await rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 60_000)));
+    });
+  });
+
+  it('gives exactly one spent across 4 processes x 250 concurrent spends of one jti, every round (spend-1)', async () => {
+    const path = freshPath();
+    const issuer = new SqliteLedger({ path });
+    try {
+      const rounds = await raceSpends({ spec: { store: 'sqlite', path }, issuer, processes: 4, attempts: 250, rounds: 10 });
+      expect(rounds).toHaveLength(10);
+      for (const r of rounds) {
+        expect(r.errors).toEqual([]);
+        expect(r.outcomes).toEqual({ spent: 1, 'already-spent': 999, unknown: 0, expired: 0 });
+      }
+    } finally {
+      await issuer.close();
+    }
+  });
+});
