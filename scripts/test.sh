@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The README's test command. On a fresh Debian/Ubuntu machine it installs what the tests need
+# (redis-server with apt-get when missing; npm packages with npm ci), typechecks, builds, starts a
+# throwaway Redis on a free loopback port, runs every test with vitest, stops Redis, and ends with
+# one plain line "N passed, N failed" derived from vitest's JSON report (DESIGN.md §4):
+# failed = failed tests + test files that failed to load + skipped/todo tests (a skip is a defect).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+summary_done=0
+fail_early() {
+  echo "test setup failed: $1" >&2
+  echo "0 passed, 1 failed"
+  summary_done=1
+  exit 1
+}
+
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  echo "installing redis-server with apt-get" >&2
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends redis-server; } >&2 \
+    || fail_early "apt-get install redis-server"
+fi
+
+if [ "${MCP_CONFIRM_SKIP_NPM_CI:-}" != "1" ] || [ ! -d node_modules ]; then
+  npm ci --no-audit --no-fund >&2 || fail_early "npm ci"
+fi
+npx tsc --noEmit -p . >&2 || fail_early "typecheck (tsc --noEmit)"
+npm run --silent build >&2 || fail_early "build (tsc -p tsconfig.build.json)"
+
+read -r REDIS_PORT REDIS_PID < <(scripts/start-redis.sh) || true
+[ -n "${REDIS_PID:-}" ] || fail_early "start redis-server"
+trap 'kill "$REDIS_PID" 2>/dev/null || true' EXIT
+export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+echo "redis-server pid $REDIS_PID on $REDIS_URL" >&2
+
+rm -f .vitest.json
+rc=0
+NO_COLOR=1 npx vitest run --reporter=default --reporter=json --outputFile.json=.vitest.json "$@" >&2 || rc=$?
+node scripts/summary.mjs .vitest.json || rc=1
+exit "$rc"

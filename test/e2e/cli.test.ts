@@ -1,0 +1,163 @@
+/**
+ * The built CLI (`dist/cli/main.js`, the package's `bin`) as a real subprocess:
+ * stdio serving, exit codes, the key file, and the demo. Needs `npm run build`
+ * first (the README's test command does it).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ACCEPT, asked, callTool } from '../helpers/harness.js';
+
+const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
+let R: string;
+let root: string;
+const clients: Client[] = [];
+
+beforeAll(() => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
+});
+beforeEach(() => {
+  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-cli-')));
+  root = join(R, 'root');
+  mkdirSync(root);
+  writeFileSync(join(root, 'cache.txt'), 'cache');
+  writeFileSync(join(root, 'thesis.txt'), 'thesis');
+});
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => {})));
+  rmSync(R, { recursive: true, force: true });
+});
+
+async function spawnServer(args: string[]): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, ...args], stderr: 'pipe' });
+  let err = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString('utf8');
+  });
+  const client = new Client(
+    { name: 'cli-test', version: '0.0.0' },
+    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+  );
+  await client.connect(transport);
+  clients.push(client);
+  return { client, stderr: () => err };
+}
+
+function run(args: string[], input = '') {
+  return spawnSync(process.execPath, [MAIN, ...args], { input, encoding: 'utf8', timeout: 30_000 });
+}
+
+describe('mcp-confirm --root DIR over stdio', () => {
+  it('asks, then deletes on accept, with stdout carrying only the protocol', async () => {
+    const { client, stderr } = await spawnServer(['--root', root]);
+    const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
+    expect(message).toContain(join(root, 'cache.txt'));
+    const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    expect(done).toMatchObject({ kind: 'result', isError: false });
+    expect(existsSync(join(root, 'cache.txt'))).toBe(false);
+    const replay = await callTool(client, { name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: ACCEPT, requestState: state });
+    expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_MISMATCH]')).toBe(true);
+    expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
+    expect(stderr()).toContain('serving delete_file over stdio');
+  });
+
+  it('shares a key file between two processes: the state opens on the other, whose memory ledger says it is per process', async () => {
+    const keyFile = join(R, 'keys.json');
+    const keygen = run(['keygen', '--kid', 'k1']);
+    expect(keygen.status).toBe(0);
+    writeFileSync(keyFile, keygen.stdout);
+    const a = await spawnServer(['--root', root, '--key-file', keyFile]);
+    const b = await spawnServer(['--root', root, '--key-file', keyFile]);
+    const { state } = asked(await callTool(a.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
+    const onB = await callTool(b.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    expect(onB.kind === 'result' && onB.text.startsWith('[ERR_CONFIRM_UNKNOWN]')).toBe(true);
+    if (onB.kind === 'result') expect(onB.text).toContain('shared ledger');
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+    // Control: without the shared key file, process B cannot even open the state.
+    const c = await spawnServer(['--root', root]);
+    expect(await callTool(c.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'error',
+      code: -32602,
+    });
+    // And on A it works.
+    expect(await callTool(a.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
+  });
+});
+
+describe('exit codes and messages', () => {
+  it('exits 2 with the usage when no --root is given', () => {
+    const r = run([]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('at least one --root');
+    expect(r.stderr).toContain('Usage:');
+    expect(r.stdout).toBe('');
+  });
+
+  it.each([
+    ['does not exist', () => join(R, 'missing')],
+    ['is a file', () => join(root, 'cache.txt')],
+    ['is a symbolic link', () => {
+      symlinkSync(root, join(R, 'link'));
+      return join(R, 'link');
+    }],
+  ])('exits 2 naming a root that %s', (_label, make) => {
+    const bad = make();
+    const r = run(['--root', root, '--root', bad]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(bad);
+    expect(r.stdout).toBe('');
+  });
+
+  it.each([['0'], ['-5'], ['abc'], ['1.5']])('exits 2 for --ttl %s', (ttl) => {
+    const r = run(['--root', root, '--ttl', ttl]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--ttl');
+  });
+
+  it('exits 2 for a key file with a short key, without echoing the key', () => {
+    const keyFile = join(R, 'bad.json');
+    writeFileSync(keyFile, JSON.stringify({ keys: [{ kid: 'k1', k: 'c2hvcnRrZXk' }] }));
+    const r = run(['--root', root, '--key-file', keyFile]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('32 bytes');
+    expect(r.stderr).not.toContain('c2hvcnRrZXk');
+  });
+
+  it('exits 2 for an unknown option', () => {
+    const r = run(['--root', root, '--force']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--force');
+  });
+});
+
+describe('mcp-confirm demo', () => {
+  it('without a terminal and without --yes says so and exits 2', () => {
+    const r = run(['demo']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--yes');
+  });
+
+  it('with --yes deletes cache.txt, refuses the three attacks and ends with thesis.txt intact', async () => {
+    const child = spawn(process.execPath, [MAIN, 'demo', '--yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    const status = await new Promise<number | null>((res) => child.on('close', res));
+    expect(status).toBe(0);
+    expect(out).toContain('Permanently delete the file');
+    expect(out).toMatch(/Deleted .*cache\.txt/);
+    expect(out).toContain('[ERR_CONFIRM_SPENT]');
+    expect(out).toContain('[ERR_CONFIRM_MISMATCH]');
+    expect(out).toContain('-32602');
+    expect(out.trimEnd().split('\n').at(-1)).toBe('thesis.txt is intact.');
+  });
+});
+
+
+
