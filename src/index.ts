@@ -1,0 +1,47 @@
+/**
+ * mcp-confirm: trustworthy human confirmation in front of destructive MCP tool calls
+ * (MCP spec 2026-07-28, multi round-trip requests). The public API, one explicit list.
+ *
+ * @module
+ */
+export {
+  createConfirmation,
+  defaultPrincipal,
+  CONFIRM_KEY,
+  CONFIRM_SCHEMA,
+  OpenedState,
+  type Confirmation,
+  type ConfirmationOptions,
+  type ConfirmableTool,
+  type ConfirmableToolConfig,
+  type ActContext,
+  type ConfirmEvent,
+} from './guard/confirmation.js';
+export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
+export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
+export { canonicalDigest } from './state/digest.js';
+export type { Ledger, SpendOutcome } from './ledger/ledger.js';
+export { MemoryLedger, type MemoryLedgerOptions } from './ledger/memoryLedger.js';
+export { question, renderValue, type RenderOptions } from './prompt/render.js';
+export { Roots, RootError, type PinnedRoot } from './fs/roots.js';
+export { inspectFile, deleteVerified, findQuarantineLeftovers, type FileFingerprint } from './fs/target.js';
+export { createDemoServer, registerDeleteFile, deleteFileQuestion, DeleteFileInput, SERVER_INFO, type DemoServerOptions } from './server/deleteFile.js';
+export {
+  ConfirmError,
+  ConfirmMismatchError,
+  ConfirmSpentError,
+  ConfirmUnknownError,
+  ConfirmExpiredError,
+  ConfirmCapacityError,
+  ConfirmLedgerUnavailableError,
+  ConfirmBadArgumentError,
+  ConfirmOutsideRootsError,
+  ConfirmNotRegularFileError,
+  ConfirmSymlinkError,
+  ConfirmChangedError,
+  ConfirmGoneError,
+  ConfirmOsError,
+  ConfirmNoElicitationError,
+  toToolError,
+  type ConfirmErrorCode,
+} from './errors.js';
