@@ -1,0 +1,673 @@
+import { execFile } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import type { Server } from 'node:net';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Roots } from '../../src/fs/roots.js';
+import { defaultFsOps, type FsOps } from '../../src/fs/ops.js';
+import {
+  deleteVerified,
+  findQuarantineLeftovers,
+  inspectFile,
+  isFileFingerprint,
+  type FileFingerprint,
+} from '../../src/fs/target.js';
+import {
+  identity,
+  makeSandbox,
+  mkfifo,
+  mksocket,
+  osError,
+  put,
+  quarantinedIn,
+  rejectsWith,
+  symlink,
+  VICTIM_CONTENT,
+  type Sandbox,
+} from './helpers.js';
+
+const DATA = 'original data\n';
+const SAME_SIZE = 'imposter data\n';
+
+let sb: Sandbox;
+let roots: Roots;
+const servers: Server[] = [];
+/** Paths of the standard layout, set in beforeEach. */
+let sub: string; // allowed/a/sub
+let file: string; // allowed/a/sub/data.txt (the file confirmed)
+let decoy: string; // allowed/other/data.txt (same name and content, inside the root)
+
+beforeEach(async () => {
+  sb = makeSandbox();
+  sub = join(sb.allowed, 'a', 'sub');
+  file = join(sub, 'data.txt');
+  decoy = join(sb.allowed, 'other', 'data.txt');
+  put(file, DATA);
+  put(decoy, DATA);
+  put(join(sb.outside, 'sub', 'data.txt'), VICTIM_CONTENT);
+  roots = await Roots.open([sb.allowed]);
+});
+afterEach(async () => {
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+  sb.cleanup();
+});
+
+/** Round 1 on the standard file, and the fingerprint as it comes back from a sealed state. */
+async function roundOne(path = 'a/sub/data.txt'): Promise<FileFingerprint> {
+  const fp = await inspectFile(roots, path);
+  return JSON.parse(JSON.stringify(fp)) as FileFingerprint;
+}
+
+/** No quarantine-named entry anywhere under the sandbox. */
+async function expectNoLeftovers(): Promise<void> {
+  const everywhere = await Roots.open([sb.R]);
+  expect(await findQuarantineLeftovers(everywhere)).toEqual([]);
+}
+
+/** Lets the kernel's coarse timestamp clock tick, so a change made now gets a new mtime/ctime. */
+const tick = () => sleep(25);
+
+describe('deleteVerified: the plain flow', () => {
+  it('deletes the fingerprinted file and returns its canonical path and size in bytes', async () => {
+    const fp = await roundOne();
+    const done = await deleteVerified(roots, fp);
+    expect(done).toEqual({ path: file, size: BigInt(DATA.length) });
+    expect(existsSync(file)).toBe(false);
+    expect(quarantinedIn(sub)).toEqual([]);
+    expect(readFileSync(decoy, 'utf8')).toBe(DATA);
+    expect(readFileSync(sb.victim, 'utf8')).toBe(VICTIM_CONTENT);
+  });
+
+  it('deletes a file sitting directly in the root', async () => {
+    put(join(sb.allowed, 'top.txt'), 'x');
+    const done = await deleteVerified(roots, await roundOne('top.txt'));
+    expect(done.path).toBe(join(sb.allowed, 'top.txt'));
+    expect(existsSync(join(sb.allowed, 'top.txt'))).toBe(false);
+  });
+
+  it('removes only the confirmed name of a hard-linked file; the other name keeps the data', async () => {
+    const other = join(sb.allowed, 'a', 'hardlink.txt');
+    linkSync(file, other);
+    const fp = await roundOne();
+    expect(fp.nlink).toBe('2');
+    await deleteVerified(roots, fp);
+    expect(existsSync(file)).toBe(false);
+    expect(readFileSync(other, 'utf8')).toBe(DATA);
+  });
+
+  it('moves the file to a quarantine name in the same directory before unlinking it', async () => {
+    const fp = await roundOne();
+    const calls: string[] = [];
+    const ops: Partial<FsOps> = {
+      rename: async (from, to) => {
+        calls.push(`rename ${from} -> ${to}`);
+        await defaultFsOps.rename(from, to);
+      },
+      unlink: async (p) => {
+        calls.push(`unlink ${p}`);
+        await defaultFsOps.unlink(p);
+      },
+    };
+    await deleteVerified(roots, fp, { ops });
+    expect(calls).toHaveLength(2);
+    expect(calls[0]).toMatch(new RegExp(`^rename ${file} -> ${sub}/\\.mcp-confirm-quarantine-[0-9a-f]{32}$`));
+    expect(calls[1]).toBe(`unlink ${calls[0]!.split(' -> ')[1]}`);
+  });
+
+  it('uses a fresh unguessable quarantine name each time', async () => {
+    const names = new Set<string>();
+    for (let i = 0; i < 5; i++) {
+      put(file, DATA);
+      const ops: Partial<FsOps> = {
+        rename: async (from, to) => {
+          names.add(to);
+          await defaultFsOps.rename(from, to);
+        },
+      };
+      await deleteVerified(roots, await roundOne(), { ops });
+    }
+    expect(names.size).toBe(5);
+  });
+});
+
+interface Attack {
+  /** What happens between round 1 and round 2. */
+  title: string;
+  swap: () => void | Promise<void>;
+  code: 'ERR_CONFIRM_CHANGED' | 'ERR_CONFIRM_GONE';
+  /** Everything that must be intact afterwards. */
+  intact: () => void;
+}
+
+const victimIntact = () => expect(readFileSync(sb.victim, 'utf8')).toBe(VICTIM_CONTENT);
+const movedOriginalIntact = (bak: string) => () => {
+  expect(readFileSync(bak, 'utf8')).toBe(DATA);
+  victimIntact();
+};
+
+const attacks: Attack[] = [
+  {
+    title: 'the file replaced by a symlink to an outside victim (fs-3)',
+    swap: () => {
+      renameSync(file, join(sub, 'data.bak'));
+      symlink(sb.victim, file);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      movedOriginalIntact(join(sub, 'data.bak'))();
+      expect(lstatSync(file).isSymbolicLink()).toBe(true);
+    },
+  },
+  {
+    title: 'the file replaced by a directory (fs-3)',
+    swap: () => {
+      renameSync(file, join(sub, 'data.bak'));
+      put(join(file, 'inside.txt'), 'inside');
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      movedOriginalIntact(join(sub, 'data.bak'))();
+      expect(readFileSync(join(file, 'inside.txt'), 'utf8')).toBe('inside');
+    },
+  },
+  {
+    title: 'the file replaced by a FIFO (fs-3)',
+    swap: () => {
+      renameSync(file, join(sub, 'data.bak'));
+      mkfifo(file);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      movedOriginalIntact(join(sub, 'data.bak'))();
+      expect(lstatSync(file).isFIFO()).toBe(true);
+    },
+  },
+  {
+    title: 'the file replaced by a unix socket',
+    swap: async () => {
+      renameSync(file, join(sub, 'data.bak'));
+      servers.push(await mksocket(file));
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      movedOriginalIntact(join(sub, 'data.bak'))();
+      expect(lstatSync(file).isSocket()).toBe(true);
+    },
+  },
+  {
+    title: 'the file replaced by a different regular file of the same size (fs-3)',
+    swap: () => {
+      renameSync(file, join(sub, 'data.bak'));
+      writeFileSync(file, SAME_SIZE);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      movedOriginalIntact(join(sub, 'data.bak'))();
+      expect(readFileSync(file, 'utf8')).toBe(SAME_SIZE);
+    },
+  },
+  {
+    title: 'the file rewritten in place with content of the same size',
+    swap: async () => {
+      await tick();
+      writeFileSync(file, SAME_SIZE);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => expect(readFileSync(file, 'utf8')).toBe(SAME_SIZE),
+  },
+  {
+    title: 'the file rewritten and its mtime put back (only the change time differs)',
+    swap: async () => {
+      const before = lstatSync(file);
+      await tick();
+      writeFileSync(file, SAME_SIZE);
+      utimesSync(file, before.atime, before.mtime);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => expect(readFileSync(file, 'utf8')).toBe(SAME_SIZE),
+  },
+  {
+    title: 'its mode changed (chmod)',
+    swap: async () => {
+      await tick();
+      chmodSync(file, 0o600);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => expect(readFileSync(file, 'utf8')).toBe(DATA),
+  },
+  {
+    title: 'a second hard link to it created',
+    swap: () => linkSync(file, join(sb.allowed, 'extra-name.txt')),
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => expect(readFileSync(file, 'utf8')).toBe(DATA),
+  },
+  {
+    title: 'the parent directory swapped for a symlink to another directory inside the root holding a same-named file (fs-3)',
+    swap: () => {
+      renameSync(sub, join(sb.allowed, 'a', 'sub.bak'));
+      symlink('../other', sub);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      expect(readFileSync(decoy, 'utf8')).toBe(DATA);
+      expect(readFileSync(join(sb.allowed, 'a', 'sub.bak', 'data.txt'), 'utf8')).toBe(DATA);
+    },
+  },
+  {
+    title: 'the parent directory swapped for another real directory holding a same-named file',
+    swap: () => {
+      renameSync(sub, join(sb.allowed, 'a', 'sub.bak'));
+      put(file, DATA);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      expect(readFileSync(file, 'utf8')).toBe(DATA);
+      expect(readFileSync(join(sb.allowed, 'a', 'sub.bak', 'data.txt'), 'utf8')).toBe(DATA);
+    },
+  },
+  {
+    title: 'a grandparent directory swapped for a symlink to outside the root',
+    swap: () => {
+      renameSync(join(sb.allowed, 'a'), join(sb.allowed, 'a.bak'));
+      symlink(sb.outside, join(sb.allowed, 'a'));
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      expect(readFileSync(join(sb.outside, 'sub', 'data.txt'), 'utf8')).toBe(VICTIM_CONTENT);
+      expect(readFileSync(join(sb.allowed, 'a.bak', 'sub', 'data.txt'), 'utf8')).toBe(DATA);
+    },
+  },
+  {
+    title: 'the root swapped for another directory with the same layout',
+    swap: () => {
+      renameSync(sb.allowed, join(sb.R, 'allowed.bak'));
+      put(file, DATA);
+      put(decoy, DATA);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => {
+      expect(readFileSync(file, 'utf8')).toBe(DATA);
+      expect(readFileSync(join(sb.R, 'allowed.bak', 'a', 'sub', 'data.txt'), 'utf8')).toBe(DATA);
+    },
+  },
+  {
+    title: 'the root swapped for a symlink to the very same directory',
+    swap: () => {
+      renameSync(sb.allowed, join(sb.R, 'allowed.bak'));
+      symlink(join(sb.R, 'allowed.bak'), sb.allowed);
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => expect(readFileSync(join(sb.R, 'allowed.bak', 'a', 'sub', 'data.txt'), 'utf8')).toBe(DATA),
+  },
+  {
+    title: 'the file deleted (fs-5)',
+    swap: () => unlinkSync(file),
+    code: 'ERR_CONFIRM_GONE',
+    intact: () => expect(existsSync(file)).toBe(false),
+  },
+  {
+    title: 'its parent directory deleted (fs-5)',
+    swap: () => rmSync(sub, { recursive: true }),
+    code: 'ERR_CONFIRM_GONE',
+    intact: () => expect(existsSync(sub)).toBe(false),
+  },
+  {
+    title: 'its parent directory replaced by a regular file',
+    swap: () => {
+      rmSync(sub, { recursive: true });
+      writeFileSync(sub, 'now a file');
+    },
+    code: 'ERR_CONFIRM_CHANGED',
+    intact: () => expect(readFileSync(sub, 'utf8')).toBe('now a file'),
+  },
+];
+
+describe.each(attacks)('deleteVerified after $title', (attack) => {
+  it(`refuses with ${attack.code}, deletes nothing and leaves no quarantine entry`, async () => {
+    const fp = await roundOne();
+    await attack.swap();
+    const error = await rejectsWith(deleteVerified(roots, fp), attack.code);
+    expect(error.message).toContain('nothing was deleted');
+    attack.intact();
+    expect(readFileSync(decoy, 'utf8')).toBe(DATA);
+    victimIntact();
+    await expectNoLeftovers();
+  });
+
+  it('control: the same flow with nothing swapped deletes the file', async () => {
+    const fp = await roundOne();
+    await expect(deleteVerified(roots, fp)).resolves.toEqual({ path: file, size: BigInt(DATA.length) });
+    expect(existsSync(file)).toBe(false);
+    expect(readFileSync(decoy, 'utf8')).toBe(DATA);
+    victimIntact();
+  });
+});
+
+/**
+ * Swaps made at an exact point inside deleteVerified (through the injectable ops):
+ * right before the rename (after every pre-check passed), and around it.
+ */
+describe('deleteVerified: swaps inside the window between the last check and the rename', () => {
+  /** ops whose rename runs `before` just before the real rename and `after` just after it. */
+  const aroundRename = (before: () => void, after: () => void = () => {}): Partial<FsOps> => ({
+    rename: async (from, to) => {
+      before();
+      await defaultFsOps.rename(from, to);
+      after();
+    },
+  });
+
+  it('control: with hooks that change nothing, the file is deleted', async () => {
+    const fp = await roundOne();
+    await deleteVerified(roots, fp, { ops: aroundRename(() => {}) });
+    expect(existsSync(file)).toBe(false);
+    await expectNoLeftovers();
+  });
+
+  it('puts back a same-size imposter swapped in just before the rename, and refuses with ERR_CONFIRM_CHANGED', async () => {
+    const fp = await roundOne();
+    let movedId = '';
+    const ops: Partial<FsOps> = {
+      rename: async (from, to) => {
+        renameSync(file, join(sub, 'data.bak'));
+        writeFileSync(file, SAME_SIZE);
+        await defaultFsOps.rename(from, to);
+        movedId = identity(to);
+      },
+    };
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
+    expect(error.message).toContain('different file');
+    // The very entry that was moved aside is back under the name.
+    expect(identity(file)).toBe(movedId);
+    expect(readFileSync(file, 'utf8')).toBe(SAME_SIZE);
+    expect(readFileSync(join(sub, 'data.bak'), 'utf8')).toBe(DATA);
+    expect(quarantinedIn(sub)).toEqual([]);
+  });
+
+  it('puts back a symlink to the victim swapped in just before the rename (the link itself, not its target)', async () => {
+    const fp = await roundOne();
+    const victimId = identity(sb.victim);
+    const ops = aroundRename(() => {
+      renameSync(file, join(sub, 'data.bak'));
+      symlink(sb.victim, file);
+    });
+    await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
+    expect(lstatSync(file).isSymbolicLink()).toBe(true);
+    expect(identity(sb.victim)).toBe(victimId);
+    expect(readFileSync(sb.victim, 'utf8')).toBe(VICTIM_CONTENT);
+    expect(quarantinedIn(sub)).toEqual([]);
+  });
+
+  it('keeps a directory swapped in just before the rename under its quarantine name, says where, and deletes nothing', async () => {
+    const fp = await roundOne();
+    const ops = aroundRename(() => {
+      renameSync(file, join(sub, 'data.bak'));
+      put(join(file, 'inside.txt'), 'inside');
+    });
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
+    const [q] = quarantinedIn(sub);
+    expect(q).toBeDefined();
+    expect(error.message).toContain(JSON.stringify(join(sub, q!)));
+    expect(readFileSync(join(sub, q!, 'inside.txt'), 'utf8')).toBe('inside');
+    expect(await findQuarantineLeftovers(roots)).toEqual([join(sub, q!)]);
+    expect(readFileSync(join(sub, 'data.bak'), 'utf8')).toBe(DATA);
+  });
+
+  it('never overwrites a name taken again after the rename: the entry stays in quarantine and the refusal says where', async () => {
+    const fp = await roundOne();
+    const ops = aroundRename(
+      () => {
+        renameSync(file, join(sub, 'data.bak'));
+        writeFileSync(file, SAME_SIZE); // what gets moved: not the confirmed file
+      },
+      () => writeFileSync(file, 'newcomer'), // the name is taken again
+    );
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
+    const [q] = quarantinedIn(sub);
+    expect(error.message).toContain(JSON.stringify(join(sub, q!)));
+    expect(error.message).toContain('taken again');
+    expect(readFileSync(file, 'utf8')).toBe('newcomer');
+    expect(readFileSync(join(sub, q!), 'utf8')).toBe(SAME_SIZE);
+    expect(readFileSync(join(sub, 'data.bak'), 'utf8')).toBe(DATA);
+    expect(await findQuarantineLeftovers(roots)).toEqual([join(sub, q!)]);
+  });
+
+  it('refuses a parent swapped for a symlink just before the rename, and puts the other directory\'s file back', async () => {
+    const fp = await roundOne();
+    const decoyId = identity(decoy);
+    const ops = aroundRename(() => {
+      renameSync(sub, join(sb.allowed, 'a', 'sub.bak'));
+      symlink('../other', sub);
+    });
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
+    expect(error.message).toContain('nothing was deleted');
+    expect(identity(decoy)).toBe(decoyId);
+    expect(readFileSync(decoy, 'utf8')).toBe(DATA);
+    expect(readFileSync(join(sb.allowed, 'a', 'sub.bak', 'data.txt'), 'utf8')).toBe(DATA);
+    await expectNoLeftovers();
+  });
+
+  it('refuses a parent swapped for a symlink to a directory holding another hard link of the same file (the chain re-check after the rename catches it)', async () => {
+    linkSync(file, join(sb.allowed, 'other', 'same-inode.txt'));
+    rmSync(decoy);
+    linkSync(file, decoy); // other/data.txt is now the very same inode
+    const fp = await roundOne();
+    const ops = aroundRename(() => {
+      renameSync(sub, join(sb.allowed, 'a', 'sub.bak'));
+      symlink('../other', sub);
+    });
+    await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
+    expect(readFileSync(decoy, 'utf8')).toBe(DATA);
+    expect(readFileSync(join(sb.allowed, 'a', 'sub.bak', 'data.txt'), 'utf8')).toBe(DATA);
+    await expectNoLeftovers();
+  });
+
+  it('documented residual window: a parent swapped and swapped back around the rename leaves the other file renamed in quarantine, never deleted', async () => {
+    const fp = await roundOne();
+    const decoyId = identity(decoy);
+    const real = join(sb.allowed, 'a', 'sub.real');
+    const ops = aroundRename(
+      () => {
+        renameSync(sub, real);
+        symlink('../other', sub);
+      },
+      () => {
+        unlinkSync(sub);
+        renameSync(real, sub);
+      },
+    );
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
+    expect(error.message).toContain('cannot be found again');
+    // The confirmed file was never touched; the other directory's file was renamed, not deleted.
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+    const [q] = quarantinedIn(join(sb.allowed, 'other'));
+    expect(q).toBeDefined();
+    expect(identity(join(sb.allowed, 'other', q!))).toBe(decoyId);
+    expect(readFileSync(join(sb.allowed, 'other', q!), 'utf8')).toBe(DATA);
+    expect(await findQuarantineLeftovers(roots)).toEqual([join(sb.allowed, 'other', q!)]);
+  });
+
+  it('refuses with ERR_CONFIRM_GONE when the file vanishes between the last check and the rename', async () => {
+    const fp = await roundOne();
+    await rejectsWith(deleteVerified(roots, fp, { ops: aroundRename(() => unlinkSync(file)) }), 'ERR_CONFIRM_GONE');
+    await expectNoLeftovers();
+  });
+});
+
+describe('deleteVerified: the OS refuses', () => {
+  it('refuses with ERR_CONFIRM_OS EACCES, file intact at its name, when the directory is read-only (real refusal, unprivileged process)', async () => {
+    // As root, permissions do not stop rename(2); so round 2 runs in a child process as
+    // uid/gid 65534 (nobody) when we are root, and in-process otherwise. Either way the
+    // EACCES comes from the kernel, not from an injected fake.
+    const ro = join(sb.allowed, 'ro');
+    const target = join(ro, 'data.txt');
+    put(target, DATA);
+    const fp = await roundOne('ro/data.txt');
+    const fileId = identity(target);
+    chmodSync(sb.R, 0o755);
+    chmodSync(sb.allowed, 0o755);
+    chmodSync(ro, 0o555);
+    let result: { ok: boolean; code?: string; osCode?: string; message?: string };
+    if (process.getuid?.() === 0) {
+      const fixture = resolve(import.meta.dirname, 'fixtures', 'deleteInChild.ts');
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', fixture, JSON.stringify([sb.allowed]), JSON.stringify(fp)],
+        { cwd: resolve(import.meta.dirname, '..', '..'), uid: 65534, gid: 65534, env: { PATH: process.env.PATH ?? '', HOME: '/tmp' } },
+      );
+      result = JSON.parse(stdout) as typeof result;
+    } else {
+      result = await deleteVerified(roots, fp).then(
+        () => ({ ok: true }),
+        (e: { code: string; osCode: string; message: string }) => ({ ok: false, code: e.code, osCode: e.osCode, message: e.message }),
+      );
+    }
+    chmodSync(ro, 0o755);
+    expect(result).toMatchObject({ ok: false, code: 'ERR_CONFIRM_OS', osCode: 'EACCES' });
+    expect(result.message).toContain('permission denied');
+    expect(result.message).toContain('nothing was deleted');
+    expect(identity(target)).toBe(fileId);
+    expect(readFileSync(target, 'utf8')).toBe(DATA);
+    expect(quarantinedIn(ro)).toEqual([]);
+  });
+
+  it('control: the same directory, writable, lets the same flow delete the file', async () => {
+    const ro = join(sb.allowed, 'ro');
+    const target = join(ro, 'data.txt');
+    put(target, DATA);
+    const fp = await roundOne('ro/data.txt');
+    await deleteVerified(roots, fp);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it('refuses with ERR_CONFIRM_OS when rename is refused (EROFS, injected): the file stays at its name', async () => {
+    const fp = await roundOne();
+    const error = await rejectsWith(
+      deleteVerified(roots, fp, { ops: { rename: (from) => Promise.reject(osError('EROFS', 'rename', from)) } }),
+      'ERR_CONFIRM_OS',
+    );
+    expect(error.osCode).toBe('EROFS');
+    expect(error.message).toContain('read-only file system');
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+    expect(quarantinedIn(sub)).toEqual([]);
+  });
+
+  it('refuses with ERR_CONFIRM_OS when unlink is refused (EPERM, injected) and puts the file back at its name', async () => {
+    const fp = await roundOne();
+    const fileId = identity(file);
+    let refused = 0;
+    const unlink = (p: string) => {
+      // Refuse the delete of the quarantine name once; let the clean-up after the restore through.
+      if (refused === 0) {
+        refused += 1;
+        return Promise.reject(osError('EPERM', 'unlink', p));
+      }
+      return defaultFsOps.unlink(p);
+    };
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops: { unlink } }), 'ERR_CONFIRM_OS');
+    expect(refused).toBe(1);
+    expect(error.osCode).toBe('EPERM');
+    expect(error.message).toBe('The operating system refused to delete the file: EPERM (operation not permitted); nothing was deleted.');
+    expect(identity(file)).toBe(fileId);
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+    expect(quarantinedIn(sub)).toEqual([]);
+  });
+
+  it('says where the file is kept when unlink is refused and putting it back fails too (injected)', async () => {
+    const fp = await roundOne();
+    const error = await rejectsWith(
+      deleteVerified(roots, fp, {
+        ops: {
+          unlink: (p) => Promise.reject(osError('EPERM', 'unlink', p)),
+          link: (p) => Promise.reject(osError('EPERM', 'link', p)),
+        },
+      }),
+      'ERR_CONFIRM_OS',
+    );
+    const [q] = quarantinedIn(sub);
+    expect(q).toBeDefined();
+    expect(error.message).toContain(JSON.stringify(join(sub, q!)));
+    expect(error.message).toContain('nothing was deleted');
+    expect(readFileSync(join(sub, q!), 'utf8')).toBe(DATA);
+    expect(await findQuarantineLeftovers(roots)).toEqual([join(sub, q!)]);
+  });
+
+  it('maps an OS refusal of lstat during the re-check (EIO, injected) to ERR_CONFIRM_OS and touches nothing', async () => {
+    const fp = await roundOne();
+    const error = await rejectsWith(
+      deleteVerified(roots, fp, { ops: { lstat: (p) => Promise.reject(osError('EIO', 'lstat', p)) } }),
+      'ERR_CONFIRM_OS',
+    );
+    expect(error.osCode).toBe('EIO');
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+  });
+
+  it('puts the file back when lstat of the moved entry fails (EIO, injected)', async () => {
+    const fp = await roundOne();
+    const lstat = (p: string) =>
+      p.includes('.mcp-confirm-quarantine-') ? Promise.reject(osError('EIO', 'lstat', p)) : defaultFsOps.lstat(p);
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops: { lstat } }), 'ERR_CONFIRM_OS');
+    expect(error.osCode).toBe('EIO');
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+    expect(quarantinedIn(sub)).toEqual([]);
+  });
+});
+
+describe('deleteVerified: the fingerprint and the roots', () => {
+  it('refuses a fingerprint whose root is not among the current roots with ERR_CONFIRM_OUTSIDE_ROOTS', async () => {
+    const fp = await roundOne();
+    const otherRoot = join(sb.R, 'elsewhere');
+    mkdirSync(otherRoot);
+    const others = await Roots.open([otherRoot]);
+    await rejectsWith(deleteVerified(others, fp), 'ERR_CONFIRM_OUTSIDE_ROOTS');
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+  });
+
+  it('refuses with ERR_CONFIRM_CHANGED when the server re-pinned a replaced root (a restart after the swap)', async () => {
+    const fp = await roundOne();
+    renameSync(sb.allowed, join(sb.R, 'allowed.bak'));
+    put(file, DATA);
+    const restarted = await Roots.open([sb.allowed]);
+    await rejectsWith(deleteVerified(restarted, fp), 'ERR_CONFIRM_CHANGED');
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+  });
+
+  it('control: a fingerprint from round 1 is honoured by roots opened again on the same directory', async () => {
+    const fp = await roundOne();
+    const restarted = await Roots.open([sb.allowed]);
+    await deleteVerified(restarted, fp);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it.each([
+    ['a name of ".."', (fp: FileFingerprint) => ({ ...fp, name: '..' })],
+    ['a directory name with a separator', (fp: FileFingerprint) => ({ ...fp, dirs: [{ ...fp.dirs[0]!, name: 'a/../../outside' }, ...fp.dirs.slice(1)] })],
+    ['a path that does not match its parts', (fp: FileFingerprint) => ({ ...fp, path: sb.victim })],
+    ['a number instead of a decimal string', (fp: FileFingerprint) => ({ ...fp, size: 14 })],
+    ['a missing file identity', (fp: FileFingerprint) => ({ ...fp, file: undefined })],
+    ['an unknown version', (fp: FileFingerprint) => ({ ...fp, version: 2 })],
+    ['a non-regular type', (fp: FileFingerprint) => ({ ...fp, file: { ...fp.file, type: 'directory' } })],
+  ])('refuses a malformed fingerprint (%s) with a TypeError before any system call', async (_what, mutate) => {
+    const fp = await roundOne();
+    const bad = mutate(fp) as unknown as FileFingerprint;
+    expect(isFileFingerprint(bad)).toBe(false);
+    const noSyscall = () => Promise.reject(new Error('no system call expected'));
+    await expect(deleteVerified(roots, bad, { ops: { lstat: noSyscall, rename: noSyscall, unlink: noSyscall } })).rejects.toBeInstanceOf(TypeError);
+    expect(readFileSync(file, 'utf8')).toBe(DATA);
+    victimIntact();
+  });
+});
