@@ -1,0 +1,339 @@
+import { randomUUID } from 'node:crypto';
+import { createClient } from 'redis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
+import { RedisLedger, type RedisCommandClient, type RedisLedgerOptions } from '../../src/stores/redis.js';
+import { ledgerContract } from '../ledger/contract.js';
+import { raceSpends } from './race.js';
+import { signalRedis, startRedis, waitPortClosed, type OwnRedis } from './redisServer.js';
+
+/**
+ * The URL of the Redis the test runner started (scripts/start-redis.sh). Missing or
+ * unreachable is a failure, never a skip: these tests are the proof for the Redis store.
+ */
+function redisUrl(): string {
+  const url = process.env.REDIS_URL;
+  if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+  return url;
+}
+
+const ns = (): string => `test-${randomUUID()}`;
+
+function openLedger(options: Partial<RedisLedgerOptions> = {}): Promise<RedisLedger> {
+  return RedisLedger.open({ url: redisUrl(), namespace: ns(), connectTimeoutMs: 3_000, ...options });
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+function expectUnavailable(error: unknown): void {
+  expect(error).toBeInstanceOf(ConfirmLedgerUnavailableError);
+  expect((error as ConfirmLedgerUnavailableError).code).toBe('ERR_CONFIRM_LEDGER_UNAVAILABLE');
+}
+
+async function rawClient(url = redisUrl()) {
+  const client = createClient({ url, commandOptions: { timeout: 0 } });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+/** A stand-in client whose `sendCommand` does whatever the test says. */
+function fakeClient(sendCommand: RedisCommandClient['sendCommand']): RedisCommandClient {
+  return { sendCommand };
+}
+
+ledgerContract('RedisLedger', (bounds) => openLedger(bounds));
+
+describe('RedisLedger', () => {
+  it('reaches the Redis at REDIS_URL (set by the test runner)', async () => {
+    const ledger = await openLedger();
+    expect(ledger.isReady).toBe(true);
+    expect(await ledger.spend(randomUUID(), Date.now())).toBe('unknown');
+    await ledger.close();
+  });
+
+  it('reports kind redis and shared true', async () => {
+    const ledger = await openLedger();
+    expect(ledger.kind).toBe('redis');
+    expect(ledger.shared).toBe(true);
+    await ledger.close();
+  });
+
+  it('stores an entry under mcp-confirm:{namespace}:jti:JTI with a TTL of remaining lifetime plus clock skew', async () => {
+    const namespace = ns();
+    const ledger = await openLedger({ namespace, clockSkewMs: 10_000 });
+    const raw = await rawClient();
+    try {
+      const jti = randomUUID();
+      const now = Date.now();
+      await ledger.issue(jti, 'ali:ce', now + 30_000, now);
+      const key = `mcp-confirm:{${namespace}}:jti:${jti}`;
+      expect(await raw.get(key)).toBe(`o|${now + 30_000}|ali:ce`);
+      const ttl = await raw.pTTL(key);
+      expect(ttl).toBeGreaterThan(39_000);
+      expect(ttl).toBeLessThanOrEqual(40_000);
+      expect(await raw.zScore(`mcp-confirm:{${namespace}}:out`, jti)).toBe(now + 30_000);
+      expect(await raw.zScore(`mcp-confirm:{${namespace}}:p:ali:ce`, jti)).toBe(now + 30_000);
+
+      expect(await ledger.spend(jti, now + 1)).toBe('spent');
+      expect(await raw.get(key)).toBe(`s|${now + 30_000}`);
+      expect(await raw.pTTL(key)).toBeGreaterThan(38_000);
+      expect(await raw.zScore(`mcp-confirm:{${namespace}}:out`, jti)).toBeNull();
+      expect(await raw.exists(`mcp-confirm:{${namespace}}:p:ali:ce`)).toBe(0);
+      expect(await raw.zScore(`mcp-confirm:{${namespace}}:spent`, jti)).toBe(now + 30_000);
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  it('keeps namespaces apart: the same jti is independent in two namespaces', async () => {
+    const a = await openLedger();
+    const b = await openLedger();
+    const jti = randomUUID();
+    const now = Date.now();
+    await a.issue(jti, 'alice', now + 60_000, now);
+    expect(await b.spend(jti, now)).toBe('unknown');
+    await b.issue(jti, 'alice', now + 60_000, now);
+    expect(await a.spend(jti, now)).toBe('spent');
+    expect(await b.spend(jti, now)).toBe('spent');
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('shares entries and bounds between two ledgers (two connections) on one namespace', async () => {
+    const namespace = ns();
+    const a = await openLedger({ namespace, maxPerPrincipal: 1 });
+    const b = await openLedger({ namespace, maxPerPrincipal: 1 });
+    const jti = randomUUID();
+    const now = Date.now();
+    await a.issue(jti, 'alice', now + 60_000, now);
+    const error = await rejection(b.issue(randomUUID(), 'alice', now + 60_000, now));
+    expect((error as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+    expect(await b.spend(jti, now)).toBe('spent');
+    expect(await a.spend(jti, now)).toBe('already-spent');
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('bounds tombstones to maxTotal, dropping the oldest expiry first', async () => {
+    const ledger = await openLedger({ maxTotal: 3 });
+    const now = Date.now();
+    const ids = Array.from({ length: 5 }, randomUUID);
+    for (const [i, id] of ids.entries()) {
+      await ledger.issue(id, 'alice', now + 60_000 + i, now);
+      expect(await ledger.spend(id, now)).toBe('spent');
+    }
+    const outcomes = await Promise.all(ids.map((id) => ledger.spend(id, now)));
+    expect(outcomes).toEqual(['unknown', 'unknown', 'already-spent', 'already-spent', 'already-spent']);
+    await ledger.close();
+  });
+
+  it('reloads its scripts after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
+    const ledger = await openLedger();
+    const raw = await rawClient();
+    try {
+      const jti = randomUUID();
+      await ledger.issue(jti, 'alice', Date.now() + 60_000);
+      await raw.scriptFlush();
+      expect(await ledger.spend(jti, Date.now())).toBe('spent');
+      await raw.scriptFlush();
+      await ledger.issue(randomUUID(), 'alice', Date.now() + 60_000);
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  it('works with an existing client, which close() leaves open', async () => {
+    const client = await rawClient();
+    const ledger = new RedisLedger({ client, namespace: ns() });
+    const jti = randomUUID();
+    await ledger.issue(jti, 'alice', Date.now() + 60_000);
+    expect(await ledger.spend(jti, Date.now())).toBe('spent');
+    await ledger.close();
+    await ledger.close();
+    expect(client.isOpen).toBe(true);
+    expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+    await client.close();
+  });
+
+  it('refuses bad options with TypeError or RangeError', () => {
+    const client = fakeClient(async () => 'unknown');
+    expect(() => new RedisLedger({})).toThrow(TypeError);
+    expect(() => new RedisLedger({ url: 'redis://127.0.0.1:1', client })).toThrow(TypeError);
+    expect(() => new RedisLedger({ url: 'http://127.0.0.1:6379' })).toThrow(TypeError);
+    expect(() => new RedisLedger({ url: 'not a url' })).toThrow(TypeError);
+    expect(() => new RedisLedger({ client, namespace: '' })).toThrow(RangeError);
+    expect(() => new RedisLedger({ client, namespace: 'a{b}' })).toThrow(RangeError);
+    expect(() => new RedisLedger({ client, namespace: 'a\nb' })).toThrow(RangeError);
+    expect(() => new RedisLedger({ client, timeoutMs: 0 })).toThrow(RangeError);
+    expect(() => new RedisLedger({ client, maxTotal: -1 })).toThrow(RangeError);
+    expect(() => new RedisLedger({ client, clockSkewMs: -5 })).toThrow(RangeError);
+  });
+
+  it('refuses non-finite times with RangeError', async () => {
+    const ledger = new RedisLedger({ client: fakeClient(async () => 'issued') });
+    await expect(ledger.issue(randomUUID(), 'alice', Number.NaN)).rejects.toBeInstanceOf(RangeError);
+    await expect(ledger.spend(randomUUID(), Number.NaN)).rejects.toBeInstanceOf(RangeError);
+  });
+
+  describe('fails closed (spend-4)', () => {
+    it('rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE on an unexpected reply, never spent', async () => {
+      for (const reply of [42, null, 'SPENT', 'ok', ['spent'], { spent: true }, '']) {
+        const ledger = new RedisLedger({ client: fakeClient(async () => reply) });
+        expectUnavailable(await rejection(ledger.spend(randomUUID(), Date.now())));
+        expectUnavailable(await rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 1_000)));
+      }
+    });
+
+    it('rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE when the client throws or rejects', async () => {
+      const throwing = new RedisLedger({
+        client: fakeClient(() => {
+          throw new Error('boom');
+        }),
+      });
+      expectUnavailable(await rejection(throwing.spend(randomUUID(), Date.now())));
+      const rejecting = new RedisLedger({ client: fakeClient(async () => Promise.reject(new Error('ERR something'))) });
+      expectUnavailable(await rejection(rejecting.spend(randomUUID(), Date.now())));
+      expectUnavailable(await rejection(rejecting.issue(randomUUID(), 'alice', Date.now() + 1_000)));
+    });
+
+    it('rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE when no answer comes within timeoutMs', async () => {
+      const ledger = new RedisLedger({ client: fakeClient(() => new Promise(() => {})), timeoutMs: 150 });
+      const started = Date.now();
+      const [a, b] = await Promise.all([
+        rejection(ledger.spend(randomUUID(), Date.now())),
+        rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 1_000)),
+      ]);
+      const elapsed = Date.now() - started;
+      expectUnavailable(a);
+      expectUnavailable(b);
+      expect(elapsed).toBeGreaterThanOrEqual(140);
+      expect(elapsed).toBeLessThan(1_000);
+    });
+
+    it('rejects a spend of a corrupted entry with ERR_CONFIRM_LEDGER_UNAVAILABLE', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace });
+      const raw = await rawClient();
+      try {
+        const jti = randomUUID();
+        await ledger.issue(jti, 'alice', Date.now() + 60_000);
+        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, 'o|not-a-number|alice');
+        expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, 'garbage');
+        expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+
+    it('open() rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE when nothing listens, within connectTimeoutMs', async () => {
+      const server = startRedis();
+      signalRedis(server, 'SIGKILL');
+      await waitPortClosed(server.port);
+      const started = Date.now();
+      const error = await rejection(RedisLedger.open({ url: server.url, connectTimeoutMs: 300 }));
+      expectUnavailable(error);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    });
+
+    describe('with its own redis-server', () => {
+      const servers: OwnRedis[] = [];
+      afterAll(() => {
+        for (const s of servers) {
+          signalRedis(s, 'SIGCONT');
+          signalRedis(s, 'SIGKILL');
+        }
+      });
+
+      it('rejects spend and issue at once when the server is killed, and recovers when it is back on the same port', async () => {
+        const first = startRedis();
+        servers.push(first);
+        const ledger = await RedisLedger.open({ url: first.url, namespace: ns(), timeoutMs: 1_000 });
+        try {
+          const jti = randomUUID();
+          await ledger.issue(jti, 'alice', Date.now() + 60_000);
+
+          signalRedis(first, 'SIGKILL');
+          await waitPortClosed(first.port);
+          let started = Date.now();
+          expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+          expect(Date.now() - started).toBeLessThan(1_000);
+          started = Date.now();
+          expectUnavailable(await rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 60_000)));
+          expect(Date.now() - started).toBeLessThan(1_000);
+
+          const second = startRedis(first.port);
+          servers.push(second);
+          const until = Date.now() + 10_000;
+          while (!ledger.isReady && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+          expect(ledger.isReady).toBe(true);
+          // No persistence: the restarted server forgot the entry, so it is refused as unknown.
+          expect(await ledger.spend(jti, Date.now())).toBe('unknown');
+          const fresh = randomUUID();
+          await ledger.issue(fresh, 'alice', Date.now() + 60_000);
+          expect(await ledger.spend(fresh, Date.now())).toBe('spent');
+        } finally {
+          await ledger.close();
+        }
+      });
+
+      it('rejects within timeoutMs while the server hangs, and works again when it resumes', async () => {
+        const server = startRedis();
+        servers.push(server);
+        const ledger = await RedisLedger.open({ url: server.url, namespace: ns(), timeoutMs: 300 });
+        try {
+          const jti = randomUUID();
+          await ledger.issue(jti, 'alice', Date.now() + 60_000);
+          signalRedis(server, 'SIGSTOP');
+          const started = Date.now();
+          const errors = await Promise.all([
+            rejection(ledger.spend(jti, Date.now())),
+            rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 60_000)),
+          ]);
+          const elapsed = Date.now() - started;
+          for (const e of errors) expectUnavailable(e);
+          expect(elapsed).toBeGreaterThanOrEqual(290);
+          expect(elapsed).toBeLessThan(1_000);
+          signalRedis(server, 'SIGCONT');
+          // The spend reached Redis before the deadline and ran once it resumed: the
+          // confirmation is used up although the caller heard "unavailable" (the safe side).
+          expect(await ledger.spend(jti, Date.now())).toBe('already-spent');
+          const fresh = randomUUID();
+          await ledger.issue(fresh, 'alice', Date.now() + 60_000);
+          expect(await ledger.spend(fresh, Date.now())).toBe('spent');
+        } finally {
+          signalRedis(server, 'SIGCONT');
+          await ledger.close();
+        }
+      });
+    });
+  });
+
+  it('gives exactly one spent across 4 processes x 250 concurrent spends of one jti, every round (spend-1)', async () => {
+    const namespace = ns();
+    const issuer = await openLedger({ namespace });
+    try {
+      const rounds = await raceSpends({
+        spec: { store: 'redis', url: redisUrl(), namespace },
+        issuer,
+        processes: 4,
+        attempts: 250,
+        rounds: 10,
+      });
+      expect(rounds).toHaveLength(10);
+      for (const r of rounds) {
+        expect(r.errors).toEqual([]);
+        expect(r.outcomes).toEqual({ spent: 1, 'already-spent': 999, unknown: 0, expired: 0 });
+      }
+    } finally {
+      await issuer.close();
+    }
+  });
+});
