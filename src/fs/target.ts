@@ -36,36 +36,47 @@
  * and the refusal says where ({@link findQuarantineLeftovers} reports such
  * entries at start-up).
  *
+ * Refusals in round 2: a file or directory on the way that no longer exists is
+ * `ERR_CONFIRM_GONE`; anything present but different (root, directory, file) is
+ * `ERR_CONFIRM_CHANGED`; an OS refusal of the rename or unlink is `ERR_CONFIRM_OS`
+ * with the file left at its name.
+ *
  * A directory component replaced by a symbolic link is reported in round 2 as
  * `ERR_CONFIRM_CHANGED` (not `ERR_CONFIRM_SYMLINK`): what the human confirmed is
  * no longer there, and "ask again" is the right advice; if it is still a symlink
  * when asked again, round 1 then refuses with `ERR_CONFIRM_SYMLINK`.
  *
  * > [!WARNING]
- * > **Residual window.** Node has no `openat`/`renameat`/`unlinkat`, so every
- * > call re-resolves the full path from `/`. Between the last directory `lstat`
- * > (step 2) and the `rename` (step 4), someone who can rename entries in a
- * > directory of the chain (or above the root) can swap a directory for a symlink
- * > or for another directory and swap it back right after. The rename then acts
- * > on a same-named entry in that other directory, which is **moved** to a
- * > quarantine name there; it is never destroyed, because step 5 compares the
- * > moved entry's device and inode with the fingerprint and re-checks the chain,
- * > and on any difference the entry is linked back to its name. What remains:
- * > (a) if the swap is undone before step 5, the moved entry is no longer
- * > reachable through our path, so it stays under the quarantine name in that
- * > other directory (renamed, content intact) and the refusal can only say it was
- * > lost; the start-up scan finds it only if it is inside a root; (b) between
- * > step 5 and step 6 the same kind of swap could point the `unlink` at another
- * > directory, but there it can only remove an entry carrying the fresh random
- * > quarantine name, which the attacker must first learn (by listing the
- * > directory) and plant in a directory they can write to — where they could
- * > delete whatever they put there themselves; (c) the file's *content* may still
- * > change between step 3 and step 4 without changing size or mtime if the writer
- * > resets the mtime (`utimes`), but that also bumps the change time, which is
- * > compared in step 3 — only a write landing after step 3 and before step 6 goes
- * > unseen, and that write goes to the file the human chose.
- * > Closing the window completely needs directory file descriptors
- * > (`openat(O_NOFOLLOW|O_DIRECTORY)` + `unlinkat`), i.e. a native addon.
+ * > **Residual window.** Node has no `openat`/`renameat`/`unlinkat`, so every call
+ * > re-resolves the full path from `/`; the checks are on names, not on held
+ * > directory handles. What that leaves open, and what closes part of it:
+ * >
+ * > 1. *Between the last directory `lstat` (step 2) and the `rename` (step 4).*
+ * >    Someone who can rename entries in a directory of the chain (or above the
+ * >    root) can swap a directory for a symlink or another directory. The rename
+ * >    then moves a same-named entry in *that* directory to a quarantine name there.
+ * >    Nothing is destroyed: step 5 compares the moved entry's device and inode
+ * >    with the fingerprint and re-checks the chain, and on any difference the entry
+ * >    is linked back under its name. If the swap is *undone* before step 5, the
+ * >    moved entry is out of reach of our path: it stays, content intact, under the
+ * >    random quarantine name in the other directory, and the refusal can only say
+ * >    it could not be found again. {@link findQuarantineLeftovers} finds it at the
+ * >    next start-up only if that directory is inside a root.
+ * > 2. *Between step 5 and the `unlink` (step 6).* The same kind of swap can point
+ * >    the `unlink` into another directory; there it removes only an entry carrying
+ * >    the fresh 128-bit random quarantine name, which an attacker must first learn
+ * >    (by listing our directory) and then plant in a directory they can write to —
+ * >    where they could delete what they planted themselves. A hard link planted
+ * >    there only loses that extra name; the data keeps its other names.
+ * > 3. *Timestamps are coarse.* The kernel stamps `mtime`/`ctime` from a coarse
+ * >    clock (a few milliseconds on Linux ext4/tmpfs, up to seconds on some file
+ * >    systems), so a rewrite of the same inode that keeps the size and lands in the
+ * >    same clock tick as round 1's `lstat` is not seen. A write after step 3 goes
+ * >    to the very file the human chose and is deleted with it.
+ * >
+ * > Closing 1 and 2 completely needs directory file descriptors
+ * > (`openat(O_NOFOLLOW|O_DIRECTORY)` down the chain, then `renameat`/`unlinkat`
+ * > relative to the held parent), i.e. a native addon or a future Node API.
  *
  * @module
  */
