@@ -201,6 +201,34 @@ describe('inspectFile: fs-2 symlinks (ERR_CONFIRM_SYMLINK), victim intact', () =
   });
 });
 
+describe('inspectFile: the final realpath check (really inside)', () => {
+  it('refuses when a directory above the root became a symlink after start-up (the real path is no longer the walked one)', async () => {
+    const base = join(sb.R, 'base');
+    put(join(base, 'root', 'data.txt'), 'x');
+    const pinned = await Roots.open([join(base, 'root')]);
+    renameSync(base, join(sb.R, 'base2'));
+    symlink(join(sb.R, 'base2'), base);
+    await rejectsWith(inspectFile(pinned, 'data.txt'), 'ERR_CONFIRM_OUTSIDE_ROOTS');
+  });
+
+  it('refuses with ERR_CONFIRM_SYMLINK when the real path differs but stays inside a root (a swap during the walk, injected)', async () => {
+    put(join(sb.allowed, 'data.txt'), 'x');
+    const ops: Partial<FsOps> = { realpath: () => Promise.resolve(join(sb.allowed, 'elsewhere.txt')) };
+    await rejectsWith(inspectFile(roots, 'data.txt', { ops }), 'ERR_CONFIRM_SYMLINK');
+  });
+
+  it('refuses with ERR_CONFIRM_OUTSIDE_ROOTS when the real path lands outside every root (injected)', async () => {
+    put(join(sb.allowed, 'data.txt'), 'x');
+    const ops: Partial<FsOps> = { realpath: () => Promise.resolve(sb.victim) };
+    await rejectsWith(inspectFile(roots, 'data.txt', { ops }), 'ERR_CONFIRM_OUTSIDE_ROOTS');
+  });
+
+  it('control: with the real realpath, the same file is accepted', async () => {
+    put(join(sb.allowed, 'data.txt'), 'x');
+    await expect(inspectFile(roots, 'data.txt')).resolves.toMatchObject({ path: join(sb.allowed, 'data.txt') });
+  });
+});
+
 describe('inspectFile: not there, not a regular file, OS refusals', () => {
   it('refuses a missing file with ERR_CONFIRM_GONE saying nothing was asked', async () => {
     const error = await rejectsWith(inspectFile(roots, 'missing.txt'), 'ERR_CONFIRM_GONE');
