@@ -508,35 +508,69 @@ describe('deleteVerified: swaps inside the window between the last check and the
   });
 });
 
+interface ChildResult {
+  ok: boolean;
+  code?: string;
+  osCode?: string;
+  message?: string;
+}
+
+/**
+ * Runs round 2 in a child process (fixtures/deleteInChild.ts) that permissions bind
+ * although we are root. First choice: still uid 0 (so it can read the repository
+ * wherever it is checked out) but with CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and
+ * CAP_FOWNER dropped from the bounding set by setpriv(1) (util-linux, Essential on
+ * Debian/Ubuntu). If setpriv is missing or not permitted, uid/gid 65534 (nobody),
+ * which needs the checkout and the sandbox to be world-readable.
+ */
+async function runRoundTwoUnprivileged(box: Sandbox, fp: FileFingerprint): Promise<ChildResult> {
+  const repo = resolve(import.meta.dirname, '..', '..');
+  const args = ['--import', 'tsx', resolve(import.meta.dirname, 'fixtures', 'deleteInChild.ts'), JSON.stringify([box.allowed]), JSON.stringify(fp)];
+  const run = promisify(execFile);
+  const parse = (stdout: string): ChildResult | undefined => {
+    const line = stdout.trim().split('\n').pop() ?? '';
+    return line.startsWith('{') ? (JSON.parse(line) as ChildResult) : undefined;
+  };
+  const viaSetpriv = await run('setpriv', ['--bounding-set=-dac_override,-dac_read_search,-fowner', '--', process.execPath, ...args], { cwd: repo }).then(
+    ({ stdout }) => parse(stdout),
+    () => undefined,
+  );
+  if (viaSetpriv) return viaSetpriv;
+  chmodSync(box.R, 0o755);
+  const { stdout } = await run(process.execPath, args, {
+    cwd: repo,
+    uid: 65534,
+    gid: 65534,
+    env: { PATH: process.env.PATH ?? '', HOME: '/tmp' },
+  });
+  const result = parse(stdout);
+  if (!result) throw new Error(`the unprivileged child printed no result: ${stdout}`);
+  return result;
+}
+
 describe('deleteVerified: the OS refuses', () => {
   it('refuses with ERR_CONFIRM_OS EACCES, file intact at its name, when the directory is read-only (real refusal, unprivileged process)', async () => {
-    // As root, permissions do not stop rename(2); so round 2 runs in a child process as
-    // uid/gid 65534 (nobody) when we are root, and in-process otherwise. Either way the
-    // EACCES comes from the kernel, not from an injected fake.
+    // As root, permissions do not stop rename(2); so round 2 runs in a child process
+    // without the capabilities that bypass them (see runRoundTwoUnprivileged). Not root:
+    // it runs in-process. Either way the EACCES comes from the kernel, not from a fake.
     const ro = join(sb.allowed, 'ro');
     const target = join(ro, 'data.txt');
     put(target, DATA);
     const fp = await roundOne('ro/data.txt');
     const fileId = identity(target);
-    chmodSync(sb.R, 0o755);
-    chmodSync(sb.allowed, 0o755);
     chmodSync(ro, 0o555);
-    let result: { ok: boolean; code?: string; osCode?: string; message?: string };
-    if (process.getuid?.() === 0) {
-      const fixture = resolve(import.meta.dirname, 'fixtures', 'deleteInChild.ts');
-      const { stdout } = await promisify(execFile)(
-        process.execPath,
-        ['--import', 'tsx', fixture, JSON.stringify([sb.allowed]), JSON.stringify(fp)],
-        { cwd: resolve(import.meta.dirname, '..', '..'), uid: 65534, gid: 65534, env: { PATH: process.env.PATH ?? '', HOME: '/tmp' } },
-      );
-      result = JSON.parse(stdout) as typeof result;
-    } else {
-      result = await deleteVerified(roots, fp).then(
-        () => ({ ok: true }),
-        (e: { code: string; osCode: string; message: string }) => ({ ok: false, code: e.code, osCode: e.osCode, message: e.message }),
-      );
+    let result: ChildResult;
+    try {
+      result =
+        process.getuid?.() === 0
+          ? await runRoundTwoUnprivileged(sb, fp)
+          : await deleteVerified(roots, fp).then(
+              (): ChildResult => ({ ok: true }),
+              (e: ChildResult): ChildResult => ({ ok: false, code: e.code, osCode: e.osCode, message: e.message }),
+            );
+    } finally {
+      chmodSync(ro, 0o755);
     }
-    chmodSync(ro, 0o755);
     expect(result).toMatchObject({ ok: false, code: 'ERR_CONFIRM_OS', osCode: 'EACCES' });
     expect(result.message).toContain('permission denied');
     expect(result.message).toContain('nothing was deleted');
