@@ -341,21 +341,16 @@ export async function deleteVerified(
   }
 
   // 5. What we moved must be the fingerprinted file, and the chain must still be the recorded one.
-  let movedSt: BigIntStats;
+  let moved: BigIntStats | 'gone';
   try {
-    const moved = await lstatRound2(ops, quarantine);
-    if (moved === 'gone') {
-      // Out of our reach: a directory was swapped and swapped back around the rename.
-      throw new ConfirmChangedError(
-        `The entry moved aside for deletion cannot be found again at ${JSON.stringify(quarantine)}; it was not deleted.`,
-      );
-    }
-    movedSt = moved;
+    moved = await lstatRound2(ops, quarantine);
   } catch (error) {
-    if (error instanceof ConfirmChangedError) throw error;
     // Could not even look at it: put it back blind (link never overwrites).
     throw await restoreAndExplain(ops, quarantine, filePath, undefined, error);
   }
+  // Out of our reach: a directory was swapped and swapped back around the rename.
+  if (moved === 'gone') throw new ConfirmChangedError(lostSentence(quarantine));
+  const movedSt = moved;
   try {
     const movedMismatch = compareFile(movedSt, fp, false);
     if (movedMismatch) throw movedMismatch;
@@ -370,8 +365,12 @@ export async function deleteVerified(
     await ops.unlink(quarantine);
   } catch (error) {
     const code = errnoCode(error);
-    if (code === 'ENOENT') throw new ConfirmGoneError('after');
-    throw await restoreAndExplain(ops, quarantine, filePath, movedSt, new ConfirmOsError(code, 'delete the file', { cause: error }));
+    const refusal =
+      code === 'ENOENT' || code === 'ENOTDIR'
+        ? // Not there any more by this path: a directory on the way moved meanwhile.
+          new ConfirmChangedError('A directory on the way to the file changed while it was being deleted.')
+        : new ConfirmOsError(code, 'delete the file', { cause: error });
+    throw await restoreAndExplain(ops, quarantine, filePath, movedSt, refusal);
   }
   return { path: fp.path, size: movedSt.size };
 }
@@ -556,6 +555,7 @@ async function restore(ops: FsOps, quarantine: string, original: string, st: Big
     await ops.link(quarantine, original);
   } catch (error) {
     const code = errnoCode(error);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return lostSentence(quarantine);
     if (code === 'EEXIST') {
       return `The entry that was at the name is kept at ${q}, because the name has been taken again meanwhile.`;
     }
@@ -568,6 +568,10 @@ async function restore(ops: FsOps, quarantine: string, original: string, st: Big
     return `The entry is back at its name, but a second name of it remains at ${q} (${errnoCode(error)}).`;
   }
   return undefined;
+}
+
+function lostSentence(quarantine: string): string {
+  return `The entry moved aside for deletion cannot be found again at ${JSON.stringify(quarantine)}; it was not deleted.`;
 }
 
 function lowerFirst(s: string): string {

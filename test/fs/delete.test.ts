@@ -501,6 +501,28 @@ describe('deleteVerified: swaps inside the window between the last check and the
     expect(await findQuarantineLeftovers(roots)).toEqual([join(sb.allowed, 'other', q!)]);
   });
 
+  it('puts the file back and refuses with ERR_CONFIRM_CHANGED when the unlink finds no quarantine entry by its path (ENOENT, injected)', async () => {
+    const fp = await roundOne();
+    const fileId = identity(file);
+    let calls = 0;
+    const unlink = (p: string) => (calls++ === 0 ? Promise.reject(osError('ENOENT', 'unlink', p)) : defaultFsOps.unlink(p));
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops: { unlink } }), 'ERR_CONFIRM_CHANGED');
+    expect(error.message).toContain('changed while it was being deleted');
+    expect(identity(file)).toBe(fileId);
+    expect(quarantinedIn(sub)).toEqual([]);
+  });
+
+  it('says the moved entry cannot be found again when it vanished from quarantine before the unlink', async () => {
+    const fp = await roundOne();
+    const unlink = async (p: string) => {
+      await defaultFsOps.unlink(p); // someone else removes it first
+      throw osError('ENOENT', 'unlink', p);
+    };
+    const error = await rejectsWith(deleteVerified(roots, fp, { ops: { unlink } }), 'ERR_CONFIRM_CHANGED');
+    expect(error.message).toContain('cannot be found again');
+    expect(existsSync(file)).toBe(false);
+  });
+
   it('refuses with ERR_CONFIRM_GONE when the file vanishes between the last check and the rename', async () => {
     const fp = await roundOne();
     await rejectsWith(deleteVerified(roots, fp, { ops: aroundRename(() => unlinkSync(file)) }), 'ERR_CONFIRM_GONE');
