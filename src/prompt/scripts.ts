@@ -178,7 +178,10 @@ function resolve(sets: Iterable<ReadonlySet<string>>, without?: string): Set<str
 export interface ScriptMix {
   /** True when the value mixes scripts in the sense of TR #39 §5.2 (not Highly Restrictive). */
   readonly mixed: boolean;
-  /** Script names (UAX #24 long names, `_` as space) in order of first appearance; at most 5. */
+  /**
+   * Script names (UAX #24 long names, `_` as space): Latin first if the value has ASCII letters,
+   * then in order of first appearance; at most 5.
+   */
   readonly scripts: readonly string[];
   /** True when scanning stopped early because five different scripts were already found. */
   readonly more: boolean;
