@@ -66,7 +66,7 @@ const unescapeHtml = (s: string): string =>
  * Renders the question as Markdown and checks that the value produced nothing but one literal
  * code span whose text is exactly what renderValue showed.
  */
-function checkMarkup(md: MarkdownIt, value: string, atLineStart: boolean): void {
+function checkMarkup(md: InstanceType<typeof MarkdownIt>, value: string, atLineStart: boolean): void {
   const q = atLineStart ? question`${value} will be deleted.` : question`Permanently delete ${value}?`;
   const html = md.render(q);
   expect(html).not.toMatch(/<(a|img|em|strong|s|del|h[1-6]|script|div|b|i|blockquote|ul|ol|li|pre|table|br)\b/i);
