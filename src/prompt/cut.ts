@@ -10,8 +10,8 @@
  *
  * Speed: `Intl.Segmenter` costs about 1.5 µs per grapheme on Node 20, so it is only run on
  * literal runs that hold a code point able to join a neighbour into one grapheme
- * ({@link JOINERS}); in every other run each code point is its own grapheme (UAX #29 GB999), and
- * the cut needs at most about `maxGraphemes` segments per value.
+ * ({@link JOINERS}, flagged `complex` by the escaper); in every other run each code point is its
+ * own grapheme (UAX #29 GB999), and the cut needs at most about `maxGraphemes` segments per value.
  *
  * @module
  */
@@ -93,7 +93,7 @@ export function widthUpTo(units: readonly Unit[], length: number, limit: number)
     if (u.escape) {
       total += u.text.length;
       points += u.text.length;
-    } else if (JOINERS.test(u.text)) {
+    } else if (u.complex) {
       complex.push(u.text);
       points += codePoints(u.text);
     } else {
@@ -125,7 +125,7 @@ export function takeHead(units: readonly Unit[], budget: number): string {
       left -= u.text.length;
       continue;
     }
-    if (!JOINERS.test(u.text)) {
+    if (!u.complex) {
       const n = codePoints(u.text);
       if (n <= left) {
         out += u.text;
@@ -163,7 +163,7 @@ export function takeTail(units: readonly Unit[], budget: number): string {
       left -= u.text.length;
       continue;
     }
-    if (!JOINERS.test(u.text)) {
+    if (!u.complex) {
       const n = codePoints(u.text);
       if (n <= left) {
         out = u.text + out;

@@ -35,6 +35,8 @@
  *
  * @module
  */
+import { BlockTable } from './blockTable.js';
+import { JOINERS } from './cut.js';
 
 /** One token run: literal text, or one escape standing for one code point of the input. */
 export interface Unit {
@@ -42,6 +44,12 @@ export interface Unit {
   readonly text: string;
   /** True for an escape (never split when cutting); false for literal text. */
   readonly escape: boolean;
+  /**
+   * For literal text: true when it holds a code point that can join a neighbour into one
+   * grapheme (see `JOINERS` in cut.ts), so graphemes must be found with `Intl.Segmenter`;
+   * otherwise every code point is its own grapheme. Always false for an escape.
+   */
+  readonly complex: boolean;
 }
 
 /** The escaped form of one value. */
@@ -53,18 +61,38 @@ export interface Escaped {
 }
 
 /**
- * Code points that need a decision; everything else is copied as it is. Must be a superset of
- * every class handled in {@link classify}.
+ * The kinds of code point, one capture group each (first match wins). 1: the escape characters
+ * `\` and `⟨`; 2: gc=Cc; 3: U+0020; 4: hidden code points, always `⟨U+XXXX⟩` (this includes the
+ * default-ignorable marks such as U+034F and the variation selectors); 5: nonspacing marks
+ * (gc=Mn/Me, TR #39 §5.4); 6: other grapheme extenders (spacing marks, Grapheme_Extend,
+ * Emoji_Modifier). Anything else (0) is shown as it is.
  */
-const SPECIAL =
-  /[\\\u27E8\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Z}\p{Default_Ignorable_Code_Point}\p{White_Space}\u2800\u115F\u1160\u3164\uFFA0\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}]/gu;
+const KINDS =
+  /^(?:([\\\u27E8])|([\x00-\x1F\x7F-\x9F])|( )|([\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Z}\p{Default_Ignorable_Code_Point}\p{White_Space}\u2800\u115F\u1160\u3164\uFFA0])|([\p{Mn}\p{Me}])|([\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}]))$/u;
 
-/** Hidden code points always shown as `⟨U+XXXX⟩` (U+0020 is decided by position first). */
-const HIDDEN =
-  /^[\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Z}\p{Default_Ignorable_Code_Point}\p{White_Space}\u2800\u115F\u1160\u3164\uFFA0]$/u;
+const SAFE = 0;
+/** Shown as it is, but may join a neighbour into one grapheme (UAX #29). */
+const SAFE_JOINER = 7;
+const ESCAPE_CHAR = 1;
+const CONTROL = 2;
+const SPACE = 3;
+const HIDDEN = 4;
+const NONSPACING = 5;
 
-/** Nonspacing marks in the sense of TR #39 §5.4 (gc=Mn or gc=Me). */
-const NONSPACING = /^[\p{Mn}\p{Me}]$/u;
+function kindOf(cp: number): number {
+  if (cp >= 0xd800 && cp <= 0xdfff) return HIDDEN; // a lone surrogate (gc=Cs)
+  const ch = String.fromCodePoint(cp);
+  const m = KINDS.exec(ch);
+  if (m === null) return JOINERS.test(ch) ? SAFE_JOINER : SAFE;
+  for (let g = 1; g <= 6; g++) if (m[g] !== undefined) return g;
+  return SAFE;
+}
+
+const kinds = new BlockTable(kindOf);
+const asciiKinds = Uint8Array.from({ length: 128 }, (_, cp) => kindOf(cp));
+
+/** Memo of `⟨U+XXXX⟩` strings, bounded; a pure cache. */
+const escapeCache = new Map<number, string>();
 
 /** TR #39 §5.4: "Forbid sequences of more than 4 nonspacing marks". */
 const MAX_NONSPACING_RUN = 4;
@@ -78,7 +106,13 @@ const MAX_EXTENDER_RUN = 8;
  * @returns e.g. `⟨U+202E⟩`, `⟨U+E0041⟩`: at least 4 uppercase hex digits.
  */
 export function codePointEscape(cp: number): string {
-  return `⟨U+${cp.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+  let text = escapeCache.get(cp);
+  if (text === undefined) {
+    text = `⟨U+${cp.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+    if (escapeCache.size >= 4096) escapeCache.clear();
+    escapeCache.set(cp, text);
+  }
+  return text;
 }
 
 /** The escape of a gc=Cc code point: `\t`, `\n`, `\r`, or `\xHH` (lowercase hex). */
@@ -99,6 +133,7 @@ function controlEscape(cp: number): string {
 export function escapeValue(value: string): Escaped {
   const units: Unit[] = [];
   let literal = '';
+  let complex = false;
   let length = 0;
   // Whether the token just emitted is literal text a combining mark may sit on.
   let base = false;
@@ -108,9 +143,10 @@ export function escapeValue(value: string): Escaped {
   let lastNonspacing = -1;
 
   const pushEscape = (text: string): void => {
-    if (literal !== '') units.push({ text: literal, escape: false });
+    if (literal !== '') units.push({ text: literal, escape: false, complex });
     literal = '';
-    units.push({ text, escape: true });
+    complex = false;
+    units.push({ text, escape: true, complex: false });
     length += text.length;
     base = false;
     extenderRun = 0;
@@ -123,37 +159,56 @@ export function escapeValue(value: string): Escaped {
     base = true;
   };
 
-  const special = new RegExp(SPECIAL.source, SPECIAL.flags);
+  const n = value.length;
   let last = 0;
-  for (let m = special.exec(value); m !== null; m = special.exec(value)) {
-    const at = m.index;
+  let i = 0;
+  while (i < n) {
+    let cp = value.charCodeAt(i);
+    let size = 1;
+    if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < n) {
+      const lo = value.charCodeAt(i + 1);
+      if (lo >= 0xdc00 && lo <= 0xdfff) {
+        cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+        size = 2;
+      }
+    }
+    const kind = cp < 0x80 ? (asciiKinds[cp] ?? SAFE) : kinds.get(cp);
+    if (kind === SAFE) {
+      i += size;
+      continue;
+    }
+    if (kind === SAFE_JOINER) {
+      complex = true;
+      i += size;
+      continue;
+    }
+    const at = i;
+    i += size;
     if (at > last) {
       pushLiteral(value.slice(last, at));
       extenderRun = 0;
       nonspacingRun = 0;
       lastNonspacing = -1;
     }
-    last = special.lastIndex;
-    const ch = m[0];
-    const cp = ch.codePointAt(0) ?? 0;
+    last = i;
 
-    if (cp === 0x5c) {
-      pushEscape('\\\\');
-    } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+    if (kind === ESCAPE_CHAR) {
+      pushEscape(cp === 0x5c ? '\\\\' : codePointEscape(cp));
+    } else if (kind === CONTROL) {
       pushEscape(controlEscape(cp));
-    } else if (cp === 0x20) {
-      const inner = at > 0 && last < value.length && value[at - 1] !== ' ' && value[last] !== ' ';
+    } else if (kind === SPACE) {
+      const inner = at > 0 && i < n && value.charCodeAt(at - 1) !== 0x20 && value.charCodeAt(i) !== 0x20;
       if (inner) {
         pushLiteral(' ');
         extenderRun = 0;
         nonspacingRun = 0;
         lastNonspacing = -1;
       } else pushEscape(codePointEscape(cp));
-    } else if (cp === 0x27e8 || HIDDEN.test(ch)) {
+    } else if (kind === HIDDEN) {
       pushEscape(codePointEscape(cp));
     } else {
-      // An extender: gc=M, Grapheme_Extend or Emoji_Modifier (UAX #29 Extend / SpacingMark).
-      const nonspacing = NONSPACING.test(ch);
+      // A grapheme extender (UAX #29 Extend / SpacingMark).
+      const nonspacing = kind === NONSPACING;
       const defective = !base;
       const tooMany =
         extenderRun >= MAX_EXTENDER_RUN ||
@@ -161,7 +216,8 @@ export function escapeValue(value: string): Escaped {
       if (defective || tooMany) {
         pushEscape(codePointEscape(cp));
       } else {
-        pushLiteral(ch);
+        pushLiteral(value.slice(at, i));
+        complex = true;
         extenderRun += 1;
         if (nonspacing) {
           nonspacingRun += 1;
@@ -174,6 +230,6 @@ export function escapeValue(value: string): Escaped {
     }
   }
   if (last < value.length) pushLiteral(value.slice(last));
-  if (literal !== '') units.push({ text: literal, escape: false });
+  if (literal !== '') units.push({ text: literal, escape: false, complex });
   return { units, length };
 }

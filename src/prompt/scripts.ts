@@ -16,11 +16,12 @@
  * - the resolved set is the intersection of all augmented sets; it is empty for "pаypal" with a
  *   Cyrillic "а" (Latin ∩ Cyrillic), non-empty for "日本語のファイル" (Jpan).
  *
- * The result is a pure function of the value (module-level caches only memoise per code point
+ * The result is a pure function of the value (module-level tables only memoise per code point
  * facts of the engine's Unicode data).
  *
  * @module
  */
+import { BlockTable } from './blockTable.js';
 
 /**
  * Every script value (UAX #24, long names) other than Common, Inherited and Unknown, as of
@@ -57,19 +58,34 @@ const SCRIPTS: readonly string[] = [
 type Tree = { readonly name: string } | { readonly left: RegExp; readonly l: Tree; readonly r: Tree };
 
 interface Tables {
+  /** The supported script names; a script's id is its index + FIRST_SCRIPT. */
+  readonly names: readonly string[];
   /** Finds the Script value of a code point whose Script is not Common/Inherited/Unknown. */
   readonly tree: Tree;
   /** Code points whose Script_Extensions differ from {Script}: their set is computed in full. */
   readonly multi: RegExp;
-  /** The supported script names. */
-  readonly names: readonly string[];
+  /** Code point → NEUTRAL, MULTI, or FIRST_SCRIPT + index of its only script. */
+  readonly ids: BlockTable;
 }
 
+/** Ids in the table. */
+const NEUTRAL = 0;
+const MULTI = 1;
+const FIRST_SCRIPT = 2;
+/** Id used in the scan for an ASCII letter (Latin) without a table lookup. */
+const LATIN_ASCII = 255;
+
+/**
+ * Neutral code points: Script_Extensions {Common} or {Inherited}, Script Unknown (unassigned,
+ * surrogates), and format or default-ignorable code points (always shown as escapes).
+ */
+const NEUTRAL_CLASS =
+  /^[\p{scx=Zyyy}\p{scx=Zinh}\p{sc=Zzzz}\p{Cf}\p{Default_Ignorable_Code_Point}]$/u;
+const NEUTRAL_SCRIPT = /^[\p{sc=Zyyy}\p{sc=Zinh}\p{sc=Zzzz}]$/u;
+
 let tables: Tables | undefined;
-const scRegex = new Map<string, RegExp>();
 const scxRegex = new Map<string, RegExp>();
-const skipRegex = new Map<string, RegExp>();
-const multiCache = new Map<number, readonly string[]>();
+const multiCache = new Map<number, { readonly scx: readonly string[]; readonly name: string }>();
 
 function supported(name: string): boolean {
   try {
@@ -91,65 +107,71 @@ function buildTree(names: readonly string[]): Tree {
   };
 }
 
-/** Built on first use: about 10 ms, paid only once a value has a non-ASCII letter. */
-function getTables(): Tables {
-  if (tables === undefined) {
-    const names = SCRIPTS.filter(supported);
-    const multi = new RegExp(
-      `[${names.map((n) => `[\\p{scx=${n}}--\\p{sc=${n}}]`).join('')}]`,
-      'v',
-    );
-    tables = { tree: buildTree(names), multi, names };
-  }
-  return tables;
-}
-
-function cached(map: Map<string, RegExp>, name: string, make: (n: string) => RegExp): RegExp {
-  let re = map.get(name);
-  if (re === undefined) {
-    re = make(name);
-    map.set(name, re);
-  }
-  return re;
-}
-
 /** Script of a code point known to have a specific Script (not Common/Inherited/Unknown). */
-function scriptOf(ch: string): string {
-  let node = getTables().tree;
+function scriptOf(t: Tables, ch: string): string {
+  let node = t.tree;
   while (!('name' in node)) node = node.left.test(ch) ? node.l : node.r;
   return node.name;
 }
 
-/** Full Script_Extensions of a code point in the `multi` class, in SCRIPTS order. */
-function extensionsOf(ch: string, cp: number): readonly string[] {
-  let scx = multiCache.get(cp);
-  if (scx === undefined) {
-    scx = getTables().names.filter((n) =>
-      cached(scxRegex, n, (x) => new RegExp(`\\p{scx=${x}}`, 'u')).test(ch),
-    );
-    multiCache.set(cp, scx);
+/**
+ * Built on first use (about 10 ms, paid once a value has a non-ASCII character); each 256-code
+ * point block of the id table costs about 0.1 ms the first time it is met.
+ */
+function getTables(): Tables {
+  if (tables === undefined) {
+    const names = SCRIPTS.filter(supported);
+    const index = new Map(names.map((n, i) => [n, i]));
+    const multi = new RegExp(`[${names.map((n) => `[\\p{scx=${n}}--\\p{sc=${n}}]`).join('')}]`, 'v');
+    const t: Tables = {
+      names,
+      tree: buildTree(names),
+      multi,
+      ids: new BlockTable((cp) => {
+        if (cp >= 0xd800 && cp <= 0xdfff) return NEUTRAL;
+        const ch = String.fromCodePoint(cp);
+        if (NEUTRAL_CLASS.test(ch)) return NEUTRAL;
+        if (multi.test(ch)) return MULTI;
+        return FIRST_SCRIPT + (index.get(scriptOf(t, ch)) ?? 0);
+      }),
+    };
+    tables = t;
   }
-  return scx;
+  return tables;
+}
+
+/** Script_Extensions (in SCRIPTS order) and display script of a code point of the MULTI kind. */
+function extensionsOf(t: Tables, cp: number): { readonly scx: readonly string[]; readonly name: string } {
+  let found = multiCache.get(cp);
+  if (found === undefined) {
+    const ch = String.fromCodePoint(cp);
+    const scx = t.names.filter((n) => {
+      let re = scxRegex.get(n);
+      if (re === undefined) {
+        re = new RegExp(`\\p{scx=${n}}`, 'u');
+        scxRegex.set(n, re);
+      }
+      return re.test(ch);
+    });
+    found = { scx, name: NEUTRAL_SCRIPT.test(ch) ? (scx[0] ?? 'Unknown') : scriptOf(t, ch) };
+    multiCache.set(cp, found);
+  }
+  return found;
 }
 
 const HAS_NON_ASCII = /[^\x00-\x7F]/;
-const HAS_ASCII_LETTER = /[A-Za-z]/;
-/** Candidates: non-ASCII code points that are not neutral. */
-const CANDIDATE =
-  /[^\p{scx=Zyyy}\p{scx=Zinh}\p{sc=Zzzz}\p{Cf}\p{Default_Ignorable_Code_Point}\x00-\x7F]/gu;
 const EXTENSION_PART = /^\.[A-Za-z0-9]{1,10}$/;
 
-/** The value without its trailing ASCII file extensions (`.txt`, `.tar.gz`); linear time. */
-function stripExtensions(value: string): string {
+/** Length of the value without its trailing ASCII file extensions (`.txt`, `.tar.gz`). */
+function stemLength(value: string): number {
   let end = value.length;
   for (;;) {
     const dot = value.lastIndexOf('.', end - 1);
     const part = dot < 0 || end - dot > 11 ? '' : value.slice(dot, end);
-    if (!EXTENSION_PART.test(part)) return value.slice(0, end);
+    if (!EXTENSION_PART.test(part)) return end;
     end = dot;
   }
 }
-const NEUTRAL_SCRIPT = /^[\p{sc=Zyyy}\p{sc=Zinh}\p{sc=Zzzz}]$/u;
 
 /** TR #39 §5.1 augmentation. */
 function augment(scx: readonly string[]): Set<string> {
@@ -179,20 +201,16 @@ export interface ScriptMix {
   /** True when the value mixes scripts in the sense of TR #39 §5.2 (not Highly Restrictive). */
   readonly mixed: boolean;
   /**
-   * Script names (UAX #24 long names, `_` as space): Latin first if the value has ASCII letters,
-   * then in order of first appearance; at most 5.
+   * Script names (UAX #24 long names, `_` as space): the scripts of single-script code points in
+   * order of first appearance, then, for a code point with several Script_Extensions none of
+   * which is named yet, its Script (or its first extension when its Script is Common/Inherited).
    */
   readonly scripts: readonly string[];
-  /** True when scanning stopped early because five different scripts were already found. */
-  readonly more: boolean;
 }
-
-/** At this many distinct single scripts the value is mixed whatever follows (TR #39 §5.1). */
-const ENOUGH = 5;
 
 /**
  * Decides whether a value mixes scripts (Unicode TR #39 §5.1 resolved script set, §5.2 Highly
- * Restrictive exceptions).
+ * Restrictive exceptions). Linear in the value's length.
  *
  * @param value - any string; lone surrogates are neutral.
  * @returns whether it mixes and which scripts it uses.
@@ -201,58 +219,57 @@ const ENOUGH = 5;
  * scriptMix('שלום.txt').mixed     // false: the extension is ignored
  */
 export function scriptMix(value: string): ScriptMix {
-  if (!HAS_NON_ASCII.test(value)) return { mixed: false, scripts: [], more: false };
-  const stem = stripExtensions(value);
+  if (!HAS_NON_ASCII.test(value)) return { mixed: false, scripts: [] };
+  const t = getTables();
+  const end = stemLength(value);
   const sets = new Map<string, Set<string>>();
   const names: string[] = [];
-  const singles: string[] = [];
-  let more = false;
-  const record = (scx: readonly string[], name: string): void => {
+  const multis: Array<{ readonly scx: readonly string[]; readonly name: string }> = [];
+  const seenIds = new Uint8Array(256);
+  const seenMulti = new Set<number>();
+  const record = (scx: readonly string[]): void => {
     const key = scx.join(' ');
     if (!sets.has(key)) sets.set(key, augment(scx));
-    if (!names.includes(name)) names.push(name);
   };
-  if (HAS_ASCII_LETTER.test(stem)) {
-    record(['Latin'], 'Latin');
-    singles.push('Latin');
-  }
-  const { multi } = getTables();
-  const candidate = new RegExp(CANDIDATE.source, CANDIDATE.flags);
-  for (let m = candidate.exec(stem); m !== null; m = candidate.exec(stem)) {
-    const ch = m[0];
-    const cp = ch.codePointAt(0) ?? 0;
-    if (multi.test(ch)) {
-      const scx = extensionsOf(ch, cp);
-      record(scx, NEUTRAL_SCRIPT.test(ch) ? (scx[0] ?? 'Unknown') : scriptOf(ch));
-      continue;
-    }
-    const sc =
-      singles.find((n) => cached(scRegex, n, (x) => new RegExp(`\\p{sc=${x}}`, 'u')).test(ch)) ??
-      scriptOf(ch);
-    if (!singles.includes(sc)) {
-      singles.push(sc);
-      if (singles.length >= ENOUGH) {
-        record([sc], sc);
-        more = true;
-        break;
+  for (let i = 0; i < end; i++) {
+    let cp = value.charCodeAt(i);
+    let id: number;
+    if (cp < 0x80) {
+      id = (cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? LATIN_ASCII : NEUTRAL;
+    } else {
+      if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
+        const lo = value.charCodeAt(i + 1);
+        if (lo >= 0xdc00 && lo <= 0xdfff) {
+          cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+          i += 1;
+        }
       }
+      id = t.ids.get(cp);
     }
-    record([sc], sc);
-    // Code points whose extensions contain sc cannot shrink a set already inside augment({sc}).
-    const skip = cached(
-      skipRegex,
-      sc,
-      (x) => new RegExp(`[\\p{scx=${x}}\\p{scx=Zyyy}\\p{scx=Zinh}\\p{sc=Zzzz}\\x00-\\x7F]+`, 'uy'),
-    );
-    skip.lastIndex = candidate.lastIndex;
-    if (skip.test(stem)) candidate.lastIndex = skip.lastIndex;
+    if (id === NEUTRAL) continue;
+    if (id === MULTI) {
+      if (seenMulti.has(cp)) continue;
+      seenMulti.add(cp);
+      const found = extensionsOf(t, cp);
+      record(found.scx);
+      multis.push(found);
+    } else if (seenIds[id] === 0) {
+      seenIds[id] = 1;
+      const name = id === LATIN_ASCII ? 'Latin' : (t.names[id - FIRST_SCRIPT] ?? 'Unknown');
+      if (!names.includes(name)) names.push(name);
+      record([name]);
+    }
+  }
+  // A code point with several scripts is named only when it shares none with those named.
+  for (const { scx, name } of multis) {
+    if (!scx.some((x) => names.includes(x))) names.push(name);
   }
   const all = resolve(sets.values());
   let mixed = all !== undefined && all.size === 0;
-  if (mixed && !more) {
+  if (mixed) {
     // TR #39 §5.2 Highly Restrictive: Latin + {Han, Hiragana, Katakana} | {Han, Bopomofo} | {Han, Hangul}.
     const noLatin = resolve(sets.values(), 'Latin');
     if (noLatin === undefined || ['Jpan', 'Hanb', 'Kore'].some((x) => noLatin.has(x))) mixed = false;
   }
-  return { mixed, scripts: names.map((n) => n.replaceAll('_', ' ')), more };
+  return { mixed, scripts: names.map((n) => n.replaceAll('_', ' ')) };
 }

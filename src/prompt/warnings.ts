@@ -32,7 +32,7 @@ export function valueWarnings(value: string): string[] {
   const mix = scriptMix(value);
   if (mix.mixed) {
     const shown = mix.scripts.slice(0, 3);
-    const rest = mix.more || mix.scripts.length > 3;
+    const rest = mix.scripts.length > 3;
     out.push(`mixes ${rest ? `${shown.join(', ')} and other` : list(shown)} letters`);
   }
   if (value.normalize('NFC') !== value) out.push('not in Unicode normal form NFC');

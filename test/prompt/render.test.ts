@@ -183,6 +183,18 @@ describe('warnings (TR #39 mixed scripts, UAX #15 NFC)', () => {
     expect(scriptMix('c\u061Cd.txt').mixed).toBe(false);
   });
 
+  it('uses Script_Extensions: Arabic-Indic digits go with Thaana but not with Latin', () => {
+    expect(scriptMix('\u078A\u0663').mixed).toBe(false);
+    expect(valueWarnings('file\u0663.txt')).toEqual(['mixes Latin and Arabic letters']);
+  });
+
+  it('does not name a shared combining mark as a script of its own', () => {
+    expect(valueWarnings('p\u0430ypal\u0301x')).toEqual([
+      'mixes Latin and Cyrillic letters',
+      'not in Unicode normal form NFC',
+    ]);
+  });
+
   it('warns for a whole Cyrillic word next to a Latin one before the extension', () => {
     expect(valueWarnings('pay-\u0440\u0430\u0443.txt')).toEqual(['mixes Latin and Cyrillic letters']);
   });

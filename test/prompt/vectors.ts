@@ -149,7 +149,7 @@ export const hostileVectors: HostileVector[] = [
     name: 'homoglyph Greek Alpha (U+0391) in Apple',
     value: '\u0391pple-invoice.pdf',
     forbidden: [],
-    shown: ['(warning: mixes Latin and Greek letters)'],
+    shown: ['(warning: mixes Greek and Latin letters)'],
   },
   {
     name: 'look-alike decomposed é (not NFC) next to a composed twin',

@@ -1,0 +1,118 @@
+/**
+ * Speed of rendering untrusted values into the question (src/prompt/render.ts).
+ *
+ * Figures (median of several timed runs after a warm-up):
+ * - throughput in MB/s of input (1 MB = 10^6 bytes of the values' UTF-8 encoding) for a batch of
+ *   ordinary ASCII file names and for a batch of hostile names;
+ * - µs per 4 KiB hostile value (controls, bidi controls, invisibles, combining marks, mixed
+ *   scripts, backticks and markup, lone surrogates, conjoining jamo), and per 4 KiB of letters
+ *   from many scripts (the slowest case of the mixed-script check).
+ */
+import { renderValue } from '../src/prompt/render.js';
+
+/** One figure for the bench table. */
+export interface PromptFigure {
+  name: string;
+  value: string;
+  unit: string;
+}
+
+/** Deterministic pseudo-random numbers (a 32-bit LCG), so every run measures the same inputs. */
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const HOSTILE_PIECES = [
+  '\n', '\r', '\u001b[2K', '\u001b]8;;https://attacker.example/\u0007', '\b', '\u0085', '\u2028',
+  '\u202E', '\u2066', '\u2069', '\u200F', '\u061C', '\u200B', '\u200D', '\u00AD', '\uFE0F', '\u3164',
+  '\u{E0041}', '\u2800', '\u00A0', '  ', ' ', 'e\u0301', 'a\u0301\u0302\u0303\u0304\u0305\u0306',
+  'p\u0430yp\u0430l', 'שלום', 'مرحبا', '日本', '👨‍👩‍👧', '🇫🇷', '`', '``', '[x](https://attacker.example)',
+  '<img src=x onerror=alert(1)>', '\\', '⟨U+202E⟩', '\uD800', '\uDC00', '\u1100\u1161\u11A8', 'cache',
+  '.txt', '-', '_', '0123',
+];
+
+/** A hostile value of at least `bytes` UTF-8 bytes, ending with a file extension. */
+function hostileValue(bytes: number, seed: number): string {
+  const rnd = lcg(seed);
+  let s = '';
+  while (Buffer.byteLength(s, 'utf8') < bytes - 4) {
+    s += HOSTILE_PIECES[Math.floor(rnd() * HOSTILE_PIECES.length)] ?? '';
+  }
+  return `${s}.txt`;
+}
+
+/** Letters from many scripts in turn (defeats the one-script fast path of the warning check). */
+function manyScriptsValue(bytes: number): string {
+  const letters = ['a', 'а', 'α', 'ա', 'ა', 'ש', 'ب', 'क', 'ক', 'ก', 'ᚠ', 'Ꭰ', 'ᐁ', '𐌰', '𐐀', 'ꓐ', 'ⴰ', 'ߊ'];
+  let s = '';
+  for (let i = 0; Buffer.byteLength(s, 'utf8') < bytes; i++) s += letters[i % letters.length] ?? '';
+  return s;
+}
+
+function asciiNames(n: number): string[] {
+  const rnd = lcg(7);
+  const words = ['report', 'cache', 'final', 'notes', 'invoice', 'draft', '2024', 'backup', 'v2', 'thesis'];
+  const exts = ['.txt', '.pdf', '.tar.gz', '.json', '.md'];
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = 1 + Math.floor(rnd() * 4);
+    const parts = Array.from({ length: k }, () => words[Math.floor(rnd() * words.length)] ?? 'x');
+    out.push(parts.join(rnd() < 0.5 ? '-' : '_') + (exts[Math.floor(rnd() * exts.length)] ?? ''));
+  }
+  return out;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
+
+/** Median milliseconds of `runs` timed repetitions of rendering every value `reps` times. */
+function time(values: readonly string[], reps: number, runs: number): number {
+  let sink = 0;
+  for (let i = 0; i < Math.max(1, reps >> 2); i++) for (const v of values) sink += renderValue(v).length; // warm-up
+  const samples: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < reps; i++) for (const v of values) sink += renderValue(v).length;
+    samples.push(performance.now() - t0);
+  }
+  if (sink < 0) throw new Error('unreachable');
+  return median(samples);
+}
+
+const bytesOf = (values: readonly string[]): number =>
+  values.reduce((n, v) => n + Buffer.byteLength(v, 'utf8'), 0);
+
+/**
+ * Measures rendering speed.
+ *
+ * @returns figures: MB/s (10^6 bytes of UTF-8 input per second) for ASCII and hostile names, and
+ *   µs per 4 KiB hostile value; each the median of 7 runs.
+ */
+export async function benchPrompt(): Promise<PromptFigure[]> {
+  const RUNS = 7;
+  const ascii = asciiNames(2000);
+  const hostileNames = Array.from({ length: 200 }, (_, i) => hostileValue(64 + (i % 8) * 32, i + 1));
+  const hostile4k = Array.from({ length: 20 }, (_, i) => hostileValue(4096, 1000 + i));
+  const scripts4k = [manyScriptsValue(4096)];
+
+  const asciiMs = time(ascii, 20, RUNS);
+  const hostileMs = time(hostileNames, 20, RUNS);
+  const big4kMs = time(hostile4k, 10, RUNS);
+  const scriptsMs = time(scripts4k, 200, RUNS);
+  const mbps = (bytes: number, ms: number): string => (bytes / 1e6 / (ms / 1e3)).toFixed(1);
+
+  return [
+    { name: 'prompt: render ASCII file names', value: mbps(bytesOf(ascii) * 20, asciiMs), unit: 'MB/s' },
+    { name: 'prompt: render hostile names (64–288 B)', value: mbps(bytesOf(hostileNames) * 20, hostileMs), unit: 'MB/s' },
+    { name: 'prompt: render hostile 4 KiB values', value: mbps(bytesOf(hostile4k) * 10, big4kMs), unit: 'MB/s' },
+    { name: 'prompt: one hostile 4 KiB value', value: ((big4kMs * 1e3) / (hostile4k.length * 10)).toFixed(1), unit: 'µs' },
+    { name: 'prompt: one 4 KiB value of letters from 18 scripts', value: ((scriptsMs * 1e3) / 200).toFixed(1), unit: 'µs' },
+  ];
+}
