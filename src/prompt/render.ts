@@ -153,13 +153,15 @@ export function renderValueParts(value: string, options: RenderOptions = {}): Re
  *
  * @param value - the untrusted string.
  * @param options - see {@link RenderOptions}; `maxGraphemes` defaults to 120.
- * @returns e.g. ``'`cache.txt\\n\\nSYSTEM NOTICE:`'`` (shown with JS escapes), or
- *   ``'`p\u0430ypal.txt` (warning: mixes Latin and Cyrillic letters)'``.
+ * @returns one line: a code span, then optionally ` (shortened, fingerprint …)` and
+ *   ` (warning: …)`.
  * @throws RangeError when `maxGraphemes` is not an integer of at least 10.
+ * @throws TypeError when `value` is not a string.
  * @example
- * renderValue('a\nb')    // '`a\\nb`'
- * renderValue('a\\nb')   // '`a\\\\nb`'
- * renderValue('x\u202Ey') // '`x⟨U+202E⟩y`'
+ * renderValue('a\nb')          // returns  `a\nb`              (backslash, n: visible)
+ * renderValue('a\\nb')         // returns  `a\\nb`             (a real backslash, doubled)
+ * renderValue('x\u202Ey')      // returns  `x⟨U+202E⟩y`
+ * renderValue('p\u0430ypal')   // returns  `pаypal` (warning: mixes Latin and Cyrillic letters)
  */
 export function renderValue(value: string, options: RenderOptions = {}): string {
   return renderValueParts(value, options).text;

@@ -57,6 +57,8 @@ const markupValues = [
   'line\\',
   'two trailing spaces  ',
   '    indented code',
+  `${'[x](https://attacker.example) '.repeat(20)}<img src=x>`,
+  `**${'\u202E'.repeat(30)}**`,
 ];
 
 const unescapeHtml = (s: string): string =>
