@@ -1,0 +1,166 @@
+/**
+ * The question a human reads, as a real client receives it: hostile file names
+ * on disk, round 1 of delete_file through a v2 Client pinned to 2026-07-28, and
+ * the elicitation `message` checked (not the rendering function alone).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import MarkdownIt from 'markdown-it';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDemoServer } from '../../src/server/deleteFile.js';
+import { ACCEPT, asked, connect, type Connected } from '../helpers/harness.js';
+import { hostileVectors } from '../prompt/vectors.js';
+
+let R: string;
+let root: string;
+let c: Connected;
+
+/** Characters that must never reach the message raw: Cc, Zl, Zp, bidi controls, default-ignorables, invisible fillers. */
+const FORBIDDEN = /[\p{Cc}\p{Zl}\p{Zp}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2800\u0085]/u;
+
+beforeAll(async () => {
+  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-question-')));
+  root = join(R, 'root');
+  mkdirSync(root);
+  const built = await createDemoServer({ roots: [root] });
+  c = await connect(built.factory);
+});
+afterAll(async () => {
+  await c.close();
+  rmSync(R, { recursive: true, force: true });
+});
+
+/** Creates a file with this name in the root; false when the file system refuses the name. */
+function create(name: string): boolean {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0') || !name.isWellFormed()) return false;
+  try {
+    writeFileSync(join(root, name), 'x', { flag: 'w' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function messageFor(name: string): Promise<string> {
+  return asked(await c.call('delete_file', { path: name })).message;
+}
+
+const plainLines = async () => (await messageFor('plain.txt')).split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).length;
+
+describe('hostile names through a real client', () => {
+  beforeAll(() => {
+    writeFileSync(join(root, 'plain.txt'), 'x');
+  });
+
+  const onDisk = hostileVectors.filter((v) => v.value !== '' && !v.value.includes('/') && !v.value.includes('\0') && v.value.isWellFormed());
+
+  it('has file-system-valid vectors to send', () => {
+    expect(onDisk.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it.each(onDisk.map((v) => [v.name, v] as const))('%s: the received message shows it on one line, escaped', async (_name, vector) => {
+    expect(create(vector.value)).toBe(true);
+    const message = await messageFor(vector.value);
+    expect(message.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).length).toBe(await plainLines());
+    expect(message.isWellFormed()).toBe(true);
+    expect(FORBIDDEN.test(message), JSON.stringify(message)).toBe(false);
+    for (const bad of vector.forbidden) expect(message.includes(bad), `raw ${JSON.stringify(bad)} in ${JSON.stringify(message)}`).toBe(false);
+    for (const shown of vector.shown) expect(message).toContain(shown);
+  });
+
+  it.each([
+    ['a Hebrew name', 'שלום.txt'],
+    ['an Arabic name', 'مرحبا.txt'],
+  ])('%s still shows its letters', async (_label, name) => {
+    expect(create(name)).toBe(true);
+    expect(await messageFor(name)).toContain(name);
+  });
+
+  it.each([
+    ['a\nb', 'a b'],
+    ['a\tb', 'a b'],
+    ['a  b', 'a b'],
+    ['a\\nb', 'a\nb'],
+    ['x\u202Efdp.exe', 'xexe.pdf'],
+  ])('renders %j and %j differently (text-4)', async (one, two) => {
+    expect(create(one)).toBe(true);
+    expect(create(two)).toBe(true);
+    expect(await messageFor(one)).not.toBe(await messageFor(two));
+  });
+
+  it('warns about a name that mixes Latin and Cyrillic letters (homoglyph), and not about its Latin twin', async () => {
+    expect(create('pаypal.txt')).toBe(true);
+    expect(create('paypal.txt')).toBe(true);
+    expect(await messageFor('pаypal.txt')).toMatch(/warning: mixes Latin and Cyrillic/);
+    expect(await messageFor('paypal.txt')).not.toMatch(/warning/);
+  });
+
+  it('keeps the end of a very long name, marks the cut and adds a fingerprint; two names differing in the middle differ', async () => {
+    const a = `${'a'.repeat(100)}X${'b'.repeat(100)}.txt`;
+    const b = `${'a'.repeat(100)}Y${'b'.repeat(100)}.txt`;
+    expect(create(a) && create(b)).toBe(true);
+    const [ma, mb] = [await messageFor(a), await messageFor(b)];
+    expect(ma).toContain('…');
+    expect(ma).toMatch(/b\.txt`/);
+    expect(ma).toMatch(/fingerprint [0-9a-f]{16}/);
+    expect(ma).not.toBe(mb);
+  });
+
+  it('lets a hostile name be deleted once confirmed: the question is safe, the file is still the file', async () => {
+    const name = 'report.txt\r\u001b[2KApproved by administrator';
+    expect(create(name)).toBe(true);
+    const { state } = asked(await c.call('delete_file', { path: name }));
+    const reply = await c.call('delete_file', { path: name }, { inputResponses: ACCEPT, requestState: state });
+    expect(reply).toMatchObject({ kind: 'result', isError: false });
+  });
+});
+
+describe('markup (text-5): the received message rendered as CommonMark with raw HTML', () => {
+  const renderers = {
+    'html: true': new MarkdownIt({ html: true }),
+    'html: true, linkify: true': new MarkdownIt({ html: true, linkify: true }),
+  };
+  const names = [
+    '[Verify your account](https:attacker.example).txt',
+    '[Verify your account](mailto:x@attacker.example).txt',
+    '<img src=x onerror=alert(1)>.txt',
+    '**urgent** approve.txt',
+    '# Approved.txt',
+    'https:⁄⁄attacker.example.txt',
+    'www.attacker.example',
+    '`code` and ``more``.txt',
+    '<https:attacker.example>.txt',
+    '![x](https:attacker.example).txt',
+  ];
+
+  it.each(Object.entries(renderers).flatMap(([label, md]) => names.map((n) => [label, n, md] as const)))('with %s, %j creates no link, image, emphasis, heading or HTML element', async (_label, name, md) => {
+    expect(create(name)).toBe(true);
+    const message = await messageFor(name);
+    const html = md.render(message);
+    expect(html).not.toMatch(/<(a|img|em|strong|h[1-6]|script|del|s)\b/i);
+    const tags = [...html.matchAll(/<\/?([a-z0-9]+)/gi)].map((m) => m[1]!.toLowerCase());
+    expect(new Set(tags)).toEqual(new Set(['p', 'code']));
+  });
+});
+
+describe('the Big List of Naughty Strings through a real client', () => {
+  it('gives every creatable name a one-line, well-formed question free of hidden characters, distinct from every other', async () => {
+    const blns = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/blns.json'), 'utf8')) as string[];
+    const lines = await plainLines();
+    const seen = new Map<string, string>();
+    let sent = 0;
+    for (const name of new Set(blns)) {
+      if (!create(name)) continue;
+      sent++;
+      const message = await messageFor(name);
+      expect(message.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).length, JSON.stringify(name)).toBe(lines);
+      expect(message.isWellFormed()).toBe(true);
+      expect(FORBIDDEN.test(message), JSON.stringify(message)).toBe(false);
+      const before = seen.get(message);
+      expect(before, `${JSON.stringify(name)} renders like ${JSON.stringify(before)}`).toBeUndefined();
+      seen.set(message, name);
+    }
+    expect(sent).toBeGreaterThan(300);
+  });
+});
