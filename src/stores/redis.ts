@@ -17,10 +17,11 @@
  * ## Atomicity
  * Both operations are one Lua script each (`EVALSHA`, falling back to `EVAL`);
  * Redis runs a script to the end before any other command, so:
- * - **issue** checks that the jti is new, reads the two zset sizes, and at a
- *   bound first removes members whose score (expiry) is `<= nowMs` and reads
- *   again; then refuses (`ERR_CONFIRM_CAPACITY`) or writes the entry and adds
- *   it to both zsets. Two issuers can never both take the last slot.
+ * - **issue** reads the two zset sizes, and at a bound first removes members
+ *   whose score (expiry) is `<= nowMs` and reads again; then refuses
+ *   (`ERR_CONFIRM_CAPACITY`), or writes the entry with `SET NX` (a jti already
+ *   there, outstanding or tombstone, is refused) and adds it to both zsets. Two
+ *   issuers can never both take the last slot.
  * - **spend** reads the entry: missing → `'unknown'`; tombstone →
  *   `'already-spent'`; outstanding → removed from the zsets, then compared with
  *   the caller's `nowMs` (`nowMs >= expiresAtMs` → deleted, `'expired'`), else
@@ -31,13 +32,18 @@
  * Redis TTL is a garbage collector set to the remaining lifetime plus
  * `clockSkewMs`, so a store clock running ahead by less than that never drops an
  * entry early, and one that drops it anyway makes the spend `'unknown'` (still a
- * refusal). The zsets expire after their longest member.
+ * refusal). The zsets' own TTL is refreshed to 24 hours (or a longer entry's
+ * TTL) on every write, so the zsets of idle principals and namespaces go away.
  *
  * ## Bounds
  * Outstanding entries per principal (`maxPerPrincipal`) and in total
  * (`maxTotal`) are the sizes of the zsets, so they are exact and need no counter
- * that could drift. Tombstones are capped near `maxTotal`: beyond it, the
+ * that could drift. Tombstones are capped at `maxTotal`: beyond it, the
  * oldest-expiring are deleted (a replay of one is then `'unknown'`, still refused).
+ *
+ * > [!NOTE]
+ * > An entry living longer than 24 hours may stop counting toward the bounds
+ * > 24 hours after the last write to its zset (single use is unaffected).
  *
  * ## Failure
  * Fails closed: a lost connection (commands are not queued while offline), no
@@ -108,26 +114,31 @@ export interface RedisLedgerOptions {
   onError?: (error: unknown) => void;
 }
 
+/**
+ * Issue. KEYS: entry, out zset, principal zset. ARGV: jti, principal, expiresAtMs,
+ * nowMs, px (entry TTL, ms), maxPerPrincipal, maxTotal, zset TTL (ms).
+ */
 const ISSUE_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
-local now = tonumber(ARGV[4])
 local maxPer = tonumber(ARGV[6])
 local maxTotal = tonumber(ARGV[7])
 if redis.call('ZCARD', KEYS[3]) >= maxPer or redis.call('ZCARD', KEYS[2]) >= maxTotal then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[4])
   if redis.call('ZCARD', KEYS[3]) >= maxPer then return 'capacity-principal' end
   if redis.call('ZCARD', KEYS[2]) >= maxTotal then return 'capacity-total' end
 end
-local px = tonumber(ARGV[5])
-redis.call('SET', KEYS[1], 'o|' .. ARGV[3] .. '|' .. ARGV[2], 'PX', px)
+if not redis.call('SET', KEYS[1], 'o|' .. ARGV[3] .. '|' .. ARGV[2], 'NX', 'PX', ARGV[5]) then return 'duplicate' end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-if redis.call('PTTL', KEYS[2]) < px then redis.call('PEXPIRE', KEYS[2], px) end
-if redis.call('PTTL', KEYS[3]) < px then redis.call('PEXPIRE', KEYS[3], px) end
+redis.call('PEXPIRE', KEYS[2], ARGV[8])
+redis.call('PEXPIRE', KEYS[3], ARGV[8])
 return 'issued'
 `;
 
+/**
+ * Spend. KEYS: entry, out zset, spent zset. ARGV: jti, nowMs, principal zset key
+ * prefix, maxTotal (tombstone cap), entry key prefix, zset TTL (ms).
+ */
 const SPEND_SCRIPT = `
 local v = redis.call('GET', KEYS[1])
 if not v then return 'unknown' end
@@ -140,26 +151,28 @@ local exp = tonumber(expText)
 if not exp then return redis.error_reply('ERR mcp-confirm: unexpected ledger value') end
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', ARGV[3] .. string.sub(v, bar + 1), ARGV[1])
-local now = tonumber(ARGV[2])
-if now >= exp then
+if tonumber(ARGV[2]) >= exp then
   redis.call('DEL', KEYS[1])
   return 'expired'
 end
 redis.call('SET', KEYS[1], 's|' .. expText, 'KEEPTTL')
-redis.call('ZADD', KEYS[3], exp, ARGV[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
-local maxTotal = tonumber(ARGV[4])
-if redis.call('ZCARD', KEYS[3]) > maxTotal then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  local excess = redis.call('ZCARD', KEYS[3]) - maxTotal
-  if excess > 0 then
-    local popped = redis.call('ZPOPMIN', KEYS[3], excess)
-    for i = 1, #popped, 2 do redis.call('DEL', ARGV[5] .. popped[i]) end
-  end
+redis.call('ZADD', KEYS[3], expText, ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ARGV[6])
+local excess = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[4])
+if excess > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[3], excess)
+  for i = 1, #popped, 2 do redis.call('DEL', ARGV[5] .. popped[i]) end
 end
 return 'spent'
 `;
+
+/**
+ * TTL of the zsets, refreshed on every write, in milliseconds: 24 hours, or an
+ * entry's own TTL when that is longer. It only collects the zsets of idle
+ * principals/namespaces; stale members are removed by score before use.
+ */
+const ZSET_TTL_MS = 24 * 60 * 60 * 1000;
+const ZSET_TTL_TEXT = String(ZSET_TTL_MS);
 
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
 const ISSUE_SHA = sha1(ISSUE_SCRIPT);
@@ -200,8 +213,10 @@ class DeadlineError extends Error {
   }
 }
 
+/** One operation in flight: settled once, by its reply, its failure, the deadline or close(). */
 interface Pending {
   readonly deadline: number;
+  readonly resolve: (reply: string | undefined) => void;
   readonly reject: (error: Error) => void;
 }
 
@@ -249,6 +264,8 @@ export class RedisLedger implements Ledger {
   readonly #client: RedisCommandClient;
   readonly #owned: OwnedClient | undefined;
   readonly #prefix: string;
+  readonly #maxPerText: string;
+  readonly #maxTotalText: string;
   readonly #pending = new Set<Pending>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -277,6 +294,8 @@ export class RedisLedger implements Ledger {
     this.clockSkewMs = nonNegativeInteger('clockSkewMs', options.clockSkewMs, 60_000);
     this.connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 5_000);
     this.#prefix = `mcp-confirm:{${namespace}}:`;
+    this.#maxPerText = String(this.maxPerPrincipal);
+    this.#maxTotalText = String(this.maxTotal);
 
     if (options.url !== undefined) {
       let protocol: string;
@@ -352,7 +371,16 @@ export class RedisLedger implements Ledger {
       ISSUE_SHA,
       ISSUE_SCRIPT,
       [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'p:' + principal],
-      [jti, principal, String(expiresAtMs), String(nowMs), String(px), String(this.maxPerPrincipal), String(this.maxTotal)],
+      [
+        jti,
+        principal,
+        String(expiresAtMs),
+        String(nowMs),
+        String(px),
+        this.#maxPerText,
+        this.#maxTotalText,
+        px > ZSET_TTL_MS ? String(px) : ZSET_TTL_TEXT,
+      ],
     );
     switch (reply) {
       case 'issued':
@@ -384,7 +412,7 @@ export class RedisLedger implements Ledger {
       SPEND_SHA,
       SPEND_SCRIPT,
       [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'spent'],
-      [jti, String(nowMs), this.#prefix + 'p:', String(this.maxTotal), this.#prefix + 'jti:'],
+      [jti, String(nowMs), this.#prefix + 'p:', this.#maxTotalText, this.#prefix + 'jti:', ZSET_TTL_TEXT],
     );
     if (reply !== undefined && SPEND_OUTCOMES.has(reply)) return reply as SpendOutcome;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to spend') });
@@ -397,7 +425,7 @@ export class RedisLedger implements Ledger {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const p of this.#pending) p.reject(new Error('ledger closed'));
+    for (const p of this.#pending) p.reject(new ConfirmLedgerUnavailableError({ cause: new Error('ledger closed') }));
     this.#pending.clear();
     this.#stopTimer();
     const client = this.#owned;
@@ -419,52 +447,56 @@ export class RedisLedger implements Ledger {
     }
   }
 
-  /** Runs a script by hash (loading it on `NOSCRIPT`) under one deadline; returns its text reply. */
-  async #script(sha: string, script: string, keys: string[], args: string[]): Promise<string | undefined> {
-    if (this.#closed) throw new ConfirmLedgerUnavailableError({ cause: new Error('ledger closed') });
-    const n = String(keys.length);
-    try {
-      const reply = await this.#withDeadline(async () => {
-        try {
-          return await this.#client.sendCommand(['EVALSHA', sha, n, ...keys, ...args], COMMAND_OPTIONS);
-        } catch (error) {
-          if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-          return await this.#client.sendCommand(['EVAL', script, n, ...keys, ...args], COMMAND_OPTIONS);
-        }
-      });
-      return replyText(reply);
-    } catch (error) {
-      throw new ConfirmLedgerUnavailableError({ cause: error });
-    }
-  }
-
   /**
-   * Settles with `work()` or rejects once `timeoutMs` has passed. One shared
-   * interval timer checks the pending operations (in start order, so in deadline
-   * order) instead of one timer per operation.
+   * Runs a script by hash (loading it with `EVAL` on `NOSCRIPT`) under one
+   * deadline of `timeoutMs`; resolves with its text reply (`undefined` for any
+   * other reply type). One shared interval timer checks the pending operations
+   * (kept in start order, so in deadline order) instead of one timer each.
+   *
+   * @throws {ConfirmLedgerUnavailableError} on any failure, including the deadline.
    */
-  #withDeadline<T>(work: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const pending: Pending = { deadline: performance.now() + this.timeoutMs, reject };
-      this.#pending.add(pending);
-      this.#startTimer();
-      let running: Promise<T>;
-      try {
-        running = work();
-      } catch (error) {
-        this.#pending.delete(pending);
-        reject(error);
+  #script(sha: string, script: string, keys: string[], args: string[]): Promise<string | undefined> {
+    // Hot path: no named closures per call (cheaper, also under tsx/esbuild keepNames).
+    return new Promise<string | undefined>((resolve, reject) => {
+      if (this.#closed) {
+        reject(new ConfirmLedgerUnavailableError({ cause: new Error('ledger closed') }));
         return;
       }
-      running.then(
-        (value) => {
-          if (this.#pending.delete(pending)) resolve(value);
-        },
-        (error: unknown) => {
-          if (this.#pending.delete(pending)) reject(error);
-        },
-      );
+      const pending: Pending = { deadline: performance.now() + this.timeoutMs, resolve, reject };
+      this.#pending.add(pending);
+      this.#startTimer();
+      this.#send(['EVALSHA', sha, String(keys.length), ...keys, ...args], pending, script);
     });
+  }
+
+  /** Sends `command` for `pending`; on `NOSCRIPT` (when `script` is given) resends it as `EVAL`. */
+  #send(command: string[], pending: Pending, script: string | undefined): void {
+    let sent: Promise<unknown>;
+    try {
+      sent = this.#client.sendCommand(command, COMMAND_OPTIONS);
+    } catch (error) {
+      this.#fail(pending, error);
+      return;
+    }
+    sent.then(
+      (reply) => {
+        if (this.#pending.delete(pending)) pending.resolve(replyText(reply));
+      },
+      (error: unknown) => {
+        // First use on this server (or after SCRIPT FLUSH), and still within the deadline: send the script itself.
+        if (script !== undefined && error instanceof Error && error.message.startsWith('NOSCRIPT') && this.#pending.has(pending)) {
+          command[0] = 'EVAL';
+          command[1] = script;
+          this.#send(command, pending, undefined);
+        } else {
+          this.#fail(pending, error);
+        }
+      },
+    );
+  }
+
+  #fail(pending: Pending, cause: unknown): void {
+    if (this.#pending.delete(pending)) pending.reject(new ConfirmLedgerUnavailableError({ cause }));
   }
 
   #startTimer(): void {
@@ -485,7 +517,7 @@ export class RedisLedger implements Ledger {
     for (const p of this.#pending) {
       if (p.deadline > now) break;
       this.#pending.delete(p);
-      p.reject(new DeadlineError(this.timeoutMs));
+      p.reject(new ConfirmLedgerUnavailableError({ cause: new DeadlineError(this.timeoutMs) }));
     }
     if (this.#pending.size === 0) this.#stopTimer();
   }

@@ -291,6 +291,8 @@ describe('RedisLedger', () => {
         try {
           const jti = randomUUID();
           await ledger.issue(jti, 'alice', Date.now() + 60_000);
+          // Load the spend script on this fresh server, so the spend below is one EVALSHA.
+          expect(await ledger.spend(randomUUID(), Date.now())).toBe('unknown');
           signalRedis(server, 'SIGSTOP');
           const started = Date.now();
           const errors = await Promise.all([
