@@ -1,0 +1,270 @@
+/**
+ * Ledger throughput: issue+spend pairs per second through the {@link Ledger}
+ * interface (each call awaited), median of several runs after a warm-up.
+ *
+ * - memory: one process, jtis made beforehand (token generation is not measured);
+ *   once fresh, once holding `maxTotal` tombstones (the steady state of a busy server).
+ * - sqlite, 1 process: a fresh WAL file per run, pairs one after another.
+ * - sqlite, 4 processes: 4 forked processes (this file, run by tsx) on one file,
+ *   warmed up, then started together; the aggregate over the wall time of the
+ *   slowest (median of 3 runs).
+ * - redis: 64 concurrent issue→spend loops in one process on one connection
+ *   (node-redis pipelines them), only when `redisUrl` is given.
+ *
+ * @module
+ */
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { MemoryLedger } from '../src/ledger/memoryLedger.js';
+import type { Ledger } from '../src/ledger/ledger.js';
+
+/** One row of the bench table. */
+export interface BenchFigure {
+  name: string;
+  value: number;
+  unit: string;
+  /** The figure the row should reach (same unit); absent when there is none. */
+  target?: number;
+}
+
+const SELF = fileURLToPath(import.meta.url);
+const REPO = fileURLToPath(new URL('../', import.meta.url));
+const WORKER_ENV = 'MCP_CONFIRM_BENCH_LEDGER_WORKER';
+const UNIT = 'pairs/s';
+const TTL_MS = 60_000;
+
+const wallMs = (): number => performance.timeOrigin + performance.now();
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** `pairs` issue+spend pairs one after another; returns pairs/s. */
+async function sequentialPairs(ledger: Ledger, jtis: readonly string[]): Promise<number> {
+  const now = Date.now();
+  const expires = now + TTL_MS;
+  const started = performance.now();
+  for (const jti of jtis) {
+    await ledger.issue(jti, 'bench', expires, now);
+    if ((await ledger.spend(jti, now)) !== 'spent') throw new Error('bench spend did not spend');
+  }
+  return jtis.length / ((performance.now() - started) / 1000);
+}
+
+/** A fresh MemoryLedger per run, 50,000 pairs (fewer tombstones than its `maxTotal`). */
+async function benchMemoryFresh(): Promise<number> {
+  const runs: number[] = [];
+  for (let run = 0; run < 4; run++) {
+    const jtis = Array.from({ length: 50_000 }, () => randomUUID());
+    const rate = await sequentialPairs(new MemoryLedger(), jtis);
+    if (run > 0) runs.push(rate); // run 0 warms up the JIT
+  }
+  return median(runs);
+}
+
+/**
+ * Steady state of a busy server: the ledger already holds `maxTotal` (100,000)
+ * tombstones, so every spend also drops the oldest one. 20,000 pairs per run.
+ */
+async function benchMemorySteady(): Promise<number> {
+  const ledger = new MemoryLedger();
+  const now = Date.now();
+  for (let i = 0; i < ledger.maxTotal; i++) {
+    const jti = randomUUID();
+    ledger.issueSync(jti, 'bench', now + TTL_MS, now);
+    ledger.spendSync(jti, now);
+  }
+  const runs: number[] = [];
+  for (let run = 0; run < 4; run++) {
+    const rate = await sequentialPairs(ledger, Array.from({ length: 20_000 }, () => randomUUID()));
+    if (run > 0) runs.push(rate);
+  }
+  return median(runs);
+}
+
+async function benchSqliteOne(dir: string): Promise<number> {
+  const { SqliteLedger } = await import('../src/stores/sqlite.js');
+  const pairs = 20_000;
+  const runs: number[] = [];
+  for (let run = 0; run < 4; run++) {
+    const ledger = new SqliteLedger({ path: join(dir, `one-${run}.db`) });
+    try {
+      const rate = await sequentialPairs(ledger, Array.from({ length: pairs }, () => randomUUID()));
+      if (run > 0) runs.push(rate);
+    } finally {
+      await ledger.close();
+    }
+  }
+  return median(runs);
+}
+
+interface WorkerResult {
+  startMs: number;
+  endMs: number;
+  pairs: number;
+}
+
+/** Forks `processes` copies of this file on one SQLite file; resolves with the aggregate pairs/s. */
+async function sqliteProcessesOnce(path: string, processes: number, pairsEach: number): Promise<number> {
+  const children = Array.from({ length: processes }, () =>
+    fork(SELF, [], {
+      cwd: REPO,
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, [WORKER_ENV]: 'sqlite' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  const message = (c: (typeof children)[number]): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const onExit = (code: number | null): void => reject(new Error(`bench worker exited with ${code}`));
+      c.once('exit', onExit);
+      c.once('message', (m) => {
+        c.off('exit', onExit);
+        resolve(m);
+      });
+    });
+  try {
+    const ready = children.map(message);
+    for (const c of children) c.send({ type: 'open', path });
+    await Promise.all(ready);
+    const done = children.map(message);
+    const startAtMs = wallMs() + 50;
+    for (const c of children) c.send({ type: 'go', startAtMs, pairs: pairsEach });
+    const results = (await Promise.all(done)) as Array<WorkerResult | { error: string }>;
+    let end = 0;
+    let total = 0;
+    for (const r of results) {
+      if ('error' in r) throw new Error(`bench worker failed: ${r.error}`);
+      end = Math.max(end, r.endMs);
+      total += r.pairs;
+    }
+    return total / ((end - startAtMs) / 1000);
+  } finally {
+    for (const c of children) if (c.connected) c.send({ type: 'exit' });
+    await Promise.all(
+      children.map((c) => (c.exitCode !== null ? undefined : new Promise<void>((resolve) => c.once('exit', () => resolve())))),
+    );
+  }
+}
+
+async function benchSqliteProcesses(dir: string): Promise<number> {
+  const runs: number[] = [];
+  for (let run = 0; run < 3; run++) runs.push(await sqliteProcessesOnce(join(dir, `four-${run}.db`), 4, 10_000));
+  return median(runs);
+}
+
+async function benchRedis(url: string): Promise<number> {
+  const { RedisLedger } = await import('../src/stores/redis.js');
+  const ledger = await RedisLedger.open({ url, namespace: `bench-${randomUUID()}` });
+  const workers = 64;
+  const pairsEach = 500;
+  const runs: number[] = [];
+  try {
+    for (let run = 0; run < 4; run++) {
+      const now = Date.now();
+      const expires = now + TTL_MS;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: workers }, async () => {
+          for (let i = 0; i < pairsEach; i++) {
+            const jti = randomUUID();
+            await ledger.issue(jti, 'bench', expires, now);
+            if ((await ledger.spend(jti, now)) !== 'spent') throw new Error('bench spend did not spend');
+          }
+        }),
+      );
+      const rate = (workers * pairsEach) / ((performance.now() - started) / 1000);
+      if (run > 0) runs.push(rate);
+    }
+  } finally {
+    await ledger.close();
+  }
+  return median(runs);
+}
+
+/**
+ * Measures the ledgers.
+ *
+ * @param opts.redisUrl - `redis://HOST:PORT[/DB]` of a Redis to measure; without it the Redis row is left out.
+ *   The bench writes under a fresh namespace; its keys expire within about 2 minutes.
+ * @returns rows `{ name, value, unit: 'pairs/s', target }`; each value is the median of 3 runs after a warm-up.
+ *   Takes about 20–60 s on 2 cores.
+ * @throws when a store fails (e.g. Redis unreachable: `ERR_CONFIRM_LEDGER_UNAVAILABLE`).
+ */
+export async function benchLedger(opts: { redisUrl?: string } = {}): Promise<BenchFigure[]> {
+  const figures: BenchFigure[] = [];
+  figures.push({ name: 'ledger: memory, issue+spend (fresh)', value: await benchMemoryFresh(), unit: UNIT, target: 1_000_000 });
+  figures.push({
+    name: 'ledger: memory, issue+spend (100,000 tombstones held)',
+    value: await benchMemorySteady(),
+    unit: UNIT,
+    target: 1_000_000,
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-bench-'));
+  try {
+    figures.push({ name: 'ledger: sqlite, 1 process, issue+spend', value: await benchSqliteOne(dir), unit: UNIT, target: 20_000 });
+    figures.push({
+      name: 'ledger: sqlite, 4 processes on one file (aggregate), issue+spend',
+      value: await benchSqliteProcesses(dir),
+      unit: UNIT,
+      target: 20_000,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  if (opts.redisUrl) {
+    figures.push({
+      name: 'ledger: redis, 64 concurrent in 1 process, issue+spend',
+      value: await benchRedis(opts.redisUrl),
+      unit: UNIT,
+      target: 100_000,
+    });
+  }
+  return figures;
+}
+
+/** Child side of the 4-process SQLite bench (this file forked with WORKER_ENV set). */
+async function sqliteWorker(): Promise<void> {
+  const { SqliteLedger } = await import('../src/stores/sqlite.js');
+  let ledger: InstanceType<typeof SqliteLedger> | undefined;
+  process.on('message', (raw) => {
+    const m = raw as { type: 'open'; path: string } | { type: 'go'; startAtMs: number; pairs: number } | { type: 'exit' };
+    if (m.type === 'open') {
+      try {
+        const l = new SqliteLedger({ path: m.path });
+        ledger = l;
+        // Warm up the JIT and the statements before the measured run.
+        void sequentialPairs(l, Array.from({ length: 500 }, () => randomUUID())).then(
+          () => process.send?.({ type: 'ready' }),
+          (error: unknown) => process.send?.({ error: String(error) }),
+        );
+      } catch (error) {
+        process.send?.({ error: String(error) });
+      }
+    } else if (m.type === 'go') {
+      const l = ledger;
+      const jtis = Array.from({ length: m.pairs }, () => randomUUID());
+      void (async () => {
+        if (l === undefined) throw new Error('go before open');
+        while (wallMs() < m.startAtMs) {
+          // spin: every process starts at the same instant
+        }
+        const startMs = wallMs();
+        await sequentialPairs(l, jtis);
+        process.send?.({ startMs, endMs: wallMs(), pairs: m.pairs } satisfies WorkerResult);
+      })().catch((error: unknown) => process.send?.({ error: String(error) }));
+    } else {
+      void Promise.resolve(ledger?.close()).finally(() => process.exit(0));
+    }
+  });
+  process.on('disconnect', () => process.exit(0));
+}
+
+if (process.env[WORKER_ENV] === 'sqlite' && process.send !== undefined) void sqliteWorker();
