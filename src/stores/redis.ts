@@ -54,9 +54,14 @@
  * > [!WARNING]
  * > A spend that times out on our side may still have been applied by Redis: the
  * > confirmation is then used up although the caller was told "unavailable".
- * > That is the safe direction (the human is asked again). Without persistence
- * > (AOF with `appendfsync always`) a Redis restart forgets every entry: all
- * > outstanding confirmations become `'unknown'`, also the safe direction.
+ * > That is the safe direction (the human is asked again).
+ * > Durability decides what a Redis restart or failover does. Without any
+ * > persistence every entry is forgotten: outstanding confirmations become
+ * > `'unknown'` (safe). With AOF `appendfsync everysec`, RDB snapshots, or a
+ * > failover to a replica that had not yet received the last writes, an issue
+ * > can survive while the spend that followed it is lost, and that confirmation
+ * > could then be spent a second time. Use no persistence, or AOF with
+ * > `appendfsync always` on a single primary.
  *
  * @module
  */
@@ -283,7 +288,6 @@ export class RedisLedger implements Ledger {
   constructor(options: RedisLedgerOptions) {
     if ((options.url === undefined) === (options.client === undefined)) throw new TypeError('give exactly one of url and client');
     const namespace = options.namespace ?? 'mcp-confirm';
-    // eslint-disable-next-line no-control-regex
     if (typeof namespace !== 'string' || namespace.length === 0 || namespace.length > 200 || /[{}\u0000-\u001f\u007f]/.test(namespace)) {
       throw new RangeError('namespace must be 1 to 200 characters without {, } or control characters');
     }
