@@ -25,6 +25,8 @@ export interface MemoryLedgerOptions {
 interface Entry {
   principal: string;
   expiresAtMs: number;
+  /** false while outstanding; true once spent (a tombstone until its expiry). */
+  spent: boolean;
 }
 
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
@@ -47,10 +49,19 @@ export class MemoryLedger implements Ledger {
   readonly shared = false;
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
-  readonly #outstanding = new Map<string, Entry>();
+  /** Outstanding entries and tombstones in one map: a spend flips a flag instead of moving the entry. */
+  readonly #entries = new Map<string, Entry>();
   readonly #perPrincipal = new Map<string, number>();
-  /** jti → expiresAtMs of spent entries, in insertion order. */
-  readonly #tombstones = new Map<string, number>();
+  #outstanding = 0;
+  #tombstones = 0;
+  /**
+   * Issue order (for expiry) and spend order (for dropping the oldest tombstone) as
+   * FIFO arrays with a head index, read from the head in O(1): iterating a `Map` from
+   * its front would first skip every deleted slot, which turns a busy ledger quadratic.
+   * Records whose entry is gone are skipped when reached, and compacted away.
+   */
+  readonly #issued = new Fifo<string, Entry>();
+  readonly #spent = new Fifo<string, Entry>();
 
   /**
    * @param options - bounds; see {@link MemoryLedgerOptions}.
@@ -63,7 +74,7 @@ export class MemoryLedger implements Ledger {
 
   /** Number of outstanding (issued, not spent, not swept) confirmations. */
   get size(): number {
-    return this.#outstanding.size;
+    return this.#outstanding;
   }
 
   async issue(jti: string, principal: string, expiresAtMs: number, nowMs: number = Date.now()): Promise<void> {
@@ -78,30 +89,43 @@ export class MemoryLedger implements Ledger {
   issueSync(jti: string, principal: string, expiresAtMs: number, nowMs: number = Date.now()): void {
     // Cheap amortised sweep: entries mostly arrive in expiry order.
     this.#sweepFront(nowMs);
-    if (this.#outstanding.has(jti) || this.#tombstones.has(jti)) throw new RangeError('jti already issued');
+    if (this.#entries.has(jti)) throw new RangeError('jti already issued');
     let held = this.#perPrincipal.get(principal) ?? 0;
-    if (held >= this.maxPerPrincipal || this.#outstanding.size >= this.maxTotal) {
+    if (held >= this.maxPerPrincipal || this.#outstanding >= this.maxTotal) {
       // Only at a bound pay for a full sweep; then decide.
       this.sweep(nowMs);
       held = this.#perPrincipal.get(principal) ?? 0;
       if (held >= this.maxPerPrincipal) throw new ConfirmCapacityError('principal');
-      if (this.#outstanding.size >= this.maxTotal) throw new ConfirmCapacityError('total');
+      if (this.#outstanding >= this.maxTotal) throw new ConfirmCapacityError('total');
     }
-    this.#outstanding.set(jti, { principal, expiresAtMs });
+    const entry: Entry = { principal, expiresAtMs, spent: false };
+    this.#entries.set(jti, entry);
     this.#perPrincipal.set(principal, held + 1);
+    this.#outstanding++;
+    this.#issued.push(jti, entry);
+    this.#issued.compactIfSparse(this.#entries.size, this.#isLive);
   }
 
   /** Synchronous {@link spend}: JavaScript runs it to the end before any other spend, so it is atomic. */
   spendSync(jti: string, nowMs: number): SpendOutcome {
-    const entry = this.#outstanding.get(jti);
-    if (entry === undefined) return this.#tombstones.has(jti) ? 'already-spent' : 'unknown';
-    this.#remove(jti, entry);
-    if (nowMs >= entry.expiresAtMs) return 'expired';
-    this.#tombstones.set(jti, entry.expiresAtMs);
-    if (this.#tombstones.size > this.maxTotal) {
-      const oldest = this.#tombstones.keys().next();
-      if (!oldest.done) this.#tombstones.delete(oldest.value);
+    const entry = this.#entries.get(jti);
+    if (entry === undefined) return 'unknown';
+    if (entry.spent) return 'already-spent';
+    this.#release(entry);
+    if (nowMs >= entry.expiresAtMs) {
+      this.#entries.delete(jti);
+      return 'expired';
     }
+    entry.spent = true;
+    this.#tombstones++;
+    this.#spent.push(jti, entry);
+    // Tombstones are best effort: beyond the bound the oldest goes (a replay of it is then 'unknown', still refused).
+    while (this.#tombstones > this.maxTotal) {
+      const oldest = this.#spent.shift();
+      if (oldest === undefined) break;
+      if (this.#entries.get(oldest[0]) === oldest[1]) this.#drop(oldest[0], oldest[1]);
+    }
+    this.#spent.compactIfSparse(this.#tombstones, this.#isLive);
     return 'spent';
   }
 
@@ -113,33 +137,96 @@ export class MemoryLedger implements Ledger {
    */
   sweep(nowMs: number = Date.now()): number {
     let removed = 0;
-    for (const [jti, entry] of this.#outstanding) {
+    for (const [jti, entry] of this.#entries) {
       if (nowMs >= entry.expiresAtMs) {
-        this.#remove(jti, entry);
-        removed++;
+        if (!entry.spent) removed++;
+        this.#drop(jti, entry);
       }
     }
-    for (const [jti, expiresAtMs] of this.#tombstones) if (nowMs >= expiresAtMs) this.#tombstones.delete(jti);
+    this.#issued.compactIfSparse(this.#entries.size, this.#isLive, true);
+    this.#spent.compactIfSparse(this.#tombstones, this.#isLive, true);
     return removed;
   }
 
   async close(): Promise<void> {}
 
+  readonly #isLive = (jti: string, entry: Entry): boolean => this.#entries.get(jti) === entry;
+
   #sweepFront(nowMs: number): void {
-    for (const [jti, entry] of this.#outstanding) {
-      if (nowMs < entry.expiresAtMs) break;
-      this.#remove(jti, entry);
-    }
-    for (const [jti, expiresAtMs] of this.#tombstones) {
-      if (nowMs < expiresAtMs) break;
-      this.#tombstones.delete(jti);
+    for (let head = this.#issued.peek(); head !== undefined; head = this.#issued.peek()) {
+      const [jti, entry] = head;
+      if (this.#entries.get(jti) === entry) {
+        if (nowMs < entry.expiresAtMs) break;
+        this.#drop(jti, entry);
+      }
+      this.#issued.shift();
     }
   }
 
-  #remove(jti: string, entry: Entry): void {
-    this.#outstanding.delete(jti);
+  /** Removes an entry (outstanding or tombstone) from the map and the counts. */
+  #drop(jti: string, entry: Entry): void {
+    this.#entries.delete(jti);
+    if (entry.spent) this.#tombstones--;
+    else this.#release(entry);
+  }
+
+  /** Frees the outstanding slot of an entry (its principal's and the total). */
+  #release(entry: Entry): void {
+    this.#outstanding--;
     const held = (this.#perPrincipal.get(entry.principal) ?? 1) - 1;
     if (held <= 0) this.#perPrincipal.delete(entry.principal);
     else this.#perPrincipal.set(entry.principal, held);
+  }
+}
+
+/** A FIFO of key/value records over two arrays and a head index: O(1) push, peek and shift. */
+class Fifo<K, V> {
+  #keys: K[] = [];
+  #values: V[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#keys.length - this.#head;
+  }
+
+  push(key: K, value: V): void {
+    this.#keys.push(key);
+    this.#values.push(value);
+  }
+
+  peek(): [K, V] | undefined {
+    return this.#head < this.#keys.length ? [this.#keys[this.#head]!, this.#values[this.#head]!] : undefined;
+  }
+
+  shift(): [K, V] | undefined {
+    const record = this.peek();
+    if (record !== undefined) {
+      this.#head++;
+      if (this.#head >= 4096 && this.#head * 2 >= this.#keys.length) {
+        this.#keys = this.#keys.slice(this.#head);
+        this.#values = this.#values.slice(this.#head);
+        this.#head = 0;
+      }
+    }
+    return record;
+  }
+
+  /**
+   * Drops records that no longer match a live entry, when they outnumber the live ones
+   * (or always, with `force`). Amortised O(1) per push: it runs only after the array doubled.
+   */
+  compactIfSparse(live: number, isLive: (key: K, value: V) => boolean, force = false): void {
+    if (!force && this.length <= 2 * live + 1024) return;
+    const keys: K[] = [];
+    const values: V[] = [];
+    for (let i = this.#head; i < this.#keys.length; i++) {
+      if (isLive(this.#keys[i]!, this.#values[i]!)) {
+        keys.push(this.#keys[i]!);
+        values.push(this.#values[i]!);
+      }
+    }
+    this.#keys = keys;
+    this.#values = values;
+    this.#head = 0;
   }
 }
