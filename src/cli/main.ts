@@ -49,7 +49,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       throw new UsageError(`--key-file: ${(e as Error).message}`);
     }
   }
-  const ledger = await openLedger(command.ledger, command.audience);
+  const ledger = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
   let built;
   try {
     built = await createDemoServer({
