@@ -1,0 +1,70 @@
+/**
+ * `npm run bench`: this machine's figures as a markdown table (medians of several
+ * runs), each against its target where it has one. A figure below its target is
+ * reported as such. Runs compiled (tsconfig.bench.json), as the published package runs.
+ *
+ * Redis: uses REDIS_URL when set; otherwise starts a throwaway redis-server with
+ * scripts/start-redis.sh when one is installed, and stops it at the end.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { benchLedger } from './ledger.js';
+import { benchMrtr, benchSeal } from './mrtr.js';
+import { benchPrompt } from './prompt.js';
+
+interface Row {
+  name: string;
+  value: number | string;
+  unit: string;
+  target?: number;
+  targetKind?: 'min' | 'max';
+}
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+
+function startRedis(): { url: string; stop: () => void } | undefined {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: () => {} };
+  try {
+    const [port, pid] = execFileSync('bash', ['scripts/start-redis.sh'], { cwd: REPO, encoding: 'utf8' }).trim().split(/\s+/);
+    return { url: `redis://127.0.0.1:${port}`, stop: () => process.kill(Number(pid)) };
+  } catch {
+    return undefined;
+  }
+}
+
+function format(value: number | string): string {
+  if (typeof value === 'string') return value;
+  if (value >= 1000) return Math.round(value).toLocaleString('en-US');
+  if (value >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+function verdict(row: Row): string {
+  if (row.target === undefined) return '';
+  const v = Number(row.value);
+  const met = row.targetKind === 'max' ? v <= row.target : v >= row.target;
+  const target = `${row.targetKind === 'max' ? '≤' : '≥'} ${format(row.target)}`;
+  return `${target} ${met ? '(met)' : '(**below target**)'}`;
+}
+
+const redis = startRedis();
+const rows: Row[] = [];
+try {
+  rows.push(...(await benchLedger(redis ? { redisUrl: redis.url } : {})));
+  if (!redis) rows.push({ name: 'ledger: redis', value: 'not measured (no redis-server)', unit: '' });
+  rows.push(...(await benchSeal()));
+  rows.push(...(await benchMrtr()));
+  rows.push(...(await benchPrompt()));
+} finally {
+  redis?.stop();
+}
+
+const lines = [
+  `Measured ${new Date().toISOString().slice(0, 10)} on Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load average ${loadavg()[0]!.toFixed(2)}.`,
+  '',
+  '| figure | value | unit | target |',
+  '|---|---:|---|---|',
+  ...rows.map((r) => `| ${r.name} | ${format(r.value)} | ${r.unit} | ${verdict(r)} |`),
+];
+process.stdout.write(`${lines.join('\n')}\n`);
