@@ -60,3 +60,14 @@ export interface Ledger {
   /** Releases connections or handles. Idempotent. */
   close?(): Promise<void>;
 }
+
+/**
+ * Reads a bound option of a ledger: a positive safe integer, or the default.
+ *
+ * @throws {RangeError} naming the option when the value is not a positive safe integer.
+ */
+export function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  const v = value ?? fallback;
+  if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  return v;
+}

@@ -13,6 +13,7 @@
  */
 import { ConfirmCapacityError } from '../errors.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
+import { positiveInteger } from './ledger.js';
 
 /** Options of {@link MemoryLedger}. */
 export interface MemoryLedgerOptions {
@@ -27,12 +28,6 @@ interface Entry {
   expiresAtMs: number;
   /** false while outstanding; true once spent (a tombstone until its expiry). */
   spent: boolean;
-}
-
-function positiveInteger(name: string, value: number | undefined, fallback: number): number {
-  const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
-  return v;
 }
 
 /**

@@ -70,6 +70,7 @@ import { performance } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+import { positiveInteger } from '../ledger/ledger.js';
 
 /**
  * The one method the ledger needs from a Redis client. A node-redis 6
@@ -187,12 +188,6 @@ const SPEND_SHA = sha1(SPEND_SCRIPT);
 const COMMAND_OPTIONS = { timeout: 0 } as const;
 
 const SPEND_OUTCOMES: ReadonlySet<string> = new Set<SpendOutcome>(['spent', 'already-spent', 'unknown', 'expired']);
-
-function positiveInteger(name: string, value: number | undefined, fallback: number): number {
-  const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
-  return v;
-}
 
 function nonNegativeInteger(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;

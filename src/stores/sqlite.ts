@@ -42,6 +42,7 @@
 import Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+import { positiveInteger } from '../ledger/ledger.js';
 
 /** Options of {@link SqliteLedger}. */
 export interface SqliteLedgerOptions {
@@ -98,12 +99,6 @@ CREATE TRIGGER IF NOT EXISTS ${TABLE}_dropped_tombstone AFTER DELETE ON ${TABLE}
   UPDATE ${COUNTS} SET n = n - 1 WHERE scope = 'spent' AND name = '';
 END;
 `;
-
-function positiveInteger(name: string, value: number | undefined, fallback: number): number {
-  const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
-  return v;
-}
 
 function finiteMs(name: string, value: number): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) throw new RangeError(`${name} must be a finite number of milliseconds`);

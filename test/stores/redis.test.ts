@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { expectUnavailable, rejection } from '../helpers/rejections.js';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
@@ -23,17 +24,6 @@ function openLedger(options: Partial<RedisLedgerOptions> = {}): Promise<RedisLed
   return RedisLedger.open({ url: redisUrl(), namespace: ns(), connectTimeoutMs: 3_000, ...options });
 }
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-}
-
-function expectUnavailable(error: unknown): void {
-  expect(error).toBeInstanceOf(ConfirmLedgerUnavailableError);
-  expect((error as ConfirmLedgerUnavailableError).code).toBe('ERR_CONFIRM_LEDGER_UNAVAILABLE');
-}
 
 async function rawClient(url = redisUrl()) {
   const client = createClient({ url, commandOptions: { timeout: 0 } });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { expectUnavailable, rejection } from '../helpers/rejections.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,17 +14,6 @@ const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const freshPath = (): string => join(dir, `${randomUUID()}.db`);
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-}
-
-function expectUnavailable(error: unknown): void {
-  expect(error).toBeInstanceOf(ConfirmLedgerUnavailableError);
-  expect((error as ConfirmLedgerUnavailableError).code).toBe('ERR_CONFIRM_LEDGER_UNAVAILABLE');
-}
 
 ledgerContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }));
 
