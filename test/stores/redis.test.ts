@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { expectUnavailable, rejection } from '../helpers/rejections.js';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
 import { RedisLedger, type RedisCommandClient, type RedisLedgerOptions } from '../../src/stores/redis.js';
 import { ledgerContract } from '../ledger/contract.js';
 import { raceSpends } from './race.js';
