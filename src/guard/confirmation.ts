@@ -3,8 +3,10 @@
  * basic/patterns/mrtr; client/elicitation form mode).
  *
  * The SDK accepts the `requestState` verify hook only in the `McpServer`
- * constructor, and the hook sees every state on that server. So this module
- * hands out both halves together: {@link Confirmation.serverOptions} for the
+ * constructor, and the hook sees every state on that server: it refuses any
+ * state this module did not seal, so another MRTR tool on the same server
+ * cannot carry a `requestState` of its own. So this module hands out both
+ * halves together: {@link Confirmation.serverOptions} for the
  * constructor and {@link Confirmation.register} for each confirmed tool.
  * Create the confirmation (its keys and ledger) once, outside the
  * `serveStdio` / `createMcpHandler` factory, which runs per connection or
