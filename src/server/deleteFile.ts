@@ -1,6 +1,6 @@
 /**
  * The demo server: one confirmed tool, `delete_file`, that deletes a regular
- * file inside roots fixed at start-up (DESIGN.md §2).
+ * file inside roots fixed at start-up (the contract is in the README, "The tool `delete_file`").
  *
  * @module
  */
@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { createConfirmation, type Confirmation, type ConfirmationOptions } from '../guard/confirmation.js';
 import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.js';
 import { Roots } from '../fs/roots.js';
-import { question } from '../prompt/render.js';
+import { question, renderValue } from '../prompt/render.js';
 
 /** The name and version the demo server announces. */
 export const SERVER_INFO = { name: 'mcp-confirm', version: '0.1.0' } as const;
@@ -66,7 +66,8 @@ export function registerDeleteFile(confirmation: Confirmation, server: McpServer
       question: deleteFileQuestion,
       act: async (_args, { fingerprint }) => {
         const done = await deleteVerified(roots, fingerprint);
-        return { content: [{ type: 'text', text: `Deleted ${done.path} (${done.size} bytes).` }] };
+        // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
+        return { content: [{ type: 'text', text: `Deleted ${renderValue(done.path)} (${done.size} bytes).` }] };
       },
       nothingDone: 'nothing was deleted',
     },

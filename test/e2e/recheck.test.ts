@@ -81,7 +81,7 @@ function expectRefused(reply: Reply, errorCode: string): string {
 }
 
 function expectDeleted(reply: Reply, path: string, bytes: number): void {
-  expect(reply, JSON.stringify(reply)).toMatchObject({ kind: 'result', isError: false, text: `Deleted ${path} (${bytes} bytes).` });
+  expect(reply, JSON.stringify(reply)).toMatchObject({ kind: 'result', isError: false, text: `Deleted \`${path}\` (${bytes} bytes).` });
 }
 
 /** `dev:ino` of `path` (lstat): proves an entry is the very same one. */
@@ -320,7 +320,7 @@ describe('fs-4: flip race through a real client', () => {
     const unexpected: string[] = [];
     const ROUND1 = new Set(['ERR_CONFIRM_SYMLINK', 'ERR_CONFIRM_GONE', 'ERR_CONFIRM_OUTSIDE_ROOTS']);
     const ROUND2 = new Set(['ERR_CONFIRM_CHANGED', 'ERR_CONFIRM_GONE']);
-    const deletedText = `Deleted ${join(dir, 'data.txt')} (5 bytes).`;
+    const deletedText = `Deleted \`${join(dir, 'data.txt')}\` (5 bytes).`;
     const hardStop = Date.now() + 8_000;
     while (!exited && Date.now() < hardStop) {
       const first = await del(c, 'a/data.txt');

@@ -130,7 +130,7 @@ function expectRefused(reply: Reply, code: string): string {
 
 /** Asserts the success text of a delete of `path` (under root) holding `bytes` bytes. */
 function expectDeleted(reply: Reply, path: string, bytes: number): void {
-  expect(reply).toMatchObject({ kind: 'result', isError: false, text: `Deleted ${join(root, path)} (${bytes} bytes).` });
+  expect(reply).toMatchObject({ kind: 'result', isError: false, text: `Deleted \`${join(root, path)}\` (${bytes} bytes).` });
 }
 
 /** Asserts the SDK's refusal of the state itself. */
