@@ -1,4 +1,4 @@
-// Prints the closing line "N passed, N failed" from vitest's JSON report (DESIGN.md §4).
+// Prints the closing line "N passed, N failed" from vitest's JSON report.
 // failed = numFailedTests + numFailedTestSuites (files that failed to load) + numPendingTests + numTodoTests
 // (a skipped or todo test fails the run). Exits 1 when anything failed, or when the report is missing or empty.
 import { readFileSync } from 'node:fs';

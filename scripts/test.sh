@@ -2,7 +2,7 @@
 # The README's test command. On a fresh Debian/Ubuntu machine it installs what the tests need
 # (redis-server with apt-get when missing; npm packages with npm ci), typechecks, builds, starts a
 # throwaway Redis on a free loopback port, runs every test with vitest, stops Redis, and ends with
-# one plain line "N passed, N failed" derived from vitest's JSON report (DESIGN.md §4):
+# one plain line "N passed, N failed" derived from vitest's JSON report:
 # failed = failed tests + test files that failed to load + skipped/todo tests (a skip is a defect).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +27,9 @@ fi
 if [ "${MCP_CONFIRM_SKIP_NPM_CI:-}" != "1" ] || [ ! -d node_modules ]; then
   npm ci --no-audit --no-fund >&2 || fail_early "npm ci"
 fi
-npx tsc --noEmit -p . >&2 || fail_early "typecheck (tsc --noEmit)"
 npm run --silent build >&2 || fail_early "build (tsc -p tsconfig.build.json)"
+# After the build: tests import the package by name (its exports map points into dist/).
+npx tsc --noEmit -p . >&2 || fail_early "typecheck (tsc --noEmit)"
 
 read -r REDIS_PORT REDIS_PID < <(scripts/start-redis.sh) || true
 [ -n "${REDIS_PID:-}" ] || fail_early "start redis-server"

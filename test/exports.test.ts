@@ -1,0 +1,49 @@
+/**
+ * The package as a user imports it: the `exports` map of package.json, resolved
+ * by Node itself (package self-reference) against the built dist/.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const DIST = resolve(import.meta.dirname, '../dist');
+
+beforeAll(() => {
+  if (!existsSync(join(DIST, 'index.js'))) throw new Error('dist/ is missing: run npm run build first');
+});
+
+/** Every module reachable from `entry` through relative imports, and every bare import seen. */
+function importGraph(entry: string): { files: Set<string>; bare: Set<string> } {
+  const files = new Set<string>();
+  const bare = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      const spec = m[1] ?? m[2]!;
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+      else bare.add(spec);
+    }
+  };
+  visit(entry);
+  return { files, bare };
+}
+
+describe('package exports', () => {
+  it('resolves mcp-confirm, mcp-confirm/stores/sqlite and mcp-confirm/stores/redis to the built modules', async () => {
+    const root = await import('mcp-confirm');
+    expect(typeof root.createConfirmation).toBe('function');
+    expect(typeof root.MemoryLedger).toBe('function');
+    const { SqliteLedger } = await import('mcp-confirm/stores/sqlite');
+    const { RedisLedger } = await import('mcp-confirm/stores/redis');
+    expect(typeof SqliteLedger).toBe('function');
+    expect(typeof RedisLedger).toBe('function');
+  });
+
+  it('loads no native driver from the root import: neither better-sqlite3 nor redis is reachable statically', () => {
+    const { bare } = importGraph(join(DIST, 'index.js'));
+    expect([...bare].filter((b) => /better-sqlite3|^redis|@redis\//.test(b))).toEqual([]);
+    expect(bare.has('jose')).toBe(true); // control: the walker does see bare imports
+  });
+});
