@@ -11,7 +11,7 @@
  * (a path) or an OS reason. They never echo a `requestState`, a key, a `jti`
  * or an answer's content.
  *
- * Codes are never reused for another meaning (DESIGN.md §2).
+ * Codes are never reused for another meaning; the catalogue is in the README, "Refusals".
  *
  * @module
  */

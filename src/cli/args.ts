@@ -20,8 +20,9 @@ export const USAGE = `Usage:
 Options:
   --root DIR        A directory the server may delete files in (repeatable; the first is the
                     base of relative paths). Must exist, be a directory, not be a symbolic link.
-  --audience NAME   The audience sealed in every requestState. Default: mcp-confirm.
-  --ttl SECONDS     How long a question stays answerable, in whole seconds. Default: 300.
+  --audience NAME   The audience sealed in every requestState (1-200 characters, no { } or
+                    control characters). Default: mcp-confirm.
+  --ttl SECONDS     How long a question stays answerable, in whole seconds (1 to 86400). Default: 300.
   --key-file PATH   Key ring shared by replicas: {"keys":[{"kid":"k2","k":"<base64url 32 bytes>"}]};
                     the first key seals, every key opens. Default: one random key per process.
   --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
@@ -84,6 +85,7 @@ export function parseCommand(argv: readonly string[]): Command {
   }
   if (sub === 'keygen') {
     const kid = values.kid ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(kid)) throw new UsageError(`--kid must be 1-64 characters of A-Z a-z 0-9 . _ -, got ${JSON.stringify(kid)}`);
     return { kind: 'keygen', kid };
   }
   if (sub !== undefined) throw new UsageError(`unknown command: ${sub}`);
@@ -94,9 +96,13 @@ export function parseCommand(argv: readonly string[]): Command {
   if (values.ttl !== undefined) {
     if (!/^[0-9]+$/.test(values.ttl)) throw new UsageError(`--ttl must be a whole number of seconds, got ${JSON.stringify(values.ttl)}`);
     ttlSeconds = Number(values.ttl);
-    if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0) throw new UsageError(`--ttl must be a positive whole number of seconds, got ${values.ttl}`);
+    if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0 || ttlSeconds > 86_400) {
+      throw new UsageError(`--ttl must be a whole number of seconds from 1 to 86400 (one day), got ${values.ttl}`);
+    }
   }
   const audience = values.audience ?? 'mcp-confirm';
-  if (audience.length === 0) throw new UsageError('--audience must not be empty');
+  if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
+    throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
+  }
   return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory' };
 }

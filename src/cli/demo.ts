@@ -106,7 +106,8 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
     let yes = options.yes;
     if (!yes) {
       const rl = createInterface({ input: process.stdin, output: process.stdout });
-      const answer = await rl.question('  Confirm? [y/N] ');
+      // End of input (Ctrl-D) is the default answer: no.
+      const answer = await rl.question('  Confirm? [y/N] ').catch(() => '');
       rl.close();
       yes = /^y(es)?$/i.test(answer.trim());
     } else {
@@ -116,23 +117,24 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
     out();
     out(`2. The client retries with the answer and the echoed requestState (round 2).`);
     const inputResponses = { confirm: { action: 'accept', content: { confirmed: yes } } };
+    const accepting = { confirm: { action: 'accept', content: { confirmed: true } } };
     const round2 = await call({ name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses, requestState: state });
     out(`  → ${describe(round2)}`);
     const cacheGone = await readFile(join(root, 'cache.txt')).then(() => false, () => true);
     out(`  cache.txt is ${cacheGone ? 'gone' : 'still there'}.`);
     out();
 
-    out(`3. Attacks, each with the approval just given:`);
-    out(`  a) The same approval replayed a second time.`);
-    const replay = await call({ name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses, requestState: state });
+    out(yes ? `3. Attacks, each reusing the approval just given:` : `3. Attacks, each reusing the round-2 request just sent (its requestState and an accepting answer):`);
+    out(`  a) The same request replayed a second time.`);
+    const replay = await call({ name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: accepting, requestState: state });
     expect('replay', replay, replay.kind === 'result' && textOf(replay.result).startsWith('[ERR_CONFIRM_SPENT]'), 'the ledger: the jti was spent once, atomically [ERR_CONFIRM_SPENT]');
-    out(`  b) The approval for cache.txt moved onto thesis.txt.`);
-    const moved = await call({ name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses, requestState: state });
+    out(`  b) The state asked for cache.txt moved onto thesis.txt.`);
+    const moved = await call({ name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: accepting, requestState: state });
     expect('moved', moved, moved.kind === 'result' && textOf(moved.result).startsWith('[ERR_CONFIRM_MISMATCH]'), 'the argument binding: the sealed digest names cache.txt [ERR_CONFIRM_MISMATCH]');
     out(`  c) A forged requestState (one character of the ciphertext changed).`);
     const at = Math.floor(state.length * 0.75);
     const forged = state.slice(0, at) + (state[at] === 'A' ? 'B' : 'A') + state.slice(at + 1);
-    const forgery = await call({ name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses, requestState: forged });
+    const forgery = await call({ name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: accepting, requestState: forged });
     expect('forged', forgery, forgery.kind === 'error' && forgery.code === -32602, "the seal: AES-256-GCM authentication failed in the SDK's requestState.verify hook (-32602)");
     out();
 

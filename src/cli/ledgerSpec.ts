@@ -10,15 +10,20 @@ import type { Ledger } from '../ledger/ledger.js';
 import { MemoryLedger } from '../ledger/memoryLedger.js';
 import { UsageError } from './args.js';
 
+/** How long start-up waits for a first Redis connection before serving anyway, in milliseconds. */
+const STARTUP_WAIT_MS = 3_000;
+
 /**
- * Opens the ledger a `--ledger` value names. A Redis ledger is returned at once
- * and connects (and reconnects) in the background: until it is connected,
- * confirmations fail closed with `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
+ * Opens the ledger a `--ledger` value names. A Redis ledger waits up to 3 s for
+ * its first connection: a reply error then (a database out of range, a wrong
+ * password) is a configuration error; an unreachable server is not: the server
+ * starts, confirmations fail closed with `ERR_CONFIRM_LEDGER_UNAVAILABLE`, and the
+ * ledger keeps reconnecting in the background.
  *
  * @param spec - `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`.
  * @param audience - the server's audience; namespaces the Redis keys.
  * @param log - where to report connection trouble (stderr).
- * @throws {UsageError} for an unknown spec, or a SQLite file that cannot be opened.
+ * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened, or a Redis that refuses the connection.
  */
 export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<Ledger> {
   if (spec === 'memory') return new MemoryLedger();
@@ -39,25 +44,43 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     try {
       url = new URL(spec);
     } catch {
-      throw new UsageError(`--ledger: ${JSON.stringify(spec)} is not a valid redis:// URL`);
+      // Never echo the value: it may hold a password.
+      throw new UsageError('--ledger: not a valid redis://[[USER]:PASSWORD@]HOST:PORT[/DB] URL');
+    }
+    if (url.pathname !== '' && url.pathname !== '/' && !/^\/[0-9]{1,5}$/.test(url.pathname)) {
+      throw new UsageError('--ledger: the Redis database must be a number, as in redis://HOST:PORT/0');
     }
     const { RedisLedger } = await import('../stores/redis.js');
     let lastReport = 0;
+    let refusal: string | undefined;
     const shown = `${url.protocol}//${url.host}${url.pathname}`; // never the password
+    let ledger;
     try {
-      return new RedisLedger({
+      ledger = new RedisLedger({
         url: spec,
         namespace: audience,
         onError: (error) => {
+          const message = error instanceof Error ? error.message : String(error);
+          // A reply error while connecting (bad database, password, ACL) is configuration, not an outage.
+          if (/^(ERR|WRONGPASS|NOAUTH|NOPERM)\b/.test(message)) refusal ??= message;
           const now = Date.now();
           if (now - lastReport < 5_000) return;
           lastReport = now;
-          log(`Redis ledger at ${shown}: ${error instanceof Error ? error.message : String(error)} (retrying; confirmations are refused meanwhile)`);
+          log(`Redis ledger at ${shown}: ${message} (retrying; confirmations are refused meanwhile)`);
         },
       });
     } catch (e) {
       throw new UsageError(`--ledger: ${(e as Error).message}`);
     }
+    // Give the first connection a moment, to tell a configuration error (exit 2) from an outage (serve, refuse, recover).
+    const deadline = Date.now() + STARTUP_WAIT_MS;
+    while (!ledger.isReady && refusal === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    if (refusal !== undefined) {
+      await ledger.close().catch(() => {});
+      throw new UsageError(`--ledger: Redis at ${shown} refused the connection: ${refusal}`);
+    }
+    if (!ledger.isReady) log(`Redis ledger at ${shown} is not reachable yet: serving anyway; confirmations are refused until it is`);
+    return ledger;
   }
-  throw new UsageError(`--ledger: unknown ledger ${JSON.stringify(spec)} (use memory, sqlite:PATH or redis://HOST:PORT[/DB])`);
+  throw new UsageError('--ledger: unknown ledger (use memory, sqlite:PATH or redis://HOST:PORT[/DB])');
 }

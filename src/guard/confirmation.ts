@@ -59,14 +59,14 @@ import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
 import { MemoryLedger } from '../ledger/memoryLedger.js';
 import { canonicalDigest } from '../state/digest.js';
 import { KeyRing } from '../state/keyRing.js';
-import { Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
+import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
 
 /** The key under which the confirmation is asked in `inputRequests` (and answered in `inputResponses`). */
 export const CONFIRM_KEY = 'confirm';
 
 /**
  * The form every confirmation asks: one required boolean `confirmed`
- * (DESIGN.md §2; a flat object of primitives, as form mode requires).
+ * (a flat object of primitives, as form mode requires: spec 2026-07-28, client/elicitation).
  */
 export const CONFIRM_SCHEMA: {
   type: 'object';
@@ -100,7 +100,7 @@ export interface ConfirmationOptions {
   keys?: KeyRing;
   /** The `aud` claim: this server's name. Defaults to `'mcp-confirm'`. */
   audience?: string;
-  /** Lifetime of a question, in whole seconds. Defaults to 300 (5 minutes). */
+  /** Lifetime of a question, in whole seconds, 1 to 86,400. Defaults to 300 (5 minutes). */
   ttlSeconds?: number;
   /** Where outstanding confirmations live. Defaults to a new {@link MemoryLedger} (one process only). */
   ledger?: Ledger;
@@ -111,7 +111,12 @@ export interface ConfirmationOptions {
   principal?: (ctx: ServerContext) => string;
   /** The clock, Unix milliseconds. Defaults to `Date.now`. */
   now?: () => number;
-  /** Diagnostics (write them to stderr, never stdout). */
+  /**
+   * Diagnostics (write them to stderr, never stdout). Defaults to writing only
+   * internal errors (anything your `fingerprint`, `question` or `act` threw that is
+   * not a {@link ConfirmError}) to stderr, since the client is told only
+   * "Internal error in the confirmation layer".
+   */
   onEvent?: (event: ConfirmEvent) => void;
 }
 
@@ -201,6 +206,13 @@ export function defaultPrincipal(ctx: ServerContext): string {
   return JSON.stringify(['oauth', auth.clientId, typeof sub === 'string' ? sub : null]);
 }
 
+/** The default diagnostics sink: internal errors to stderr, nothing else. */
+function reportInternalErrors(event: ConfirmEvent): void {
+  if (event.type !== 'internal-error') return;
+  const e = event.error;
+  process.stderr.write(`mcp-confirm: internal error in ${event.tool}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+}
+
 function isModernRequest(ctx: ServerContext): boolean {
   return (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_META_KEY] !== undefined;
 }
@@ -225,7 +237,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  *
  * @param options - see {@link ConfirmationOptions}.
  * @returns the {@link Confirmation}.
- * @throws {RangeError} when `ttlSeconds` is not a positive whole number (0, negative, `Infinity`, `NaN`).
+ * @throws {RangeError} when `ttlSeconds` is not a whole number from 1 to 86,400 (0, negative, `Infinity`, `NaN`, fractional, over a day).
  * @throws {TypeError} when `audience` is empty.
  * @example
  * const confirmation = await createConfirmation({ audience: 'files' });
@@ -242,17 +254,18 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   const audience = options.audience ?? 'mcp-confirm';
   const ttlSeconds = options.ttlSeconds ?? 300;
   // Validate cheap options before the async key import.
-  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0) {
-    throw new RangeError(`ttlSeconds must be a positive whole number of seconds, got ${String(ttlSeconds)}`);
+  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0 || ttlSeconds > MAX_TTL_SECONDS) {
+    throw new RangeError(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${String(ttlSeconds)}`);
   }
   const keys = options.keys ?? (await KeyRing.random());
   const sealer = new Sealer({ keys, audience, ttlSeconds });
   const ledger = options.ledger ?? new MemoryLedger();
   const principalOf = options.principal ?? defaultPrincipal;
   const now = options.now ?? Date.now;
+  const onEvent = options.onEvent ?? reportInternalErrors;
   const emit = (event: ConfirmEvent): void => {
     try {
-      options.onEvent?.(event);
+      onEvent(event);
     } catch {
       // A diagnostics sink must never change the outcome.
     }
@@ -340,7 +353,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           throw new ConfirmUnknownError(
             ledger.shared
               ? ''
-              : 'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same key file and a shared ledger (--ledger sqlite:PATH on one host, --ledger redis://HOST:PORT across hosts).',
+              : 'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts; with the mcp-confirm command: --key-file PATH and --ledger sqlite:PATH or --ledger redis://HOST:PORT).',
           );
         default:
           // Anything but a clean, known answer fails closed.
@@ -363,7 +376,9 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // 3. Spend the jti atomically before reading the answer: accept, decline and cancel all use it up.
       await spend(claims.jti, now());
       // 4. Only an explicit accept with confirmed === true (a boolean) goes on; no answer asks again.
-      const answer = inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY);
+      // Only an own entry counts: a "__proto__" key in the client's JSON can become an inherited one.
+      const responses = ctx.mcpReq.inputResponses;
+      const answer = responses !== undefined && Object.hasOwn(responses, CONFIRM_KEY) ? inputResponse(responses, CONFIRM_KEY) : ({ kind: 'missing' } as const);
       if (answer.kind === 'missing') {
         emit({ type: 'asked-again', tool: name, reason: 'no-answer' });
         return ask(args, ctx);
@@ -372,6 +387,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         answer.kind === 'elicit' &&
         answer.action === 'accept' &&
         isPlainObject(answer.content) &&
+        Object.hasOwn(answer.content, 'confirmed') &&
         answer.content.confirmed === true;
       if (!confirmed) {
         const action = answer.kind === 'elicit' ? (['accept', 'decline', 'cancel'].includes(answer.action) ? answer.action : 'other') : 'other';

@@ -128,8 +128,13 @@ export class KeyRing {
     return new KeyRing([await importKey('ephemeral', randomBytes(32))]);
   }
 
-  /** Makes a new key spec with 32 random bytes, for writing a key file. */
+  /**
+   * Makes a new key spec with 32 random bytes, for writing a key file.
+   *
+   * @throws {TypeError} when `kid` is not 1-64 characters of `A-Z a-z 0-9 . _ -` (the ring would refuse it).
+   */
   static generateSpec(kid: string): KeySpec {
+    if (typeof kid !== 'string' || !KID.test(kid)) throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
     return { kid, k: base64url.encode(randomBytes(32)) };
   }
 

@@ -17,13 +17,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt } from 'jose';
+import { ConfirmBadArgumentError } from '../errors.js';
 import { KeyRing } from './keyRing.js';
 
 /** JWE `typ` header of every state this package seals. */
 export const STATE_TYP = 'mcp-confirm-state+jwt';
 
-/** Longest `requestState` string accepted before any parsing, in characters. */
-export const MAX_STATE_LENGTH = 16_384;
+/** Longest `requestState` string sealed or accepted, in characters. A larger one is refused at sealing, before anything is asked. */
+export const MAX_STATE_LENGTH = 65_536;
+
+/** Longest TTL, in seconds: one day. A confirmation is meant to be answered now, not stored (spec: "a short expiry"). */
+export const MAX_TTL_SECONDS = 86_400;
 
 const ENCODER = new TextEncoder();
 const DECODER = new TextDecoder('utf-8', { fatal: true });
@@ -91,14 +95,14 @@ export class Sealer {
    * @param options.audience - the `aud` claim; non-empty.
    * @param options.ttlSeconds - lifetime of a state in whole seconds; a positive safe integer.
    * @throws {TypeError} when the audience is empty or not a string.
-   * @throws {RangeError} when `ttlSeconds` is not a positive safe integer (0, negative, `Infinity`, `NaN`, fractional).
+   * @throws {RangeError} when `ttlSeconds` is not a whole number from 1 to {@link MAX_TTL_SECONDS} (0, negative, `Infinity`, `NaN`, fractional, over a day).
    */
   constructor(options: { keys: KeyRing; audience: string; ttlSeconds: number }) {
     if (typeof options.audience !== 'string' || options.audience.length === 0 || !options.audience.isWellFormed()) {
       throw new TypeError('audience must be a non-empty, well-formed string');
     }
-    if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds <= 0) {
-      throw new RangeError(`ttlSeconds must be a positive whole number of seconds, got ${String(options.ttlSeconds)}`);
+    if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds <= 0 || options.ttlSeconds > MAX_TTL_SECONDS) {
+      throw new RangeError(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${String(options.ttlSeconds)}`);
     }
     this.keys = options.keys;
     this.audience = options.audience;
@@ -109,6 +113,9 @@ export class Sealer {
    * Seals a new state under the first key.
    *
    * @returns the compact JWE string and the claims it holds.
+   * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT` when the state would exceed
+   *   {@link MAX_STATE_LENGTH} (a huge fingerprint): better refuse now than ask a question whose
+   *   answer could never be accepted.
    */
   async seal(input: SealInput): Promise<{ state: string; claims: ConfirmClaims }> {
     const key = this.keys.sealing;
@@ -128,6 +135,7 @@ export class Sealer {
     const state = await new CompactEncrypt(ENCODER.encode(JSON.stringify(claims)))
       .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: key.kid, typ: STATE_TYP })
       .encrypt(key.cryptoKey);
+    if (state.length > MAX_STATE_LENGTH) throw new ConfirmBadArgumentError('the request is too large to confirm (its sealed state would exceed the size limit)');
     return { state, claims };
   }
 

@@ -130,6 +130,35 @@ describe('exit codes and messages', () => {
     expect(r.stderr).not.toContain('c2hvcnRrZXk');
   });
 
+  it.each([
+    ['keygen with an empty --kid', ['keygen', '--kid', ''], '--kid'],
+    ['keygen with a --kid the key ring would refuse', ['keygen', '--kid', 'a"b'], '--kid'],
+    ['--ttl over one day', ['--ttl', '86401'], '--ttl'],
+    ['an --audience with braces', ['--audience', 'a{b}'], '--audience'],
+    ['an unknown --ledger', ['--ledger', 'mongodb://x'], '--ledger'],
+    ['a --ledger SQLite file in a missing directory', ['--ledger', 'sqlite:/nonexistent-dir/ledger.db'], 'directory does not exist'],
+  ])('exits 2 for %s', (_label, args, mentions) => {
+    const r = run(args[0] === 'keygen' ? args : ['--root', root, ...args]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(mentions);
+    expect(r.stdout).toBe('');
+  });
+
+  it('exits 2 for a malformed redis:// URL without echoing its password', () => {
+    const r = run(['--root', root, '--ledger', 'redis://:S3cretPw@localhost:notaport/0']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--ledger');
+    expect(r.stderr).not.toContain('S3cretPw');
+  });
+
+  it('exits 2 when Redis refuses the connection (database out of range), naming the reason', () => {
+    const url = process.env.REDIS_URL;
+    if (!url) throw new Error('REDIS_URL is not set: the test command starts a redis-server and sets it');
+    const r = run(['--root', root, '--ledger', `${url}/99`]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('DB index is out of range');
+  });
+
   it('exits 2 for an unknown option', () => {
     const r = run(['--root', root, '--force']);
     expect(r.status).toBe(2);
@@ -142,6 +171,21 @@ describe('mcp-confirm demo', () => {
     const r = run(['demo']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--yes');
+  });
+
+  it.each([
+    ['answering n', 'n\n'],
+    ['ending input with Ctrl-D', '\u0004'],
+  ])('in a terminal, %s deletes nothing, still refuses the attacks and exits 0', (_label, input) => {
+    // script(1) gives the demo a real pseudo-terminal, as a person running it has.
+    const r = spawnSync('script', ['-qec', `${process.execPath} ${MAIN} demo`, '/dev/null'], { input, encoding: 'utf8', timeout: 30_000 });
+    expect(r.error, 'script(1) from util-linux is needed').toBeUndefined();
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('Confirm? [y/N]');
+    expect(r.stdout).toContain('You did not confirm; nothing was deleted.');
+    expect(r.stdout).toContain('cache.txt is still there.');
+    expect(r.stdout).toContain('[ERR_CONFIRM_SPENT]');
+    expect(r.stdout).toContain('thesis.txt is intact.');
   });
 
   it('with --yes deletes cache.txt, refuses the three attacks and ends with thesis.txt intact', async () => {

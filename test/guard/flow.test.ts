@@ -149,6 +149,21 @@ describe('round 2 answers', () => {
     expect(book.deleted).toEqual(['delete_note:groceries']);
   });
 
+  it('ignores an answer smuggled under "__proto__" (an inherited, not own, confirm entry): asks again, deletes nothing', async () => {
+    const { book, factory } = await setup();
+    const c = await client(factory);
+    const { state } = asked(await c.call('delete_note', { title: 'groceries' }));
+    const smuggled = JSON.parse('{"__proto__":{"confirm":{"action":"accept","content":{"confirmed":true}}}}') as unknown;
+    const reply = await c.call('delete_note', { title: 'groceries' }, { inputResponses: smuggled, requestState: state });
+    expect(reply.kind).toBe('input_required');
+    expect(book.deleted).toEqual([]);
+    const inContent = JSON.parse('{"confirm":{"action":"accept","content":{"__proto__":{"confirmed":true}}}}') as unknown;
+    const again = asked(reply);
+    const second = await c.call('delete_note', { title: 'groceries' }, { inputResponses: inContent, requestState: again.state });
+    expect(second).toMatchObject({ kind: 'result', isError: false });
+    expect(book.deleted).toEqual([]);
+  });
+
   it('asks again when round 2 carries an answer but no state', async () => {
     const { book, factory } = await setup();
     const c = await client(factory);
@@ -334,8 +349,29 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
     expect(await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: onTime.state })).toMatchObject({ kind: 'result', isError: false });
   });
 
-  it.each([0, -1, Infinity, NaN, 1.5])('throws at construction for a TTL of %s (bind-3)', async (ttlSeconds) => {
+  it.each([0, -1, Infinity, NaN, 1.5, 86_401])('throws at construction for a TTL of %s (bind-3)', async (ttlSeconds) => {
     await expect(createConfirmation({ ttlSeconds })).rejects.toThrow(RangeError);
+  });
+});
+
+describe('size', () => {
+  it('refuses before asking, with ERR_CONFIRM_BAD_ARGUMENT, a call whose sealed state would be too large, and issues no jti', async () => {
+    const ledger = new MemoryLedger();
+    const confirmation = await createConfirmation({ ledger });
+    const factory = () => {
+      const server = new McpServer({ name: 'big', version: '0.0.0' }, { ...confirmation.serverOptions });
+      confirmation.register(server, 'huge', { inputSchema: NoteInput }, {
+        fingerprint: (args) => ({ blob: args.title.repeat(70_000) }),
+        question: (args) => question`Delete ${args.title}?`,
+        act: () => ({ content: [{ type: 'text', text: 'done' }] }),
+      });
+      return server;
+    };
+    const c = await client(factory);
+    const reply = await c.call('huge', { title: 'x' });
+    expect(reply.kind === 'result' && reply.text.startsWith('[ERR_CONFIRM_BAD_ARGUMENT]')).toBe(true);
+    expect(ledger.size).toBe(0);
+    expect((await c.call('huge', { title: '' })).kind).toBe('input_required'); // control: a small one is asked
   });
 });
 
