@@ -1,16 +1,32 @@
 /**
  * The file-system calls `src/fs` makes, gathered in one injectable record.
  *
- * Production code uses {@link defaultFsOps} (thin wrappers over `node:fs/promises`).
- * Tests pass a record whose functions wrap the real ones to inject an OS refusal
- * (`EACCES`, `EPERM`) or to perform a swap at an exact point between two steps,
- * which is how the race windows of {@link deleteVerified} are exercised
- * deterministically.
+ * Production code uses {@link defaultFsOps} (thin wrappers over `node:fs`,
+ * `node:fs/promises` and `process`). Tests pass a record whose functions wrap the
+ * real ones to inject an OS refusal (`EACCES`, `EPERM`) or to perform a swap at an
+ * exact point between two steps, which is how the race windows of
+ * {@link deleteVerified} are exercised deterministically.
+ *
+ * Two groups: asynchronous calls on absolute paths (`lstat`, `realpath`, `readdir`),
+ * used where nothing depends on the working directory; and the synchronous calls
+ * used inside a *pinned-directory block* (`cwd`, `chdir`, `lstatSync`, `renameSync`,
+ * `linkSync`, `unlinkSync`), where the process working directory stands in for a
+ * directory file descriptor (see `target.ts`). The synchronous ones are only ever
+ * called with `'.'` or one path component (no separator), except `chdir`, which is
+ * also called with an absolute root path and with the saved working directory.
  *
  * @module
  */
-import { promises as fsp, type BigIntStats } from 'node:fs';
+import {
+  linkSync,
+  lstatSync,
+  promises as fsp,
+  renameSync,
+  unlinkSync,
+  type BigIntStats,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { isMainThread } from 'node:worker_threads';
 
 /** Every file-system call made by `src/fs`, plus the source of quarantine randomness. */
 export interface FsOps {
@@ -18,27 +34,39 @@ export interface FsOps {
   lstat(path: string): Promise<BigIntStats>;
   /** `realpath(3)`: the canonical absolute path with every symlink resolved. */
   realpath(path: string): Promise<string>;
-  /** `rename(2)`: atomic within one file system; silently replaces `to` if it exists. */
-  rename(from: string, to: string): Promise<void>;
-  /** `link(2)`: a new name for `existing`; fails with `EEXIST` if `newPath` is taken. Never follows a symlink on Linux. */
-  link(existing: string, newPath: string): Promise<void>;
-  /** `unlink(2)`: removes one name. */
-  unlink(path: string): Promise<void>;
   /** Names in a directory, with their types as the directory reports them (no symlink is followed). */
   readdir(path: string): Promise<Array<{ name: string; isDirectory(): boolean }>>;
   /** Returns `bytes` cryptographically random bytes as lower-case hex (2 × `bytes` characters). */
   randomHex(bytes: number): string;
+  /** Whether this is the main thread, the only one where `process.chdir` works. */
+  isMainThread(): boolean;
+  /** `process.cwd()`: the working directory as a path (Node caches it between `chdir` calls). */
+  cwd(): string;
+  /** `process.chdir(path)`, i.e. `chdir(2)`: resolves `path` once (following symlinks) and makes that directory the working directory. */
+  chdir(path: string): void;
+  /** Synchronous `lstat(2)` with bigint fields, relative to the working directory when `path` is relative. */
+  lstatSync(path: string): BigIntStats;
+  /** Synchronous `rename(2)`; atomic within one file system; silently replaces `to` if it exists. */
+  renameSync(from: string, to: string): void;
+  /** Synchronous `link(2)`: a new name for `existing`; fails with `EEXIST` if `newPath` is taken. Never follows a symlink on Linux. */
+  linkSync(existing: string, newPath: string): void;
+  /** Synchronous `unlink(2)`: removes one name. */
+  unlinkSync(path: string): void;
 }
 
-/** The real calls, from `node:fs/promises` and `node:crypto`. */
+/** The real calls, from `node:fs`, `node:fs/promises`, `node:crypto` and `process`. */
 export const defaultFsOps: FsOps = Object.freeze({
   lstat: (path: string) => fsp.lstat(path, { bigint: true }),
   realpath: (path: string) => fsp.realpath(path),
-  rename: (from: string, to: string) => fsp.rename(from, to),
-  link: (existing: string, newPath: string) => fsp.link(existing, newPath),
-  unlink: (path: string) => fsp.unlink(path),
   readdir: (path: string) => fsp.readdir(path, { withFileTypes: true }),
   randomHex: (bytes: number) => randomBytes(bytes).toString('hex'),
+  isMainThread: () => isMainThread,
+  cwd: () => process.cwd(),
+  chdir: (path: string) => process.chdir(path),
+  lstatSync: (path: string) => lstatSync(path, { bigint: true }),
+  renameSync: (from: string, to: string) => renameSync(from, to),
+  linkSync: (existing: string, newPath: string) => linkSync(existing, newPath),
+  unlinkSync: (path: string) => unlinkSync(path),
 });
 
 /**

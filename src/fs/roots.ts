@@ -11,10 +11,12 @@
  * @module
  */
 import { isAbsolute, resolve, sep } from 'node:path';
+import { renderValue } from '../prompt/render.js';
 import { errnoCode, withDefaults, type FsOps } from './ops.js';
 
 /**
- * A root refused at start-up. `message` names the root as given and what is wrong;
+ * A root refused at start-up. `message` names the root as given (rendered with
+ * `renderValue`: one line, hidden and bidi characters escaped) and what is wrong;
  * the CLI prints it and exits with code 2 (DESIGN.md §2).
  */
 export class RootError extends Error {
@@ -91,10 +93,11 @@ export class Roots {
 async function pinRoot(given: string, ops: FsOps): Promise<PinnedRoot> {
   // Refuse names that cannot denote the directory the operator meant.
   if (typeof given !== 'string' || given.length === 0) throw new RootError(String(given), 'A root path is empty.');
-  if (given.includes('\0')) throw new RootError(given, `Root ${JSON.stringify(given)} contains a NUL character.`);
-  if (!given.isWellFormed()) throw new RootError(given, `Root ${JSON.stringify(given)} is not well-formed Unicode text.`);
+  // The name is shown escaped (one line, bidi and other hidden characters visible), never raw.
+  const named = `Root ${renderValue(given)}`;
+  if (given.includes('\0')) throw new RootError(given, `${named} contains a NUL character.`);
+  if (!given.isWellFormed()) throw new RootError(given, `${named} is not well-formed Unicode text.`);
   const absolute = resolve(given);
-  const named = `Root ${JSON.stringify(given)}`;
   let st;
   try {
     // lstat, so a root that is itself a symlink is seen as one and refused.

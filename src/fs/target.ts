@@ -3,43 +3,111 @@
  * (round 1) and deleting it afterwards only if it provably is still the same
  * file (round 2).
  *
+ * ## Why the working directory: a directory handle without `openat`
+ * Node has no `openat`/`renameat`/`unlinkat`: every `fs` call takes a path and the
+ * kernel resolves it again from `/` (or from the working directory). Two calls on
+ * the same path can therefore reach two different directories when someone swaps a
+ * directory on the way in between, and even *one* `rename(src, dst)` resolves `src`
+ * and `dst` separately (the tester's exploit: `src` through a symbolic link to a
+ * directory outside the roots, `dst` through the real directory, so an entry from
+ * outside was moved into the root).
+ *
+ * The one directory reference Node does give us is the process working directory:
+ * `process.chdir(p)` resolves `p` once, and from then on the kernel resolves every
+ * relative name from *that directory inode*, wherever it is moved and whatever is
+ * put at `p` meanwhile, exactly like a directory file descriptor. So every step that
+ * must happen "in the directory we checked" runs in a **pinned-directory block**:
+ * in one synchronous stretch of code (no `await`, so no other JavaScript of this
+ * process runs in between) it saves `process.cwd()`, walks down with `chdir`, calls
+ * `lstat`/`rename`/`link`/`unlink` only on `'.'` or on a single name without a
+ * separator, and finally always changes back to the saved directory (if that fails,
+ * e.g. because the saved directory was removed, it changes to `/` and says so: on
+ * the refusal, or as a `warning` on the result plus a process warning; it never
+ * crashes). The walk, from the pinned root down, for each directory name:
+ * `lstat(name)` (a directory, not a symbolic link), `chdir(name)`, and `lstat('.')`
+ * must be that same directory (device and inode), so a name swapped for a symbolic
+ * link between the two calls is caught, not followed.
+ *
+ * > [!IMPORTANT]
+ * > **Main thread only.** `process.chdir` throws in worker threads. Both rounds check
+ * > first and refuse with `ERR_CONFIRM_OS` (`ERR_WORKER_UNSUPPORTED_OPERATION`)
+ * > before any system call; call them from the main thread.
+ * >
+ * > **The working directory is process-wide.** While a block runs, no other JavaScript
+ * > runs, but file operations that *other* code in the same process had already
+ * > started asynchronously (queued on libuv's thread pool) may run during those
+ * > microseconds, and one that uses a *relative* path would resolve it against the
+ * > temporary working directory. Code sharing the process with this module should use
+ * > absolute paths for its file operations; the demo server (roots, key file, SQLite
+ * > ledger, this module) uses only absolute paths or opens its files at start-up.
+ *
  * ## Round 1: {@link inspectFile}
- * The untrusted path is checked as text (non-empty, no NUL, well-formed UTF-16),
- * made absolute (relative paths are relative to the first root), normalised
- * lexically, and matched against the roots by whole path components on canonical
- * real paths (`/r/allowed_evil` is not inside `/r/allowed`). Then the chain is
- * walked with `lstat` from the root down: the root must still be the pinned
- * directory, no component may be a symbolic link (even one pointing inside a
- * root), and the leaf must be a regular file. A final `realpath` must give back
- * the very same path. The result, a {@link FileFingerprint}, records the
- * identity of everything on the way.
+ * 1. The untrusted path is checked as text, before any system call: a string of at
+ *    most {@link MAX_PATH_LENGTH} UTF-16 code units (Linux `PATH_MAX` is 4,096 bytes),
+ *    non-empty, no NUL, well-formed UTF-16 (else `ERR_CONFIRM_BAD_ARGUMENT`).
+ * 2. It is resolved like the system would, but without following anything: relative
+ *    paths start at the first root's real path; empty components and `.` are dropped;
+ *    `..` steps back one component. The result is matched against the roots by whole
+ *    path components (`/r/allowed_evil` is not inside `/r/allowed`), canonical real
+ *    path or the root as given at start-up (else `ERR_CONFIRM_OUTSIDE_ROOTS`, still
+ *    without a system call; a root itself is `ERR_CONFIRM_NOT_REGULAR_FILE`).
+ * 3. A path ending in `/`, `/.` or `/..` (or that is `.` or `..`) can only name a
+ *    directory, as the system would read it (`t1.txt/` is `ENOTDIR` there):
+ *    `ERR_CONFIRM_NOT_REGULAR_FILE`, without a system call.
+ * 4. Every directory a `..` stepped back from must lie in a root (else
+ *    `ERR_CONFIRM_OUTSIDE_ROOTS`), and it and every directory above it up to the root
+ *    must be a real directory by `lstat`: the system resolves `lnk/..` from where `lnk`
+ *    *points*, so a `..` over a symbolic link is `ERR_CONFIRM_SYMLINK` (a missing
+ *    one, or a file, is `ERR_CONFIRM_GONE`, as the system would answer `ENOENT` or
+ *    `ENOTDIR`). With that, the lexical result is the path the system would reach.
+ * 5. In a pinned-directory block: `chdir` to the root, which must still be the
+ *    directory pinned at start-up (device and inode, else `ERR_CONFIRM_OUTSIDE_ROOTS`);
+ *    the walk above through every directory (a symbolic link: `ERR_CONFIRM_SYMLINK`,
+ *    even one pointing inside a root; a file on the way: `ERR_CONFIRM_GONE`); then
+ *    `lstat` of the file's name in the directory reached: a regular file (a symbolic
+ *    link: `ERR_CONFIRM_SYMLINK`; anything else: `ERR_CONFIRM_NOT_REGULAR_FILE`).
+ *    Every identity recorded is thus of an entry that really was in the directory
+ *    recorded before it, never a mix of two directories swapped during the walk.
+ * 6. A final `realpath` must give back the very same path (belt and braces: it also
+ *    catches a directory *above* the root that became a symbolic link).
+ *
+ * The result, a {@link FileFingerprint}, records the identity of everything on the way.
  *
  * ## Round 2: {@link deleteVerified}
  * In this order, failing closed at each step:
- * 1. the recorded root is one of the pinned roots, with the recorded device and inode;
- * 2. `lstat` of the root and of every directory down to the parent: none is a
- *    symlink, each has its recorded device and inode;
- * 3. `lstat` of the file: regular file, same device, inode, size, link count,
- *    modification and change time (nanoseconds);
- * 4. `rename` the file to a hidden, unguessable quarantine name in the same
- *    directory (atomic; from now on nobody can swap something else in under the
- *    name we act on);
- * 5. `lstat` the moved entry: same device, inode, type, size, link count and
- *    modification time (the rename itself updates the change time, which is why
- *    that one was compared in step 3), and re-check the directory chain as in step 2;
- * 6. only when all of that matches, `unlink` the quarantine name.
+ * 1. the recorded root is one of the pinned roots, with the recorded device and
+ *    inode; this is the main thread;
+ * 2. by path, `lstat` of the root and of every directory down to the parent: none is
+ *    a symlink, each has its recorded device and inode (an early, asynchronous
+ *    refusal; step 3 does not rely on it);
+ * 3. one pinned-directory block:
+ *    a. `chdir` to the root and walk down as in round 1, comparing the root and each
+ *       directory (both `lstat(name)` and `lstat('.')` after the `chdir`) with the
+ *       recorded identities; the working directory is now the recorded parent
+ *       directory itself, wherever it is;
+ *    b. `lstat(name)`: regular file, same device, inode, size, link count,
+ *       modification and change time (nanoseconds);
+ *    c. `rename(name, quarantineName)`, both names relative, in that same directory
+ *       (atomic; no path is resolved at all; from now on nobody can swap something
+ *       else in under the name we act on);
+ *    d. `lstat(quarantineName)`: same device, inode, type, size, link count and
+ *       modification time (the rename itself updates the change time, which is why
+ *       that one was compared in b);
+ *    e. only when all of that matches, `unlink(quarantineName)`;
+ *    f. change back to the saved working directory.
  *
- * On a mismatch after step 4, the entry is put back without ever overwriting
- * anything: `link` to the original name (fails with `EEXIST` if the name was
- * taken again), then `unlink` of the quarantine name. If the name is taken, or
- * the entry is a directory (which cannot be hard-linked), it stays in quarantine
- * and the refusal says where ({@link findQuarantineLeftovers} reports such
- * entries at start-up).
+ * On a mismatch after c, the entry is put back without ever overwriting anything:
+ * `link(quarantineName, name)` (fails with `EEXIST` if the name was taken again),
+ * then `unlink(quarantineName)`. If the name is taken, or the entry is a directory
+ * (which cannot be hard-linked), it stays in quarantine in the file's directory and
+ * the refusal says where ({@link findQuarantineLeftovers} reports such entries at
+ * start-up).
  *
  * Refusals in round 2: a file or directory on the way that no longer exists is
  * `ERR_CONFIRM_GONE`; anything present but different (root, directory, file) is
  * `ERR_CONFIRM_CHANGED`; an OS refusal of the rename or unlink is `ERR_CONFIRM_OS`
- * with the file left at its name.
+ * with the file left at its name. Paths in refusal messages are rendered with
+ * `renderValue` (one line, every hidden or bidi character escaped, in a code span).
  *
  * A directory component replaced by a symbolic link is reported in round 2 as
  * `ERR_CONFIRM_CHANGED` (not `ERR_CONFIRM_SYMLINK`): what the human confirmed is
@@ -47,56 +115,66 @@
  * when asked again, round 1 then refuses with `ERR_CONFIRM_SYMLINK`.
  *
  * > [!WARNING]
- * > **Residual window.** Node has no `openat`/`renameat`/`unlinkat`, so every call
- * > re-resolves the full path from `/`; the checks are on names, not on held
- * > directory handles. What that leaves open, and what closes part of it:
+ * > **Residual window.** Every name the block acts on is resolved in a directory we
+ * > hold by inode, so a swap of a directory (for a symbolic link, or another
+ * > directory, even with `RENAME_EXCHANGE`) can no longer redirect the rename or
+ * > the unlink: no entry outside the recorded parent directory is ever renamed,
+ * > moved or deleted, and a quarantine entry is only ever created in that directory.
+ * > What remains:
  * >
- * > 1. *Between the last directory `lstat` (step 2) and the `rename` (step 4).*
- * >    Someone who can rename entries in a directory of the chain (or above the
- * >    root) can swap a directory for a symlink or another directory. The rename
- * >    then moves a same-named entry in *that* directory to a quarantine name there.
- * >    Nothing is destroyed: step 5 compares the moved entry's device and inode
- * >    with the fingerprint and re-checks the chain, and on any difference the entry
- * >    is linked back under its name. If the swap is *undone* before step 5, the
- * >    moved entry is out of reach of our path: it stays, content intact, under the
- * >    random quarantine name in the other directory, and the refusal can only say
- * >    it could not be found again. {@link findQuarantineLeftovers} finds it at the
- * >    next start-up only if that directory is inside a root.
- * > 2. *Between step 5 and the `unlink` (step 6).* The same kind of swap can point
- * >    the `unlink` into another directory; there it removes only an entry carrying
- * >    the fresh 128-bit random quarantine name, which an attacker must first learn
- * >    (by listing our directory) and then plant in a directory they can write to —
- * >    where they could delete what they planted themselves. A hard link planted
- * >    there only loses that extra name; the data keeps its other names.
+ * > 1. *The directory moves while we are in it.* Once the block has entered the
+ * >    recorded parent directory, that directory can be renamed elsewhere, even
+ * >    outside the roots, by someone allowed to do so; the block then still
+ * >    deletes the confirmed file (same device, inode, size, times and link
+ * >    count) from it, and nothing else. Before the block has entered it, such a
+ * >    move is refused (the walk from the root no longer finds it). A quarantine
+ * >    entry left by a refusal in that instant is in the moved directory, where
+ * >    the start-up scan sees it only if it is still inside a root.
+ * > 2. *The file's own name changes in that directory during the block.* Someone
+ * >    who can write to the directory can swap the entry at the name between b and
+ * >    c; the rename then moves their entry, d sees it is not the confirmed file and
+ * >    it is put back under the name (or left in quarantine, never overwritten, if
+ * >    the name was taken again, or if it is a directory). They can also rename or
+ * >    remove the quarantine entry (whose 128-bit random name they must first learn
+ * >    by listing the directory) between c and e; then nothing is deleted by us and
+ * >    the refusal says the entry is no longer there.
  * > 3. *Timestamps are coarse.* The kernel stamps `mtime`/`ctime` from a coarse
  * >    clock (a few milliseconds on Linux ext4/tmpfs, up to seconds on some file
  * >    systems), so a rewrite of the same inode that keeps the size and lands in the
- * >    same clock tick as round 1's `lstat` is not seen. A write after step 3 goes
- * >    to the very file the human chose and is deleted with it.
- * >
- * > Closing 1 and 2 completely needs directory file descriptors
- * > (`openat(O_NOFOLLOW|O_DIRECTORY)` down the chain, then `renameat`/`unlinkat`
- * > relative to the held parent), i.e. a native addon or a future Node API.
+ * >    same clock tick as round 1's `lstat` is not seen. A write after b goes to the
+ * >    very file the human chose and is deleted with it.
+ * > 4. *The working directory is shared* (see above): relative-path file operations
+ * >    of other code in this process, already in flight, could resolve against the
+ * >    temporary working directory during the block. If the saved working directory
+ * >    cannot be restored (it was removed or renamed meanwhile), the process is left
+ * >    in `/` and the caller is told; if it was replaced by another directory at the
+ * >    same path, the process ends up in that one (no `fchdir` either).
+ * > 5. *Only Linux-like semantics are assumed*: `link(2)` not following symbolic
+ * >    links, `rename(2)` atomic within a directory, POSIX path syntax.
  *
  * @module
  */
-import { isAbsolute, join, resolve, sep } from 'node:path';
+import { join } from 'node:path';
 import type { BigIntStats } from 'node:fs';
 import {
   ConfirmBadArgumentError,
   ConfirmChangedError,
+  ConfirmError,
   ConfirmGoneError,
   ConfirmNotRegularFileError,
   ConfirmOsError,
   ConfirmOutsideRootsError,
   ConfirmSymlinkError,
-  type ConfirmError,
 } from '../errors.js';
+import { renderValue } from '../prompt/render.js';
 import { componentsBelow, type PinnedRoot, type Roots } from './roots.js';
 import { entryKind, errnoCode, withDefaults, type EntryKind, type FsOps } from './ops.js';
 import { newQuarantineName } from './quarantine.js';
 
 export { findQuarantineLeftovers, QUARANTINE_PREFIX, isQuarantineName } from './quarantine.js';
+
+/** Longest path {@link inspectFile} accepts, in UTF-16 code units (Linux `PATH_MAX` is 4,096 bytes). */
+export const MAX_PATH_LENGTH = 4096;
 
 /** Identity of the root a file was found under (a copy of its {@link PinnedRoot} pin). */
 export interface RootIdentity {
@@ -170,6 +248,19 @@ export interface TargetOptions {
   ops?: Partial<FsOps>;
 }
 
+/** What {@link deleteVerified} returns. */
+export interface Deleted {
+  /** The canonical path of the deleted name (the fingerprint's `path`). */
+  path: string;
+  /** Its size in bytes. */
+  size: bigint;
+  /**
+   * Present only when the file was deleted but the process working directory could not
+   * be changed back afterwards (see the module documentation); says where it is now.
+   */
+  warning?: string;
+}
+
 const KIND_WORDS: Record<EntryKind, string> = {
   'regular file': 'regular file',
   directory: 'directory',
@@ -181,25 +272,31 @@ const KIND_WORDS: Record<EntryKind, string> = {
   'unknown file type': 'file of unknown type',
 };
 
+const DIRECTORY_SYNTAX = 'directory (it ends with "/", "/." or "/..", which can only name a directory)';
+
 /**
  * Round 1: checks an untrusted path and records the identity of the file it names.
- * Reads only; changes nothing on disk.
+ * Reads only; changes nothing on disk. Must run on the main thread (see the module
+ * documentation).
  *
  * @param roots - the roots pinned at start-up.
  * @param path - untrusted; absolute, or relative to the first root (`roots.list[0]`).
  * @param options - see {@link TargetOptions}.
  * @returns the file's {@link FileFingerprint}.
- * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT`: not a string, empty, contains NUL,
- *   or not well-formed UTF-16 (a lone surrogate would be written to disk as U+FFFD, so the name
- *   shown and the file touched would differ).
- * @throws {ConfirmOutsideRootsError} `ERR_CONFIRM_OUTSIDE_ROOTS`: lexically or really outside every
- *   root (whole-component comparison), or the root was replaced after start-up.
+ * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT`, before any system call: not a
+ *   string, longer than {@link MAX_PATH_LENGTH} UTF-16 code units, empty, contains NUL, or not
+ *   well-formed UTF-16 (a lone surrogate would be written to disk as U+FFFD, so the name shown
+ *   and the file touched would differ).
+ * @throws {ConfirmOutsideRootsError} `ERR_CONFIRM_OUTSIDE_ROOTS`: outside every root (whole-component
+ *   comparison), a `..` stepping back from a directory outside every root, or the root was
+ *   replaced after start-up.
  * @throws {ConfirmSymlinkError} `ERR_CONFIRM_SYMLINK`: the file, or a directory between the root and
- *   it, is a symbolic link (wherever it points).
+ *   it, is a symbolic link (wherever it points), or a `..` steps back over one.
  * @throws {ConfirmGoneError} `ERR_CONFIRM_GONE` (`'before'`): nothing exists at the path.
  * @throws {ConfirmNotRegularFileError} `ERR_CONFIRM_NOT_REGULAR_FILE`: a directory (a root itself
- *   included), FIFO, socket or device.
- * @throws {ConfirmOsError} `ERR_CONFIRM_OS`: any other OS refusal (e.g. `EACCES`, `ENAMETOOLONG`).
+ *   included, and any path ending in `/`, `/.` or `/..`), FIFO, socket or device.
+ * @throws {ConfirmOsError} `ERR_CONFIRM_OS`: any other OS refusal (e.g. `EACCES`, `ENAMETOOLONG`), or
+ *   called from a worker thread (`ERR_WORKER_UNSUPPORTED_OPERATION`).
  *
  * @example
  * const fp = await inspectFile(roots, 'notes/cache.txt');
@@ -207,44 +304,36 @@ const KIND_WORDS: Record<EntryKind, string> = {
  */
 export async function inspectFile(roots: Roots, path: string, options: TargetOptions = {}): Promise<FileFingerprint> {
   const ops = withDefaults(options.ops);
-  // Text checks first: nothing about a malformed name is worth a system call.
+  // Text checks first: nothing about a malformed name is worth a system call. The length
+  // first of all, so that no later check scans an unbounded string.
   if (typeof path !== 'string') throw new ConfirmBadArgumentError('the path must be a string');
+  if (path.length > MAX_PATH_LENGTH) {
+    throw new ConfirmBadArgumentError(`the path is longer than ${MAX_PATH_LENGTH} characters (the system limit for a path)`);
+  }
   if (path.length === 0) throw new ConfirmBadArgumentError('the path is empty');
   if (path.includes('\0')) throw new ConfirmBadArgumentError('the path contains a NUL character');
   if (!path.isWellFormed()) throw new ConfirmBadArgumentError('the path is not well-formed Unicode text (it has a lone surrogate)');
 
-  // Lexical containment on the normalised absolute path, by whole components.
-  const { root, components } = locate(roots, path);
+  // Lexical resolution and containment, by whole components: still no system call.
+  const first = roots.list[0];
+  if (!first) throw new ConfirmOutsideRootsError();
+  const parsed = parsePath(first.realPath, path);
+  const { root, components } = locate(roots, parsed.absolute);
+  if (parsed.namesDirectory) throw new ConfirmNotRegularFileError(DIRECTORY_SYNTAX);
+  requireMainThread(ops, 'inspect the file');
+
+  // `..` must mean what it says: nothing it steps back over may be a symbolic link.
+  await checkSteppedBack(ops, roots, parsed.steppedBack);
+
+  // The walk, pinned by inode (see the module documentation).
   const name = components[components.length - 1]!;
   const dirNames = components.slice(0, -1);
+  const { value: walked } = inPinnedBlock(ops, () => walkRoundOne(ops, root, dirNames, name));
+  const { dirs, st } = walked;
+  const filePath = join(root.realPath, ...dirNames, name);
 
-  // The root must still be the directory pinned at start-up.
-  const rootSt = await lstatRound1(ops, root.realPath);
-  if (!rootSt.isDirectory() || rootSt.dev.toString() !== root.dev || rootSt.ino.toString() !== root.ino) {
-    throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
-  }
-
-  // Walk down with lstat: no component may be a symlink, each must be a directory.
-  let dir = root.realPath;
-  const dirs: DirIdentity[] = [];
-  for (const dirName of dirNames) {
-    const p = join(dir, dirName);
-    const st = await lstatRound1(ops, p);
-    if (st.isSymbolicLink()) throw new ConfirmSymlinkError('a directory on the way to the file is a symbolic link');
-    // A file in the middle of the path: nothing exists at the full path.
-    if (!st.isDirectory()) throw new ConfirmGoneError('before');
-    dirs.push({ name: dirName, dev: st.dev.toString(), ino: st.ino.toString() });
-    dir = p;
-  }
-
-  // The file itself: a regular file, not a symlink to one.
-  const filePath = join(dir, name);
-  const st = await lstatRound1(ops, filePath);
-  if (st.isSymbolicLink()) throw new ConfirmSymlinkError('the path is a symbolic link');
-  if (!st.isFile()) throw new ConfirmNotRegularFileError(KIND_WORDS[entryKind(st)]);
-
-  // Really inside: the canonical path must be the very path we walked (belt and braces
-  // against a swap during the walk).
+  // Really inside: the canonical path must be the very path we walked (belt and braces;
+  // it also catches a directory above the root that became a symbolic link).
   let real: string;
   try {
     real = await ops.realpath(filePath);
@@ -276,13 +365,13 @@ export async function inspectFile(roots: Roots, path: string, options: TargetOpt
 
 /**
  * Round 2: proves the file is still the one fingerprinted in round 1, then deletes
- * this one name of it. See the module documentation for the exact steps and the
- * residual window.
+ * this one name of it. Must run on the main thread. See the module documentation for
+ * the exact steps and the residual window.
  *
  * @param roots - the roots pinned at start-up (the fingerprint's root must be one of them).
  * @param fp - the fingerprint from {@link inspectFile}, possibly after a JSON round trip.
  * @param options - see {@link TargetOptions}.
- * @returns the deleted path and its size in bytes.
+ * @returns the deleted path and its size in bytes (see {@link Deleted}).
  * @throws {TypeError} the fingerprint does not have the shape {@link inspectFile} produces.
  * @throws {ConfirmOutsideRootsError} `ERR_CONFIRM_OUTSIDE_ROOTS`: the fingerprint's root is not
  *   among `roots` (e.g. the server restarted with other roots).
@@ -294,17 +383,14 @@ export async function inspectFile(roots: Roots, path: string, options: TargetOpt
  *   had to be left under a quarantine name, the message says where.
  * @throws {ConfirmOsError} `ERR_CONFIRM_OS` (`'delete the file'`): the OS refused the rename or the
  *   unlink (e.g. `EACCES`, `EPERM`, `EROFS`); the file is at its name (or, if it could not be put
- *   back, the message says where it is).
+ *   back, the message says where it is). Also when called from a worker thread
+ *   (`ERR_WORKER_UNSUPPORTED_OPERATION`), before any system call.
  *
  * @example
  * const { path, size } = await deleteVerified(roots, JSON.parse(JSON.stringify(fp)));
  * `Deleted ${path} (${size} bytes).`;
  */
-export async function deleteVerified(
-  roots: Roots,
-  fp: FileFingerprint,
-  options: TargetOptions = {},
-): Promise<{ path: string; size: bigint }> {
+export async function deleteVerified(roots: Roots, fp: FileFingerprint, options: TargetOptions = {}): Promise<Deleted> {
   const ops = withDefaults(options.ops);
   // The fingerprint is sealed by us, but still checked: a bad shape must not reach a syscall.
   assertFingerprint(fp);
@@ -315,64 +401,15 @@ export async function deleteVerified(
   if (pinned.dev !== fp.root.dev || pinned.ino !== fp.root.ino) {
     throw new ConfirmChangedError('The allowed root directory is not the one it was when you were asked.');
   }
+  requireMainThread(ops, 'delete the file');
 
-  // 2. The root and every directory down to the parent, by lstat, against their identities.
+  // 2. By path, the root and every directory down to the parent: an early refusal.
   const chain = await checkChain(ops, pinned, fp);
-  if (chain.error) throw chain.error;
-  const parent = chain.parent;
-  const filePath = join(parent, fp.name);
+  if (chain) throw chain;
 
-  // 3. The file itself, change time included (the rename below will change it).
-  const before = await lstatRound2(ops, filePath);
-  if (before === 'gone') throw new ConfirmGoneError('after');
-  const mismatch = compareFile(before, fp, true);
-  if (mismatch) throw mismatch;
-
-  // 4. Move it out of reach atomically; from here nothing can be swapped in under the name we unlink.
-  const quarantine = join(parent, newQuarantineName(ops));
-  try {
-    await ops.rename(filePath, quarantine);
-  } catch (error) {
-    const code = errnoCode(error);
-    // Vanished between the lstat and the rename (or a directory on the way did).
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConfirmGoneError('after');
-    // The rename failed as a whole: the file is intact at its name.
-    throw new ConfirmOsError(code, 'delete the file', { cause: error });
-  }
-
-  // 5. What we moved must be the fingerprinted file, and the chain must still be the recorded one.
-  let moved: BigIntStats | 'gone';
-  try {
-    moved = await lstatRound2(ops, quarantine);
-  } catch (error) {
-    // Could not even look at it: put it back blind (link never overwrites).
-    throw await restoreAndExplain(ops, quarantine, filePath, undefined, error);
-  }
-  // Out of our reach: a directory was swapped and swapped back around the rename.
-  if (moved === 'gone') throw new ConfirmChangedError(lostSentence(quarantine));
-  const movedSt = moved;
-  try {
-    const movedMismatch = compareFile(movedSt, fp, false);
-    if (movedMismatch) throw movedMismatch;
-    const chainAfter = await checkChain(ops, pinned, fp);
-    if (chainAfter.error) throw chainAfter.error;
-  } catch (error) {
-    throw await restoreAndExplain(ops, quarantine, filePath, movedSt, error);
-  }
-
-  // 6. Everything matched: destroy this name.
-  try {
-    await ops.unlink(quarantine);
-  } catch (error) {
-    const code = errnoCode(error);
-    const refusal =
-      code === 'ENOENT' || code === 'ENOTDIR'
-        ? // Not there any more by this path: a directory on the way moved meanwhile.
-          new ConfirmChangedError('A directory on the way to the file changed while it was being deleted.')
-        : new ConfirmOsError(code, 'delete the file', { cause: error });
-    throw await restoreAndExplain(ops, quarantine, filePath, movedSt, refusal);
-  }
-  return { path: fp.path, size: movedSt.size };
+  // 3. Everything that must happen in the recorded directory, in one synchronous block.
+  const { value: size, warning } = inPinnedBlock(ops, () => deleteRoundTwo(ops, pinned, fp));
+  return warning === undefined ? { path: fp.path, size } : { path: fp.path, size, warning };
 }
 
 /**
@@ -405,11 +442,11 @@ function assertFingerprint(value: unknown): asserts value is FileFingerprint {
     if (typeof v !== 'string' || !UNSIGNED.test(v)) bad(what);
   };
   const isName = (v: unknown): v is string =>
-    typeof v === 'string' && v.length > 0 && v !== '.' && v !== '..' && !v.includes(sep) && !v.includes('\0') && v.isWellFormed();
+    typeof v === 'string' && v.length > 0 && v !== '.' && v !== '..' && !v.includes('/') && !v.includes('\0') && v.isWellFormed();
   if (!isObj(value)) return bad('not an object');
   if (value.version !== 1) bad('unknown version');
   const { root, dirs, file } = value;
-  if (!isObj(root) || typeof root.realPath !== 'string' || !isAbsolute(root.realPath)) return bad('root');
+  if (!isObj(root) || typeof root.realPath !== 'string' || !root.realPath.startsWith('/')) return bad('root');
   uns(root.dev, 'root.dev');
   uns(root.ino, 'root.ino');
   if (!Array.isArray(dirs)) return bad('dirs');
@@ -431,12 +468,43 @@ function assertFingerprint(value: unknown): asserts value is FileFingerprint {
   if (value.path !== join(root.realPath, ...names, value.name as string)) bad('path does not match its parts');
 }
 
-/** Finds the root `path` is under (the most specific one) and the components below it. */
-function locate(roots: Roots, path: string): { root: PinnedRoot; components: string[] } {
-  const first = roots.list[0];
-  if (!first) throw new ConfirmOutsideRootsError();
-  // resolve() also removes `.`, `..` and doubled separators, lexically.
-  const abs = isAbsolute(path) ? resolve(path) : resolve(first.realPath, path);
+/** A path resolved as text, see {@link parsePath}. */
+interface ParsedPath {
+  /** The absolute path after dropping empty components and `.`, and applying `..`. */
+  absolute: string;
+  /** The path ends in `/`, `/.` or `/..` (or is `.` or `..`): as the system reads it, it can only name a directory. */
+  namesDirectory: boolean;
+  /** Every absolute path a `..` stepped back from, in order; the first root's path itself (the base of a relative path) is trusted and never listed. */
+  steppedBack: string[];
+}
+
+/**
+ * Resolves `path` as text, the way the system would if no component were a symbolic
+ * link: relative to `base`, empty components and `.` dropped, `..` stepping back one
+ * component (and staying at `/` at the top). Makes no system call.
+ */
+function parsePath(base: string, path: string): ParsedPath {
+  const stack = path.startsWith('/') ? [] : base.split('/').filter((c) => c !== '');
+  // How many leading components of `stack` are the trusted base (the canonical first root).
+  let trusted = stack.length;
+  const steppedBack: string[] = [];
+  const parts = path.split('/');
+  const last = parts[parts.length - 1];
+  for (const part of parts) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (stack.length > trusted) steppedBack.push(`/${stack.join('/')}`);
+      stack.pop();
+      trusted = Math.min(trusted, stack.length);
+      continue;
+    }
+    stack.push(part);
+  }
+  return { absolute: `/${stack.join('/')}`, namesDirectory: last === '' || last === '.' || last === '..', steppedBack };
+}
+
+/** Finds the root the normalised absolute path `abs` is under (the most specific one) and the components below it. */
+function locate(roots: Roots, abs: string): { root: PinnedRoot; components: string[] } {
   let best: { root: PinnedRoot; components: string[] } | undefined;
   for (const root of roots.list) {
     if (abs === root.realPath || abs === root.absolute) throw new ConfirmNotRegularFileError('directory');
@@ -447,6 +515,198 @@ function locate(roots: Roots, path: string): { root: PinnedRoot; components: str
   }
   if (!best) throw new ConfirmOutsideRootsError();
   return best;
+}
+
+/**
+ * Checks what the `..` components of a path stepped back from: each must lie in a
+ * root, and it and every directory between the root and it must be a real
+ * directory (by `lstat`, shortest first, so no symbolic link is ever followed to
+ * reach the next one). Then the lexical resolution is the one the system makes.
+ */
+async function checkSteppedBack(ops: FsOps, roots: Roots, steppedBack: readonly string[]): Promise<void> {
+  const toCheck = new Set<string>();
+  for (const p of steppedBack) {
+    const inside = roots.list
+      .flatMap((r) => (r.absolute === r.realPath ? [r.realPath] : [r.realPath, r.absolute]))
+      .map((spelling) => ({ spelling, below: p === spelling ? [] : componentsBelow(p, spelling) }))
+      .find((x) => x.below !== undefined);
+    if (!inside?.below) throw new ConfirmOutsideRootsError('a ".." in the path steps back from a directory outside the allowed roots');
+    // The root itself is checked by the walk (pinned by inode); everything below it here.
+    for (let i = 1; i <= inside.below.length; i++) toCheck.add(join(inside.spelling, ...inside.below.slice(0, i)));
+  }
+  for (const p of [...toCheck].sort((a, b) => a.length - b.length)) {
+    const st = await lstatRound1(ops, p);
+    if (st.isSymbolicLink()) {
+      throw new ConfirmSymlinkError('a ".." in the path steps back over a symbolic link (the system would step back from where the link points)');
+    }
+    // The system would answer ENOTDIR: nothing exists at the path.
+    if (!st.isDirectory()) throw new ConfirmGoneError('before');
+  }
+}
+
+function requireMainThread(ops: FsOps, what: string): void {
+  if (!ops.isMainThread()) {
+    throw new ConfirmOsError(
+      'ERR_WORKER_UNSUPPORTED_OPERATION',
+      `${what} from a worker thread (this needs process.chdir, which Node allows only on the main thread)`,
+    );
+  }
+}
+
+/**
+ * Runs `body` (synchronous: no other JavaScript runs meanwhile) and then always changes
+ * the working directory back to what it was. If that is impossible (the directory was
+ * removed), changes to `/` and reports it: appended to the message of what `body` threw,
+ * or as `warning` (also emitted as a process warning) when `body` succeeded.
+ */
+function inPinnedBlock<T>(ops: FsOps, body: () => T): { value: T; warning?: string } {
+  let saved: string | undefined;
+  try {
+    saved = ops.cwd();
+  } catch {
+    saved = undefined;
+  }
+  let value: T;
+  try {
+    value = body();
+  } catch (error) {
+    const problem = restoreWorkingDirectory(ops, saved);
+    if (problem !== undefined && error instanceof Error) error.message = `${error.message} ${problem}`;
+    throw error;
+  }
+  const problem = restoreWorkingDirectory(ops, saved);
+  if (problem === undefined) return { value };
+  process.emitWarning(problem, { code: 'MCP_CONFIRM_CWD_NOT_RESTORED' });
+  return { value, warning: problem };
+}
+
+/** Changes back to `saved`; on failure to `/`. Returns a sentence when `saved` could not be restored. */
+function restoreWorkingDirectory(ops: FsOps, saved: string | undefined): string | undefined {
+  let reason = 'it could not be read beforehand';
+  if (saved !== undefined) {
+    try {
+      ops.chdir(saved);
+      return undefined;
+    } catch (error) {
+      reason = errnoCode(error);
+    }
+  }
+  try {
+    ops.chdir('/');
+  } catch {
+    // '/' always exists; nothing better to do.
+  }
+  const shown = saved === undefined ? 'of the server' : renderValue(saved);
+  return `(The working directory ${shown} could not be restored (${reason}); the server process is now in "/".)`;
+}
+
+/** Makes `name` (one component, or an absolute root path) the working directory; errors as `mapError` says. */
+function enter(ops: FsOps, name: string, mapError: (error: unknown) => ConfirmError): void {
+  try {
+    ops.chdir(name);
+  } catch (error) {
+    throw mapError(error);
+  }
+}
+
+function lstatSyncOr(ops: FsOps, name: string, mapError: (error: unknown) => ConfirmError): BigIntStats {
+  try {
+    return ops.lstatSync(name);
+  } catch (error) {
+    throw mapError(error);
+  }
+}
+
+const sameId = (st: BigIntStats, id: { dev: string; ino: string }): boolean => st.dev.toString() === id.dev && st.ino.toString() === id.ino;
+
+/** Round 1 inside a pinned block: the root, the walk, the file. */
+function walkRoundOne(ops: FsOps, root: PinnedRoot, dirNames: readonly string[], name: string): { dirs: DirIdentity[]; st: BigIntStats } {
+  enter(ops, root.realPath, round1OsError);
+  const here = lstatSyncOr(ops, '.', round1OsError);
+  if (!here.isDirectory() || !sameId(here, root)) throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
+
+  const dirs: DirIdentity[] = [];
+  for (const dirName of dirNames) {
+    const st = lstatSyncOr(ops, dirName, round1OsError);
+    if (st.isSymbolicLink()) throw new ConfirmSymlinkError('a directory on the way to the file is a symbolic link');
+    // A file in the middle of the path: nothing exists at the full path.
+    if (!st.isDirectory()) throw new ConfirmGoneError('before');
+    const id = { name: dirName, dev: st.dev.toString(), ino: st.ino.toString() };
+    enter(ops, dirName, round1OsError);
+    // chdir follows a symbolic link: whatever it entered must be the directory just seen.
+    const entered = lstatSyncOr(ops, '.', round1OsError);
+    if (!sameId(entered, id)) {
+      throw new ConfirmSymlinkError('a directory on the way to the file was swapped (for a symbolic link or another directory) while it was inspected');
+    }
+    dirs.push(id);
+  }
+
+  // The file itself, in the directory reached: a regular file, not a symlink to one.
+  const st = lstatSyncOr(ops, name, round1OsError);
+  if (st.isSymbolicLink()) throw new ConfirmSymlinkError('the path is a symbolic link');
+  if (!st.isFile()) throw new ConfirmNotRegularFileError(KIND_WORDS[entryKind(st)]);
+  return { dirs, st };
+}
+
+/** Round 2 inside a pinned block: walk and compare, quarantine, compare, unlink. Returns the size deleted. */
+function deleteRoundTwo(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): bigint {
+  // a. The root and every directory, by inode, compared with the fingerprint.
+  enter(ops, pinned.realPath, (error) =>
+    errnoCode(error) === 'ENOTDIR' ? new ConfirmChangedError('The allowed root directory was replaced.') : round2OsError(error),
+  );
+  const here = lstatSyncOr(ops, '.', round2OsError);
+  if (!here.isDirectory() || !sameId(here, pinned)) throw new ConfirmChangedError('The allowed root directory was replaced.');
+  for (const d of fp.dirs) {
+    const st = lstatSyncOr(ops, d.name, round2OsError);
+    if (st.isSymbolicLink()) throw new ConfirmChangedError('A directory on the way to the file was replaced by a symbolic link.');
+    if (!st.isDirectory() || !sameId(st, d)) throw new ConfirmChangedError('A directory on the way to the file was replaced.');
+    enter(ops, d.name, (error) =>
+      errnoCode(error) === 'ENOTDIR' ? new ConfirmChangedError('A directory on the way to the file was replaced.') : round2OsError(error),
+    );
+    const entered = lstatSyncOr(ops, '.', round2OsError);
+    if (!entered.isDirectory() || !sameId(entered, d)) throw new ConfirmChangedError('A directory on the way to the file was replaced.');
+  }
+  // The working directory is now the recorded parent directory itself.
+  const dirShown = join(pinned.realPath, ...fp.dirs.map((d) => d.name));
+
+  // b. The file itself, change time included (the rename below will change it).
+  const before = lstatSyncOr(ops, fp.name, round2OsError);
+  const mismatch = compareFile(before, fp, true);
+  if (mismatch) throw mismatch;
+
+  // c. Move it out of reach atomically, within this very directory.
+  const quarantine = newQuarantineName(ops);
+  try {
+    ops.renameSync(fp.name, quarantine);
+  } catch (error) {
+    const code = errnoCode(error);
+    // Vanished between the lstat and the rename.
+    if (code === 'ENOENT') throw new ConfirmGoneError('after');
+    // The rename failed as a whole: the file is intact at its name.
+    throw new ConfirmOsError(code, 'delete the file', { cause: error });
+  }
+  const place: Quarantined = { quarantine, name: fp.name, shown: join(dirShown, quarantine) };
+
+  // d. What we moved must be the fingerprinted file.
+  let moved: BigIntStats;
+  try {
+    moved = ops.lstatSync(quarantine);
+  } catch (error) {
+    // Could not even look at it (or it is no longer there): put it back blind (link never
+    // overwrites); when it is gone, the restore says so.
+    throw restoreAndExplain(ops, place, undefined, new ConfirmOsError(errnoCode(error), 'delete the file', { cause: error }));
+  }
+  const movedMismatch = compareFile(moved, fp, false);
+  if (movedMismatch) throw restoreAndExplain(ops, place, moved, movedMismatch);
+
+  // e. Everything matched: destroy this name. On failure, put it back (an ENOENT here
+  // means someone renamed or removed the quarantine entry: the restore then says so).
+  try {
+    ops.unlinkSync(quarantine);
+  } catch (error) {
+    throw restoreAndExplain(ops, place, moved, new ConfirmOsError(errnoCode(error), 'delete the file', { cause: error }));
+  }
+  return moved.size;
 }
 
 async function lstatRound1(ops: FsOps, p: string): Promise<BigIntStats> {
@@ -464,6 +724,12 @@ function round1OsError(error: unknown): ConfirmError {
   return new ConfirmOsError(code, 'inspect the file', { cause: error });
 }
 
+function round2OsError(error: unknown): ConfirmError {
+  const code = errnoCode(error);
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new ConfirmGoneError('after');
+  return new ConfirmOsError(code, 'delete the file', { cause: error });
+}
+
 /** lstat for round 2: `'gone'` when nothing is there; other OS errors become ERR_CONFIRM_OS. */
 async function lstatRound2(ops: FsOps, p: string): Promise<BigIntStats | 'gone'> {
   try {
@@ -475,38 +741,28 @@ async function lstatRound2(ops: FsOps, p: string): Promise<BigIntStats | 'gone'>
   }
 }
 
-/** Re-checks the root and every recorded directory; returns the parent path, or the refusal. */
-async function checkChain(
-  ops: FsOps,
-  pinned: PinnedRoot,
-  fp: FileFingerprint,
-): Promise<{ parent: string; error?: undefined } | { parent?: undefined; error: ConfirmError }> {
+/** By path: the root and every recorded directory; returns the refusal, if any. */
+async function checkChain(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): Promise<ConfirmError | undefined> {
   const rootSt = await lstatRound2(ops, pinned.realPath);
-  if (rootSt === 'gone') return { error: new ConfirmGoneError('after') };
-  if (!rootSt.isDirectory() || rootSt.dev.toString() !== pinned.dev || rootSt.ino.toString() !== pinned.ino) {
-    return { error: new ConfirmChangedError('The allowed root directory was replaced.') };
-  }
+  if (rootSt === 'gone') return new ConfirmGoneError('after');
+  if (!rootSt.isDirectory() || !sameId(rootSt, pinned)) return new ConfirmChangedError('The allowed root directory was replaced.');
   let dir = pinned.realPath;
   for (const d of fp.dirs) {
     const p = join(dir, d.name);
     const st = await lstatRound2(ops, p);
-    if (st === 'gone') return { error: new ConfirmGoneError('after') };
-    if (st.isSymbolicLink()) return { error: new ConfirmChangedError('A directory on the way to the file was replaced by a symbolic link.') };
-    if (!st.isDirectory() || st.dev.toString() !== d.dev || st.ino.toString() !== d.ino) {
-      return { error: new ConfirmChangedError('A directory on the way to the file was replaced.') };
-    }
+    if (st === 'gone') return new ConfirmGoneError('after');
+    if (st.isSymbolicLink()) return new ConfirmChangedError('A directory on the way to the file was replaced by a symbolic link.');
+    if (!st.isDirectory() || !sameId(st, d)) return new ConfirmChangedError('A directory on the way to the file was replaced.');
     dir = p;
   }
-  return { parent: dir };
+  return undefined;
 }
 
 /** Compares an lstat with the fingerprint; returns the refusal on a difference. */
 function compareFile(st: BigIntStats, fp: FileFingerprint, withCtime: boolean): ConfirmError | undefined {
   if (st.isSymbolicLink()) return new ConfirmChangedError('It is now a symbolic link.');
   if (!st.isFile()) return new ConfirmChangedError(`It is now a ${KIND_WORDS[entryKind(st)]}.`);
-  if (st.dev.toString() !== fp.file.dev || st.ino.toString() !== fp.file.ino) {
-    return new ConfirmChangedError('It is now a different file.');
-  }
+  if (!sameId(st, fp.file)) return new ConfirmChangedError('It is now a different file.');
   if (
     st.size.toString() !== fp.size ||
     st.mtimeNs.toString() !== fp.file.mtimeNs ||
@@ -518,60 +774,75 @@ function compareFile(st: BigIntStats, fp: FileFingerprint, withCtime: boolean): 
   return undefined;
 }
 
+/** An entry moved to a quarantine name in the working directory. */
+interface Quarantined {
+  /** The quarantine name (one component). */
+  quarantine: string;
+  /** The name it was moved from (one component). */
+  name: string;
+  /** Where it is, for messages: the recorded directory path joined with the quarantine name. */
+  shown: string;
+}
+
 /**
  * Puts a quarantined entry back (see {@link restore}) and builds the refusal to throw:
- * `refusal` itself when the entry is back under its name, else a refusal of the same
- * kind whose message also says where the entry is.
+ * `refusal` itself when the entry is back under its name; a refusal of the same kind
+ * whose message also says where the entry is when it had to stay in quarantine; and
+ * `ERR_CONFIRM_CHANGED` saying so when the entry is no longer in quarantine at all.
  */
-async function restoreAndExplain(
-  ops: FsOps,
-  quarantine: string,
-  original: string,
-  st: BigIntStats | undefined,
-  refusal: unknown,
-): Promise<unknown> {
-  const where = await restore(ops, quarantine, original, st);
-  if (where === undefined) return refusal;
-  if (refusal instanceof ConfirmOsError) {
-    return new ConfirmOsError(refusal.osCode, `delete the file (${lowerFirst(where)})`, { cause: refusal.cause });
+function restoreAndExplain(ops: FsOps, place: Quarantined, st: BigIntStats | undefined, refusal: ConfirmError): ConfirmError {
+  const outcome = restore(ops, place, st);
+  if (outcome.kind === 'back') return refusal;
+  if (refusal instanceof ConfirmOsError && outcome.kind === 'kept') {
+    return new ConfirmOsError(refusal.osCode, `delete the file (${lowerFirst(outcome.sentence)})`, { cause: refusal.cause });
   }
   if (refusal instanceof ConfirmChangedError) {
     const base = new ConfirmChangedError().message;
     const reason = refusal.message.startsWith(base) ? refusal.message.slice(base.length).trim() : '';
-    return new ConfirmChangedError(reason ? `${reason} ${where}` : where);
+    return new ConfirmChangedError(reason ? `${reason} ${outcome.sentence}` : outcome.sentence);
   }
-  return new ConfirmChangedError(where);
+  return new ConfirmChangedError(outcome.sentence);
 }
+
+/** What {@link restore} achieved. */
+type RestoreOutcome =
+  | { kind: 'back' }
+  | { kind: 'kept'; sentence: string }
+  | { kind: 'gone'; sentence: string };
 
 /**
- * Puts a quarantined entry back under its name without overwriting anything.
+ * Puts a quarantined entry back under its name, in the working directory, without
+ * overwriting anything.
  *
- * @returns `undefined` when it is back (only) under its name; otherwise a sentence saying where it is.
+ * @returns `back` when it is back (only) under its name; `kept` (with a sentence saying
+ *   where) when it stays in quarantine; `gone` when it is no longer under the quarantine name.
  */
-async function restore(ops: FsOps, quarantine: string, original: string, st: BigIntStats | undefined): Promise<string | undefined> {
-  const q = JSON.stringify(quarantine);
+function restore(ops: FsOps, place: Quarantined, st: BigIntStats | undefined): RestoreOutcome {
+  const q = renderValue(place.shown);
   try {
     // link(2) fails with EEXIST instead of replacing whatever now holds the name.
-    await ops.link(quarantine, original);
+    ops.linkSync(place.quarantine, place.name);
   } catch (error) {
     const code = errnoCode(error);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return lostSentence(quarantine);
+    if (code === 'ENOENT') return { kind: 'gone', sentence: disappearedSentence(place.shown) };
     if (code === 'EEXIST') {
-      return `The entry that was at the name is kept at ${q}, because the name has been taken again meanwhile.`;
+      return { kind: 'kept', sentence: `The entry that was at the name is kept at ${q}, because the name has been taken again meanwhile.` };
     }
-    if (st?.isDirectory()) return `The directory that was at the name is kept at ${q} (a directory cannot be put back without risk of overwriting).`;
-    return `The entry that was at the name is kept at ${q}; putting it back failed (${code}).`;
+    if (st?.isDirectory()) {
+      return { kind: 'kept', sentence: `The directory that was at the name is kept at ${q} (a directory cannot be put back without risk of overwriting).` };
+    }
+    return { kind: 'kept', sentence: `The entry that was at the name is kept at ${q}; putting it back failed (${code}).` };
   }
   try {
-    await ops.unlink(quarantine);
+    ops.unlinkSync(place.quarantine);
   } catch (error) {
-    return `The entry is back at its name, but a second name of it remains at ${q} (${errnoCode(error)}).`;
+    return { kind: 'kept', sentence: `The entry is back at its name, but a second name of it remains at ${q} (${errnoCode(error)}).` };
   }
-  return undefined;
+  return { kind: 'back' };
 }
 
-function lostSentence(quarantine: string): string {
-  return `The entry moved aside for deletion cannot be found again at ${JSON.stringify(quarantine)}; it was not deleted.`;
+function disappearedSentence(shown: string): string {
+  return `The entry moved aside for deletion to ${renderValue(shown)} was renamed or removed there by someone else before it could be checked and deleted; this call deleted nothing.`;
 }
 
 function lowerFirst(s: string): string {

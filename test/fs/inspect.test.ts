@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Roots } from '../../src/fs/roots.js';
 import { inspectFile, isFileFingerprint, type FileFingerprint } from '../../src/fs/target.js';
-import type { FsOps } from '../../src/fs/ops.js';
+import { defaultFsOps, type FsOps } from '../../src/fs/ops.js';
 import { makeSandbox, mkfifo, mksocket, osError, put, rejectsWith, symlink, VICTIM_CONTENT, type Sandbox } from './helpers.js';
 
 let sb: Sandbox;
@@ -99,11 +99,22 @@ describe('inspectFile: what it records', () => {
   });
 });
 
+/** ops under which any system call fails the test. */
+const noSyscall: Partial<FsOps> = {
+  lstat: () => Promise.reject(new Error('no system call expected')),
+  realpath: () => Promise.reject(new Error('no system call expected')),
+  cwd: () => {
+    throw new Error('no system call expected');
+  },
+  chdir: () => {
+    throw new Error('no system call expected');
+  },
+  lstatSync: () => {
+    throw new Error('no system call expected');
+  },
+};
+
 describe('inspectFile: bad arguments (ERR_CONFIRM_BAD_ARGUMENT, before any system call)', () => {
-  const noSyscall: Partial<FsOps> = {
-    lstat: () => Promise.reject(new Error('no system call expected')),
-    realpath: () => Promise.reject(new Error('no system call expected')),
-  };
   it.each([
     ['an empty path', ''],
     ['a path with NUL', 'data.txt\0.png'],
@@ -112,6 +123,28 @@ describe('inspectFile: bad arguments (ERR_CONFIRM_BAD_ARGUMENT, before any syste
     ['reversed surrogates', 'x\uDC00\uD800'],
   ])('refuses %s with ERR_CONFIRM_BAD_ARGUMENT', async (_what, path) => {
     await rejectsWith(inspectFile(roots, path, { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT');
+  });
+
+  it.each([
+    ['4,097 code units', 4097],
+    ['a million code units', 1_000_000],
+  ])('refuses a path of %s (longer than PATH_MAX, 4,096) with ERR_CONFIRM_BAD_ARGUMENT before any system call', async (_what, length) => {
+    const path = 'a/'.repeat(Math.floor(length / 2)) + 'b'.repeat(length % 2);
+    expect(path).toHaveLength(length);
+    const error = await rejectsWith(inspectFile(roots, path, { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT');
+    expect(error.message).toContain('longer than 4096');
+  });
+
+  it('refuses an over-long path with ERR_CONFIRM_BAD_ARGUMENT even when it also holds NUL or a lone surrogate (length is checked first)', async () => {
+    await rejectsWith(inspectFile(roots, '\0'.repeat(5000), { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT').then((e) => expect(e.message).toContain('longer'));
+    await rejectsWith(inspectFile(roots, '\uD800'.repeat(5000), { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT').then((e) => expect(e.message).toContain('longer'));
+  });
+
+  it('control: a path of exactly 4,096 code units is not refused for its length', async () => {
+    put(join(sb.allowed, 'data.txt'), 'x');
+    const path = './'.repeat(2044) + 'data.txt';
+    expect(path).toHaveLength(4096);
+    expect((await inspectFile(roots, path)).path).toBe(join(sb.allowed, 'data.txt'));
   });
 
   it('control: a well-formed astral name (a surrogate pair) is accepted', async () => {
@@ -153,6 +186,131 @@ describe('inspectFile: fs-1 prefix confusion (ERR_CONFIRM_OUTSIDE_ROOTS)', () =>
   it('refuses the root itself as a directory (ERR_CONFIRM_NOT_REGULAR_FILE)', async () => {
     await rejectsWith(inspectFile(roots, sb.allowed), 'ERR_CONFIRM_NOT_REGULAR_FILE');
     await rejectsWith(inspectFile(roots, '.'), 'ERR_CONFIRM_NOT_REGULAR_FILE');
+  });
+});
+
+describe('inspectFile: `..` and trailing slashes mean what the system would make of them', () => {
+  beforeEach(() => {
+    put(join(sb.allowed, 'x.txt'), 'inside');
+    put(join(sb.R, 'x.txt'), 'next to the root'); // where outside/../x.txt leads
+    put(join(sb.allowed, 'sub', 'y.txt'), 'y');
+    put(join(sb.allowed, 'deep', 'real', 'z.txt'), 'z');
+    put(join(sb.allowed, 't1.txt'), 't1');
+  });
+
+  it('refuses lnk/../x.txt, where lnk is a symlink to a directory outside, with ERR_CONFIRM_SYMLINK (the system would mean outside/../x.txt); both x.txt are intact', async () => {
+    symlink(sb.outside, join(sb.allowed, 'lnk'));
+    const error = await rejectsWith(inspectFile(roots, 'lnk/../x.txt'), 'ERR_CONFIRM_SYMLINK');
+    expect(error.message).toContain('".."');
+    await rejectsWith(inspectFile(roots, `${sb.allowed}/lnk/../x.txt`), 'ERR_CONFIRM_SYMLINK');
+    expect(readFileSync(join(sb.allowed, 'x.txt'), 'utf8')).toBe('inside');
+    expect(readFileSync(join(sb.R, 'x.txt'), 'utf8')).toBe('next to the root');
+  });
+
+  it('refuses a `..` over a symlink that points inside the root too (lnk -> deep/real: the system would mean deep/x.txt)', async () => {
+    symlink('deep/real', join(sb.allowed, 'lnk'));
+    await rejectsWith(inspectFile(roots, 'lnk/../x.txt'), 'ERR_CONFIRM_SYMLINK');
+  });
+
+  it('refuses a `..` that steps back over a symlink deeper in the path (deep/lnk/../../x.txt), without following the symlink to check what is below it', async () => {
+    symlink(sb.outside, join(sb.allowed, 'deep', 'lnk'));
+    const looked: string[] = [];
+    const ops: Partial<FsOps> = {
+      lstat: (p) => {
+        looked.push(p);
+        return defaultFsOps.lstat(p);
+      },
+    };
+    await rejectsWith(inspectFile(roots, 'deep/lnk/sub/../../../x.txt', { ops }), 'ERR_CONFIRM_SYMLINK');
+    // deep, then deep/lnk (refused): deep/lnk/sub, which lies behind the link, is never looked at.
+    expect(looked).toEqual([join(sb.allowed, 'deep'), join(sb.allowed, 'deep', 'lnk')]);
+  });
+
+  it('refuses a `..` stepping back from a regular file or from a missing directory with ERR_CONFIRM_GONE (the system says ENOTDIR / ENOENT)', async () => {
+    await rejectsWith(inspectFile(roots, 't1.txt/../x.txt'), 'ERR_CONFIRM_GONE');
+    await rejectsWith(inspectFile(roots, 'missing/../x.txt'), 'ERR_CONFIRM_GONE');
+  });
+
+  it('refuses a `..` stepping back from a directory outside every root with ERR_CONFIRM_OUTSIDE_ROOTS, before any system call', async () => {
+    await rejectsWith(inspectFile(roots, `${sb.outside}/../allowed/x.txt`, { ops: noSyscall }), 'ERR_CONFIRM_OUTSIDE_ROOTS');
+    await rejectsWith(inspectFile(roots, `${sb.R}/../${sb.R.split('/').pop()}/allowed/x.txt`, { ops: noSyscall }), 'ERR_CONFIRM_OUTSIDE_ROOTS');
+  });
+
+  it('control: a `..` over real directories is accepted and gives the same fingerprint as the direct path (sub/../x.txt, deep/real/../../x.txt)', async () => {
+    const direct = await inspectFile(roots, 'x.txt');
+    expect(await inspectFile(roots, 'sub/../x.txt')).toEqual(direct);
+    expect(await inspectFile(roots, 'deep/real/../../x.txt')).toEqual(direct);
+    expect(await inspectFile(roots, `${sb.allowed}/sub/../x.txt`)).toEqual(direct);
+    // `..` from the root back into it, spelled absolutely.
+    expect(await inspectFile(roots, `${sb.allowed}/../allowed/x.txt`)).toEqual(direct);
+  });
+
+  it.each([
+    ['t1.txt/', 't1.txt/'],
+    ['t1.txt/.', 't1.txt/.'],
+    ['sub/y.txt/.', 'sub/y.txt/.'],
+    ['sub/y.txt//', 'sub/y.txt//'],
+    ['sub/y.txt/..', 'sub/y.txt/..'],
+    ['sub/ (a real directory)', 'sub/'],
+    ['missing/ (nothing there)', 'missing/'],
+  ])('refuses %s, which can only name a directory, with ERR_CONFIRM_NOT_REGULAR_FILE before any system call', async (_what, path) => {
+    const error = await rejectsWith(inspectFile(roots, path, { ops: noSyscall }), 'ERR_CONFIRM_NOT_REGULAR_FILE');
+    expect(error.message).toContain('ends with "/"');
+    await rejectsWith(inspectFile(roots, `${sb.allowed}/${path}`, { ops: noSyscall }), 'ERR_CONFIRM_NOT_REGULAR_FILE');
+  });
+
+  it('control: the same files without the trailing slash are accepted', async () => {
+    expect((await inspectFile(roots, 't1.txt')).path).toBe(join(sb.allowed, 't1.txt'));
+    expect((await inspectFile(roots, 'sub/y.txt')).path).toBe(join(sb.allowed, 'sub', 'y.txt'));
+    expect((await inspectFile(roots, 'sub//./y.txt')).path).toBe(join(sb.allowed, 'sub', 'y.txt'));
+  });
+});
+
+describe('inspectFile: the walk holds each directory by inode', () => {
+  it('refuses with ERR_CONFIRM_SYMLINK when a directory is swapped for a symlink between its lstat and entering it (injected), and records nothing of the other directory', async () => {
+    put(join(sb.allowed, 'a', 'data.txt'), 'mine');
+    put(join(sb.outside, 'a', 'data.txt'), 'them');
+    let swapped = false;
+    const ops: Partial<FsOps> = {
+      chdir: (p) => {
+        if (p === 'a' && !swapped) {
+          swapped = true;
+          renameSync(join(sb.allowed, 'a'), join(sb.allowed, 'a.real'));
+          symlink(join(sb.outside, 'a'), join(sb.allowed, 'a'));
+        }
+        defaultFsOps.chdir(p);
+      },
+    };
+    const error = await rejectsWith(inspectFile(roots, 'a/data.txt', { ops }), 'ERR_CONFIRM_SYMLINK');
+    expect(error.message).toContain('swapped');
+    expect(swapped).toBe(true);
+  });
+
+  it('looks up each name relative to the directory entered, and puts the working directory back, after success and after a refusal', async () => {
+    put(join(sb.allowed, 'a', 'b', 'data.txt'), 'x');
+    const cwdBefore = process.cwd();
+    const calls: string[] = [];
+    const ops: Partial<FsOps> = {
+      chdir: (p) => {
+        calls.push(`chdir ${p}`);
+        defaultFsOps.chdir(p);
+      },
+      lstatSync: (p) => {
+        calls.push(`lstat ${p}`);
+        return defaultFsOps.lstatSync(p);
+      },
+    };
+    await inspectFile(roots, 'a/b/data.txt', { ops });
+    expect(calls).toEqual([`chdir ${sb.allowed}`, 'lstat .', 'lstat a', 'chdir a', 'lstat .', 'lstat b', 'chdir b', 'lstat .', 'lstat data.txt', `chdir ${cwdBefore}`]);
+    expect(process.cwd()).toBe(cwdBefore);
+    await rejectsWith(inspectFile(roots, 'a/b/missing.txt'), 'ERR_CONFIRM_GONE');
+    expect(process.cwd()).toBe(cwdBefore);
+  });
+
+  it('refuses with ERR_CONFIRM_OS before any system call when not on the main thread (injected)', async () => {
+    put(join(sb.allowed, 'data.txt'), 'x');
+    const error = await rejectsWith(inspectFile(roots, 'data.txt', { ops: { ...noSyscall, isMainThread: () => false } }), 'ERR_CONFIRM_OS');
+    expect(error.osCode).toBe('ERR_WORKER_UNSUPPORTED_OPERATION');
   });
 });
 
@@ -275,7 +433,9 @@ describe('inspectFile: not there, not a regular file, OS refusals', () => {
   it('maps another OS refusal of lstat (EACCES, injected) to ERR_CONFIRM_OS naming the reason', async () => {
     put(join(sb.allowed, 'data.txt'), 'x');
     const ops: Partial<FsOps> = {
-      lstat: (p) => Promise.reject(osError('EACCES', 'lstat', p)),
+      lstatSync: (p) => {
+        throw osError('EACCES', 'lstat', p);
+      },
     };
     const error = await rejectsWith(inspectFile(roots, 'data.txt', { ops }), 'ERR_CONFIRM_OS');
     expect(error.osCode).toBe('EACCES');
