@@ -17,7 +17,7 @@ import { errnoCode, withDefaults, type FsOps } from './ops.js';
 /**
  * A root refused at start-up. `message` names the root as given (rendered with
  * `renderValue`: one line, hidden and bidi characters escaped) and what is wrong;
- * the CLI prints it and exits with code 2 (DESIGN.md §2).
+ * the CLI prints it and exits with code 2.
  */
 export class RootError extends Error {
   /** The root exactly as it was given. */
