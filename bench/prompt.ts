@@ -6,9 +6,15 @@
  *   ordinary ASCII file names and for a batch of hostile names;
  * - µs per 4 KiB hostile value (controls, bidi controls, invisibles, combining marks, mixed
  *   scripts, backticks and markup, lone surrogates, conjoining jamo), and per 4 KiB of letters
- *   from many scripts (the slowest case of the mixed-script check).
+ *   from many scripts (the slowest case of the mixed-script check);
+ * - ms per 1 MB hostile value (10^6 UTF-16 code units), for the shapes that cost most: the
+ *   reported denial of service (a run of combining marks in reverse canonical order, which
+ *   normalising took 27 s on 400 KB before the normal-form checks were bounded), runs of 30
+ *   reordering marks (the longest run still normalised), a million escapes, and a path of
+ *   mixed-script components checked per component. The server refuses paths over 4,096 code
+ *   units; these figures are the renderer's own bound.
  */
-import { renderValue } from '../src/prompt/render.js';
+import { renderValue, type RenderOptions } from '../src/prompt/render.js';
 
 /** One figure for the bench table. */
 export interface PromptFigure {
@@ -73,13 +79,13 @@ function median(xs: number[]): number {
 }
 
 /** Median milliseconds of `runs` timed repetitions of rendering every value `reps` times. */
-function time(values: readonly string[], reps: number, runs: number): number {
+function time(values: readonly string[], reps: number, runs: number, options: RenderOptions = {}): number {
   let sink = 0;
-  for (let i = 0; i < Math.max(1, reps >> 2); i++) for (const v of values) sink += renderValue(v).length; // warm-up
+  for (let i = 0; i < Math.max(1, reps >> 2); i++) for (const v of values) sink += renderValue(v, options).length; // warm-up
   const samples: number[] = [];
   for (let r = 0; r < runs; r++) {
     const t0 = performance.now();
-    for (let i = 0; i < reps; i++) for (const v of values) sink += renderValue(v).length;
+    for (let i = 0; i < reps; i++) for (const v of values) sink += renderValue(v, options).length;
     samples.push(performance.now() - t0);
   }
   if (sink < 0) throw new Error('unreachable');
@@ -102,10 +108,21 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
   const hostile4k = Array.from({ length: 20 }, (_, i) => hostileValue(4096, 1000 + i));
   const scripts4k = [manyScriptsValue(4096)];
 
+  const MB = 1_000_000;
+  const fill = (unit: string): string => unit.repeat(Math.ceil(MB / unit.length));
+  const dos = `x${'\u0301'.repeat(MB / 2)}${'\u0316'.repeat(MB / 2)}/../cache.txt`;
+  const marks30 = fill(`a${'\u0301\u0316'.repeat(15)}`);
+  const controls = fill('\u0001');
+  const mixedPath = fill('/p\u0430y');
+
   const asciiMs = time(ascii, 20, RUNS);
   const hostileMs = time(hostileNames, 20, RUNS);
   const big4kMs = time(hostile4k, 10, RUNS);
   const scriptsMs = time(scripts4k, 200, RUNS);
+  const dosMs = time([dos], 1, 5);
+  const marks30Ms = time([marks30], 1, 5);
+  const controlsMs = time([controls], 1, 5);
+  const pathMs = time([mixedPath], 1, 5, { segments: '/' });
   const mbps = (bytes: number, ms: number): string => (bytes / 1e6 / (ms / 1e3)).toFixed(1);
 
   return [
@@ -114,5 +131,9 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
     { name: 'prompt: render hostile 4 KiB values', value: mbps(bytesOf(hostile4k) * 10, big4kMs), unit: 'MB/s' },
     { name: 'prompt: one hostile 4 KiB value', value: ((big4kMs * 1e3) / (hostile4k.length * 10)).toFixed(1), unit: 'µs' },
     { name: 'prompt: one 4 KiB value of letters from 18 scripts', value: ((scriptsMs * 1e3) / 200).toFixed(1), unit: 'µs' },
+    { name: 'prompt: one 1 MB value, 1,000,000 marks in reverse canonical order (reported DoS, was 27 s at 400 KB)', value: dosMs.toFixed(0), unit: 'ms' },
+    { name: 'prompt: one 1 MB value, runs of 30 reordering marks (longest run normalised)', value: marks30Ms.toFixed(0), unit: 'ms' },
+    { name: 'prompt: one 1 MB value, 1,000,000 controls (escapes)', value: controlsMs.toFixed(0), unit: 'ms' },
+    { name: 'prompt: one 1 MB path, 250,000 mixed-script components (segments "/")', value: pathMs.toFixed(0), unit: 'ms' },
   ];
 }

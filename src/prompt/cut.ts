@@ -12,6 +12,9 @@
  * literal runs that hold a code point able to join a neighbour into one grapheme
  * ({@link JOINERS}, flagged `complex` by the escaper); in every other run each code point is its
  * own grapheme (UAX #29 GB999), and the cut needs at most about `maxGraphemes` segments per value.
+ * Node's segmenter also costs time proportional to the whole string on every step, so the cut
+ * segments a bounded window at each end of a long run, never the run itself (see
+ * {@link windowUnits}); the result is the same as segmenting the whole run.
  *
  * @module
  */
@@ -114,6 +117,49 @@ export function widthUpTo(units: readonly Unit[], length: number, limit: number)
   return total;
 }
 
+/**
+ * Code units segmented at each end of a long literal run when taking `budget` of its width:
+ * 64 per unit of width, plus 128. Taking `budget` needs at most 16 code points (32 code units)
+ * per unit of width (wider graphemes are counted per code point), so the window reaches at least
+ * `32 × budget + 128` code units past what is taken; a grapheme cut by the window's edge then
+ * holds more than `budget + 16` code points inside the window, so it is counted per code point
+ * and cut inside, exactly as in the whole run.
+ */
+export function windowUnits(budget: number): number {
+  return 64 * budget + 128;
+}
+
+const REGIONAL_INDICATOR = /^\p{Regional_Indicator}$/u;
+function isRegionalIndicatorAt(s: string, i: number): boolean {
+  return i >= 0 && i < s.length && REGIONAL_INDICATOR.test(String.fromCodePoint(s.codePointAt(i) ?? 0));
+}
+
+/**
+ * Start of the window for the end of a long literal run: `s.length - window`, moved to a code
+ * point boundary and, inside a run of regional indicators, back by one so that an even number of
+ * them precedes it (UAX #29 GB12/GB13 pair them from the start of the run). Every other rule of
+ * UAX #29 that looks further back than one code point (GB9c, GB11) needs a zero width joiner (an
+ * escape, never in a literal run) or a run of extenders, at most 8 long in a literal run (the
+ * escaper's limit), so grapheme boundaries more than 9 code points after this start are the ones
+ * of the whole run; the window reaches far further than that.
+ */
+function tailWindowStart(s: string, window: number): number {
+  let start = s.length - window;
+  if (start <= 0) return 0;
+  const c = s.charCodeAt(start);
+  if (c >= 0xdc00 && c <= 0xdfff) start -= 1; // do not split a surrogate pair
+  if (isRegionalIndicatorAt(s, start)) {
+    let k = start;
+    let before = 0;
+    while (k >= 2 && isRegionalIndicatorAt(s, k - 2)) {
+      k -= 2;
+      before += 1;
+    }
+    if (before % 2 === 1) start -= 2;
+  }
+  return start;
+}
+
 /** The longest prefix of the units no wider than `budget`, never splitting an escape. */
 export function takeHead(units: readonly Unit[], budget: number): string {
   let out = '';
@@ -135,7 +181,14 @@ export function takeHead(units: readonly Unit[], budget: number): string {
       out += headCodePoints(u.text, left);
       return out;
     }
-    for (const { segment } of graphemes().segment(u.text)) {
+    // A long run is segmented only in a window at its start (see windowUnits).
+    const window = windowUnits(budget);
+    const whole = u.text.length <= window;
+    let end = whole ? u.text.length : window;
+    const c = u.text.charCodeAt(end - 1);
+    if (!whole && c >= 0xd800 && c <= 0xdbff) end -= 1; // do not split a surrogate pair
+    const text = whole ? u.text : u.text.slice(0, end);
+    for (const { segment } of graphemes().segment(text)) {
       const w = clusterWidth(segment);
       if (w <= left) {
         out += segment;
@@ -146,6 +199,8 @@ export function takeHead(units: readonly Unit[], budget: number): string {
         return out;
       }
     }
+    // Only a whole run can be used up inside its window.
+    if (!whole) return out;
   }
   return out;
 }
@@ -172,8 +227,11 @@ export function takeTail(units: readonly Unit[], budget: number): string {
       }
       return tailCodePoints(u.text, left) + out;
     }
-    const segments = graphemes().segment(u.text);
-    let end = u.text.length;
+    // A long run is segmented only in a window at its end (see windowUnits, tailWindowStart).
+    const from = tailWindowStart(u.text, windowUnits(budget));
+    const text = from === 0 ? u.text : u.text.slice(from);
+    const segments = graphemes().segment(text);
+    let end = text.length;
     while (end > 0) {
       const seg = segments.containing(end - 1);
       if (seg === undefined) break;
@@ -182,11 +240,35 @@ export function takeTail(units: readonly Unit[], budget: number): string {
         left -= w;
         end = seg.index;
       } else {
-        const piece = u.text.slice(end);
+        const piece = text.slice(end);
         return (w > 1 ? tailCodePoints(seg.segment, left) : '') + piece + out;
       }
     }
-    out = u.text.slice(end) + out;
+    out = text.slice(end) + out;
+    if (from > 0) return out;
   }
   return out;
+}
+
+/** Shown inside the code span for the empty string (`⟨` is always escaped in values). */
+export const EMPTY_VALUE = '⟨empty⟩';
+
+/**
+ * The text shown inside the code span: the escaped value, or, when it is wider than `max`
+ * graphemes, its first and last parts around `…` (one grapheme for the mark; the start gets the
+ * smaller half of the rest).
+ *
+ * @param value - the value (only its emptiness is read here).
+ * @param units - its escaped units, see escape.ts.
+ * @param length - their total length in code units.
+ * @param max - the most graphemes shown, at least 10.
+ */
+export function shownBody(value: string, units: readonly Unit[], length: number, max: number): { body: string; cut: boolean } {
+  if (value === '') return { body: EMPTY_VALUE, cut: false };
+  if (widthUpTo(units, length, max) <= max) return { body: units.map((u) => u.text).join(''), cut: false };
+  // Escape first, then cut on escape and grapheme boundaries; keep the start and the end
+  // (a file's extension), one grapheme for the mark.
+  const budget = max - 1;
+  const head = Math.floor(budget / 2);
+  return { body: `${takeHead(units, head)}…${takeTail(units, budget - head)}`, cut: true };
 }

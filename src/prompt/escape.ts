@@ -9,8 +9,7 @@
  * | U+0009, U+000A, U+000D                  | `\t` `\n` `\r`| `\n`           |
  * | other C0, DEL, C1 controls (gc=Cc)      | `\x` + 2 lowercase hex digits | `\x1b`, `\x85` |
  * | `\` (the escape character itself)       | `\\`          | `\\`           |
- * | `⟨` U+27E8 (the other escape character) | `⟨U+27E8⟩`    |                |
- * | anything else hidden (see below)        | `⟨U+` + 4–6 uppercase hex digits + `⟩` | `⟨U+202E⟩`, `⟨U+D800⟩` |
+ * | anything else hidden or look-alike (see below) | `⟨U+` + 4–6 uppercase hex digits + `⟩` | `⟨U+202E⟩`, `⟨U+0060⟩` |
  *
  * "Hidden" code points, each escaped rather than dropped:
  * - gc=Cf (format, which holds every bidi control of Unicode TR #9 §2: U+061C, U+200E, U+200F,
@@ -19,7 +18,12 @@
  * - Default_Ignorable_Code_Point (UAX #44; the set that TR #31 §2.3 and TR #39 treat as
  *   invisible): zero-width characters, U+00AD, U+034F, variation selectors, tag characters,
  *   Hangul fillers U+115F, U+1160, U+3164, U+FFA0;
- * - White_Space (UAX #44), plus U+2800 BRAILLE PATTERN BLANK, which renders as blank;
+ * - White_Space (UAX #44);
+ * - {@link BLANK_LOOKING}: code points that are neither of the above yet draw nothing, from the
+ *   public lists of invisible characters: U+2800 BRAILLE PATTERN BLANK, U+FFFC OBJECT REPLACEMENT
+ *   CHARACTER, U+1D159 MUSICAL SYMBOL NULL NOTEHEAD, U+13441/U+13442 EGYPTIAN HIEROGLYPH FULL and
+ *   HALF BLANK, U+16FE4 KHITAN SMALL SCRIPT FILLER (U+180E, U+205F, U+3000, U+2000–U+200A,
+ *   U+1D173–U+1D17A and the U+E0000 block are already Cf, Zs, Cn or default-ignorable);
  * - U+0020 SPACE, except a single space with a non-space on each side inside the value
  *   (leading, trailing and repeated spaces are escaped, since renderers collapse or trim them);
  * - a combining mark or other grapheme extender (gc=M, Grapheme_Extend, Emoji_Modifier) with no
@@ -29,9 +33,18 @@
  *   mark just before it, or that is the fifth or later in a row; and any extender that is the
  *   ninth or later in a row (so a single grapheme cannot hide a long run of marks).
  *
- * Decoding is unambiguous: outside an escape neither `\` nor `⟨` ever appears, an escape starting
- * with `\` has a fixed length given by its second character, and one starting with `⟨U+` ends at
- * the first `⟩`. So distinct inputs give distinct token sequences (the rendering is injective).
+ * "Look-alike" code points, escaped so that the text around a value and the escapes themselves
+ * cannot be imitated:
+ * - {@link ANGLE_LOOKALIKES}: the escape's brackets `⟨` U+27E8 and `⟩` U+27E9 and every bracket a
+ *   reader can take for them (see there), so no text can pass for an escape such as `⟨U+202E⟩`;
+ * - {@link GRAVE_LOOKALIKES}: the backtick U+0060 (the code span's fence, see render.ts) and the
+ *   grave accents drawn like it, so a value never holds its fence and cannot seem to close it,
+ *   even in a client that shows the backticks as they are.
+ *
+ * Decoding is unambiguous: outside an escape neither `\`, `⟨` nor `⟩` ever appears, an escape
+ * starting with `\` has a fixed length given by its second character, and one starting with
+ * `⟨U+` ends at the first `⟩`. So distinct inputs give distinct token sequences (the rendering is
+ * injective).
  *
  * @module
  */
@@ -61,14 +74,53 @@ export interface Escaped {
 }
 
 /**
- * The kinds of code point, one capture group each (first match wins). 1: the escape characters
- * `\` and `⟨`; 2: gc=Cc; 3: U+0020; 4: hidden code points, always `⟨U+XXXX⟩` (this includes the
- * default-ignorable marks such as U+034F and the variation selectors); 5: nonspacing marks
- * (gc=Mn/Me, TR #39 §5.4); 6: other grapheme extenders (spacing marks, Grapheme_Extend,
- * Emoji_Modifier). Anything else (0) is shown as it is.
+ * Brackets shown as `⟨U+XXXX⟩` because a reader can take them for the escape's own `⟨` and `⟩`:
+ * - the TR #39 confusables (confusables.txt) of U+27E8 and U+27E9 that are not letters:
+ *   U+2329, U+232A, U+276C, U+276D, U+3008, U+3009, U+31DB (the letters HIRAGANA KU and
+ *   U+21FE8 stay: no look-alike of `⟩` is shown raw, so a forged escape cannot be closed);
+ * - every other code point whose name says single ANGLE BRACKET or ANGLE QUOTATION MARK:
+ *   U+2039, U+203A, U+276E–U+2771, U+27EA, U+27EB (the mathematical double ones, beside ⟨ ⟩),
+ *   U+2991, U+2992, U+29FC, U+29FD, U+FE3F, U+FE40 (the vertical forms of 〈 〉);
+ * - the angle-shaped brackets of U+2989–U+2996: Z NOTATION BINDING and ARC LESS-THAN /
+ *   GREATER-THAN brackets (U+298B–U+2990 are square, U+2997–U+2998 tortoise shell);
+ * - the small and full-width less-than and greater-than signs U+FE64, U+FE65, U+FF1C, U+FF1E,
+ *   which are drawn taller and wider than `<` `>`, like `⟨` `⟩`.
+ * Not escaped: ASCII `<` `>` (ordinary in names and visibly different), the double angle
+ * quotation marks « » and CJK double angle brackets 《 》 (ordinary punctuation in French and
+ * Chinese names, and double-stroked).
  */
-const KINDS =
-  /^(?:([\\\u27E8])|([\x00-\x1F\x7F-\x9F])|( )|([\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Z}\p{Default_Ignorable_Code_Point}\p{White_Space}\u2800\u115F\u1160\u3164\uFFA0])|([\p{Mn}\p{Me}])|([\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}]))$/u;
+export const ANGLE_LOOKALIKES =
+  '\u2039\u203A\u2329\u232A\u276C\u276D\u276E\u276F\u2770\u2771\u27E8\u27E9\u27EA\u27EB' +
+  '\u2989\u298A\u2991\u2992\u2993\u2994\u2995\u2996\u29FC\u29FD\u3008\u3009\u31DB' +
+  '\uFE3F\uFE40\uFE64\uFE65\uFF1C\uFF1E';
+
+/**
+ * The backtick U+0060 (the code span's fence) and the grave accents TR #39 lists as its
+ * look-alikes on the way to the apostrophe (`→ˋ→→｀→`): U+02CB MODIFIER LETTER GRAVE ACCENT,
+ * U+02F4 MODIFIER LETTER MIDDLE GRAVE ACCENT, U+1FEF GREEK VARIA, U+FF40 FULLWIDTH GRAVE ACCENT.
+ * (The apostrophes and quotation marks of that class stay: they are ordinary in names.)
+ */
+export const GRAVE_LOOKALIKES = '\u0060\u02CB\u02F4\u1FEF\uFF40';
+
+/**
+ * Code points that draw nothing yet are neither Cf, Z, Cn, White_Space nor default-ignorable,
+ * from public invisible-character lists (U+2800, U+FFFC, U+1D159) and the Unicode names that say
+ * BLANK or FILLER (U+13441, U+13442, U+16FE4); the Hangul fillers (default-ignorable) are
+ * listed too, to make the set plain.
+ */
+export const BLANK_LOOKING = '\u2800\uFFFC\u{1D159}\u{13441}\u{13442}\u{16FE4}\u115F\u1160\u3164\uFFA0';
+
+/**
+ * The kinds of code point, one capture group each (first match wins). 1: the escape character
+ * `\`; 2: gc=Cc; 3: U+0020; 4: hidden and look-alike code points, always `⟨U+XXXX⟩` (this
+ * includes the default-ignorable marks such as U+034F and the variation selectors); 5:
+ * nonspacing marks (gc=Mn/Me, TR #39 §5.4); 6: other grapheme extenders (spacing marks,
+ * Grapheme_Extend, Emoji_Modifier). Anything else (0) is shown as it is.
+ */
+const KINDS = new RegExp(
+  `^(?:(\\\\)|([\\x00-\\x1F\\x7F-\\x9F])|( )|([\\p{Cf}\\p{Cs}\\p{Co}\\p{Cn}\\p{Z}\\p{Default_Ignorable_Code_Point}\\p{White_Space}${BLANK_LOOKING}${ANGLE_LOOKALIKES}${GRAVE_LOOKALIKES}])|([\\p{Mn}\\p{Me}])|([\\p{M}\\p{Grapheme_Extend}\\p{Emoji_Modifier}]))$`,
+  'u',
+);
 
 const SAFE = 0;
 /** Shown as it is, but may join a neighbour into one grapheme (UAX #29). */
@@ -123,6 +175,18 @@ function controlEscape(cp: number): string {
   return `\\x${cp.toString(16).padStart(2, '0')}`;
 }
 
+/** Memo of escape units by their text, bounded; units are immutable, so they can be shared. */
+const unitCache = new Map<string, Unit>();
+function escapeUnit(text: string): Unit {
+  let unit = unitCache.get(text);
+  if (unit === undefined) {
+    unit = Object.freeze({ text, escape: true, complex: false });
+    if (unitCache.size >= 4096) unitCache.clear();
+    unitCache.set(text, unit);
+  }
+  return unit;
+}
+
 /**
  * Escapes one untrusted value token by token (see the module documentation for the rules).
  *
@@ -146,7 +210,7 @@ export function escapeValue(value: string): Escaped {
     if (literal !== '') units.push({ text: literal, escape: false, complex });
     literal = '';
     complex = false;
-    units.push({ text, escape: true, complex: false });
+    units.push(escapeUnit(text));
     length += text.length;
     base = false;
     extenderRun = 0;
@@ -193,7 +257,7 @@ export function escapeValue(value: string): Escaped {
     last = i;
 
     if (kind === ESCAPE_CHAR) {
-      pushEscape(cp === 0x5c ? '\\\\' : codePointEscape(cp));
+      pushEscape('\\\\');
     } else if (kind === CONTROL) {
       pushEscape(controlEscape(cp));
     } else if (kind === SPACE) {

@@ -4,63 +4,66 @@
  * A rendered value is, in order:
  * 1. a CommonMark code span (CommonMark 0.31.2 §6.1 "Code spans") holding the escaped value
  *    (see `escape.ts`): every control, bidi control (Unicode TR #9), default-ignorable code point
- *    (UAX #44 Default_Ignorable_Code_Point), lone surrogate, and every whitespace other than a
- *    single inner U+0020 is shown as a visible escape (`\n`, `\x1b`, `\\`, `⟨U+202E⟩`), so the
- *    text is one line, well-formed, and distinct values give distinct text;
+ *    (UAX #44 Default_Ignorable_Code_Point), lone surrogate, blank-looking code point, every
+ *    whitespace other than a single inner U+0020, every backtick and every look-alike of the
+ *    escapes' brackets is shown as a visible escape (`\n`, `\x1b`, `\\`, `⟨U+202E⟩`,
+ *    `⟨U+0060⟩`), so the text is one line, well-formed, and distinct values give distinct text;
  * 2. when the value is too long, its middle is cut and marked `…`, followed by
  *    ` (shortened, fingerprint 0123456789abcdef)`;
- * 3. when the value mixes scripts (Unicode TR #39 §5.1–5.2) or is not NFC (UAX #15),
+ * 3. when the value may pass for another one, plain warnings (see `warnings.ts`):
  *    ` (warning: mixes Latin and Cyrillic letters; not in Unicode normal form NFC)`.
  *
  * Why a code span: inside one, CommonMark and GitHub-style renderers (raw HTML allowed) show the
  * text literally: no emphasis, link, autolink, heading, entity or HTML tag, and markdown-it's
- * linkify does not touch it either. The fence is one backtick longer than the longest backtick
- * run in the shown text, so the value cannot close it; if the shown text starts or ends with a
- * backtick it is padded with one space on each side, which §6.1 strips again. The shown text
- * never starts or ends with a space (those are escaped) and has no line ending, so §6.1's
- * space-stripping and line-ending rules never change it. In a plain-text client the backticks
- * are visible as quotes.
+ * linkify does not touch it either. A backtick in a value is always escaped, so the shown text
+ * never holds one: the fence is always a single backtick, the value cannot close it, and in a
+ * plain-text client (where the backticks are visible as quotes) a name cannot draw a closing
+ * quote and go on to imitate the question's own wording. The shown text never starts or ends
+ * with a space (those are escaped) and has no line ending, so §6.1's space-stripping and
+ * line-ending rules never change it.
+ *
+ * Every step is linear in the value's length (escaping, the script check, the normal-form checks
+ * with their bound on runs of combining marks, the cut, which segments only bounded windows, and
+ * the fingerprint); the bidi check runs on the shown text only.
  *
  * > [!WARNING]
  * > The static text of {@link question} is trusted: keep values out of markup written there
  * > (e.g. `<a title="${x}">` or a backtick before `${x}`), since an HTML tag or autolink opened
  * > before a code span takes precedence over it (CommonMark §6.1), and keep static text
- * > between two interpolations so their code spans stay apart.
+ * > between two interpolations so their code spans stay apart. Start it with a left-to-right
+ * > letter and have a left-to-right letter before any digit on each side of a value, as the bidi
+ * > check assumes (see `bidi.ts`).
  *
  * @module
  */
 import { createHash } from 'node:crypto';
 import { escapeValue } from './escape.js';
-import { takeHead, takeTail, widthUpTo } from './cut.js';
-import { valueWarnings, warningSuffix } from './warnings.js';
+import { shownBody } from './cut.js';
+import { checkOptions, type RenderOptions } from './options.js';
+import { warningSuffix, warningsFor } from './warnings.js';
 
-export { codePointEscape, escapeValue, type Escaped, type Unit } from './escape.js';
+export {
+  ANGLE_LOOKALIKES,
+  BLANK_LOOKING,
+  GRAVE_LOOKALIKES,
+  codePointEscape,
+  escapeValue,
+  type Escaped,
+  type Unit,
+} from './escape.js';
+export { EMPTY_VALUE } from './cut.js';
+export { DEFAULT_MAX_GRAPHEMES, type RenderOptions } from './options.js';
 export { scriptMix, type ScriptMix } from './scripts.js';
-export { valueWarnings, warningSuffix } from './warnings.js';
-
-/** Options of {@link renderValue}. */
-export interface RenderOptions {
-  /**
-   * Most graphemes (UAX #29 extended grapheme clusters, as `Intl.Segmenter` counts them) of the
-   * text shown inside the code span, `…` included; fences, fingerprint and warnings are extra.
-   * An integer, at least 10 (the longest escape, `⟨U+10FFFF⟩`). Defaults to 120.
-   */
-  maxGraphemes?: number;
-}
-
-/** Default of {@link RenderOptions.maxGraphemes}. */
-export const DEFAULT_MAX_GRAPHEMES = 120;
-
-/** Shown inside the code span for the empty string (`⟨` is always escaped in values). */
-export const EMPTY_VALUE = '⟨empty⟩';
+export { reordersRtl } from './bidi.js';
+export { MAX_MARK_RUN, WARNING, valueWarnings, warningSuffix } from './warnings.js';
 
 /** The parts of one rendering, for callers (and tests) that need more than the text. */
 export interface RenderedValue {
   /** The whole rendering: code span, then the fingerprint suffix, then the warnings suffix. */
   readonly text: string;
-  /** The text shown inside the code span (without fence or padding). */
+  /** The text shown inside the code span (without the fences). */
   readonly body: string;
-  /** The backtick fence used on each side. */
+  /** The backtick fence used on each side: always one backtick (values never hold one). */
   readonly fence: string;
   /** True when the middle was cut out. */
   readonly cut: boolean;
@@ -68,14 +71,6 @@ export interface RenderedValue {
   readonly fingerprint: string | undefined;
   /** The warnings, see {@link valueWarnings}. */
   readonly warnings: readonly string[];
-}
-
-function checkOptions(options: RenderOptions): number {
-  const max = options.maxGraphemes ?? DEFAULT_MAX_GRAPHEMES;
-  if (!Number.isSafeInteger(max) || max < 10) {
-    throw new RangeError('maxGraphemes must be an integer of at least 10');
-  }
-  return max;
 }
 
 /**
@@ -90,53 +85,24 @@ export function fingerprint(value: string): string {
   return createHash('sha256').update(Buffer.from(value, 'utf16le')).digest('hex').slice(0, 16);
 }
 
-/** Longest run of backticks in s. */
-function longestBacktickRun(s: string): number {
-  let best = 0;
-  let run = 0;
-  for (let i = 0; i < s.length; i++) {
-    if (s.charCodeAt(i) === 0x60) {
-      run += 1;
-      if (run > best) best = run;
-    } else run = 0;
-  }
-  return best;
-}
-
 /**
  * Renders one untrusted value, returning the parts. See {@link renderValue}.
  *
  * @param value - the untrusted string; must be a string.
  * @param options - see {@link RenderOptions}.
- * @throws RangeError when `maxGraphemes` is not an integer of at least 10.
+ * @throws RangeError on invalid options (see {@link RenderOptions}).
  * @throws TypeError when `value` is not a string.
  */
 export function renderValueParts(value: string, options: RenderOptions = {}): RenderedValue {
-  const max = checkOptions(options);
+  const checked = checkOptions(options);
   if (typeof value !== 'string') throw new TypeError('renderValue expects a string');
   const escaped = escapeValue(value);
-  let body: string;
-  let cut = false;
-  if (value === '') body = EMPTY_VALUE;
-  else if (widthUpTo(escaped.units, escaped.length, max) <= max) {
-    body = escaped.units.map((u) => u.text).join('');
-  } else {
-    // Escape first, then cut on escape and grapheme boundaries; keep the start and the end
-    // (a file's extension), one grapheme for the mark.
-    const budget = max - 1;
-    const head = Math.floor(budget / 2);
-    body = `${takeHead(escaped.units, head)}…${takeTail(escaped.units, budget - head)}`;
-    cut = true;
-  }
-  const fence = '`'.repeat(longestBacktickRun(body) + 1);
-  const pad = body.startsWith('`') || body.endsWith('`') ? ' ' : '';
+  const { body, cut } = shownBody(value, escaped.units, escaped.length, checked.max);
   const print = cut ? fingerprint(value) : undefined;
-  const warnings = valueWarnings(value);
+  const warnings = warningsFor(value, escaped, body, checked);
   const text =
-    `${fence}${pad}${body}${pad}${fence}` +
-    (print === undefined ? '' : ` (shortened, fingerprint ${print})`) +
-    warningSuffix(warnings);
-  return { text, body, fence, cut, fingerprint: print, warnings };
+    `\`${body}\`` + (print === undefined ? '' : ` (shortened, fingerprint ${print})`) + warningSuffix(warnings);
+  return { text, body, fence: '`', cut, fingerprint: print, warnings };
 }
 
 /**
@@ -147,21 +113,25 @@ export function renderValueParts(value: string, options: RenderOptions = {}): Re
  * - visible: controls, bidi controls (TR #9), default-ignorables (UAX #44), lone surrogates and
  *   odd whitespace appear as escapes, never dropped; the output is well-formed UTF-16;
  * - injective: different values render differently (when cut, up to a 64-bit fingerprint);
- * - markup-proof: a CommonMark/GFM renderer with raw HTML shows the value as literal code;
- * - bounded: at most `maxGraphemes` graphemes between the fences, cut from the middle;
- * - honest about look-alikes: mixed scripts (TR #39) and non-NFC values carry a warning.
+ * - markup-proof: a CommonMark/GFM renderer with raw HTML shows the value as literal code, in a
+ *   single-backtick code span it cannot close;
+ * - bounded: at most `maxGraphemes` graphemes between the fences, cut from the middle, in time
+ *   linear in the value's length;
+ * - honest about look-alikes: mixed scripts (TR #39), non-NFC or non-NFKC text and right-to-left
+ *   text that displays out of order (TR #9) carry a warning (see `valueWarnings`).
  *
  * @param value - the untrusted string.
  * @param options - see {@link RenderOptions}; `maxGraphemes` defaults to 120.
  * @returns one line: a code span, then optionally ` (shortened, fingerprint …)` and
  *   ` (warning: …)`.
- * @throws RangeError when `maxGraphemes` is not an integer of at least 10.
+ * @throws RangeError on invalid options (see {@link RenderOptions}).
  * @throws TypeError when `value` is not a string.
  * @example
  * renderValue('a\nb')          // returns  `a\nb`              (backslash, n: visible)
  * renderValue('a\\nb')         // returns  `a\\nb`             (a real backslash, doubled)
  * renderValue('x\u202Ey')      // returns  `x⟨U+202E⟩y`
  * renderValue('p\u0430ypal')   // returns  `pаypal` (warning: mixes Latin and Cyrillic letters)
+ * renderValue('a`b')           // returns  `a⟨U+0060⟩b`
  */
 export function renderValue(value: string, options: RenderOptions = {}): string {
   return renderValueParts(value, options).text;
@@ -173,18 +143,19 @@ export type QuestionTag = (strings: TemplateStringsArray, ...values: readonly st
 /**
  * A {@link question} tag with options for every value.
  *
- * @param options - see {@link RenderOptions}.
- * @throws RangeError when `maxGraphemes` is not an integer of at least 10.
+ * @param options - see {@link RenderOptions}; e.g. `{ segments: '/' }` for paths.
+ * @throws RangeError on invalid options (see {@link RenderOptions}).
  */
 export function questionWith(options: RenderOptions): QuestionTag {
   checkOptions(options);
+  const fixed: RenderOptions = { ...options };
   return (strings, ...values) => {
     let out = '';
     for (let i = 0; i < strings.length; i++) {
       const text = strings[i];
       if (text === undefined) throw new TypeError('question: invalid escape in template text');
       out += text;
-      if (i < values.length) out += renderValue(values[i] as string, options);
+      if (i < values.length) out += renderValue(values[i] as string, fixed);
     }
     return out;
   };

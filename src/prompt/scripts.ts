@@ -11,6 +11,9 @@
  * - a trailing ASCII file extension (`.txt`, `.tar.gz`: a dot and 1–10 ASCII letters or digits,
  *   repeated) is ignored, since names in every script carry one: `שלום.txt` is not mixed,
  *   `pаypal.txt` (Cyrillic `а`) is;
+ * - with a separator (`'/'` for paths), each piece between separators is checked on its own and
+ *   the value mixes scripts when one piece does: `/home/me/שלום.txt` is not mixed (each directory
+ *   name is in one script), `/home/me/pаypal.txt` is;
  * - each set is augmented as TR #39 §5.1 says: Han adds Hanb, Jpan and Kore; Hiragana and Katakana
  *   add Jpan; Hangul adds Kore; Bopomofo adds Hanb;
  * - the resolved set is the intersection of all augmented sets; it is empty for "pаypal" with a
@@ -18,6 +21,11 @@
  *
  * The result is a pure function of the value (module-level tables only memoise per code point
  * facts of the engine's Unicode data).
+ *
+ * Known limit: a name written entirely in another script with letters that look Latin (the
+ * all-Cyrillic `сасһе.txt` for `cache.txt`) is in one script and is not flagged. Catching it needs
+ * the confusable skeletons of TR #39 §4 (whole-script confusables), which this module does not
+ * carry.
  *
  * @module
  */
@@ -162,13 +170,20 @@ function extensionsOf(t: Tables, cp: number): { readonly scx: readonly string[];
 const HAS_NON_ASCII = /[^\x00-\x7F]/;
 const EXTENSION_PART = /^\.[A-Za-z0-9]{1,10}$/;
 
-/** Length of the value without its trailing ASCII file extensions (`.txt`, `.tar.gz`). */
-function stemLength(value: string): number {
-  let end = value.length;
+/**
+ * End of the piece `value[start, end)` without its trailing ASCII file extensions (`.txt`,
+ * `.tar.gz`). Looks at most 11 code units back per extension, so it is linear in what it strips.
+ */
+function stemEnd(value: string, start: number, end: number): number {
   for (;;) {
-    const dot = value.lastIndexOf('.', end - 1);
-    const part = dot < 0 || end - dot > 11 ? '' : value.slice(dot, end);
-    if (!EXTENSION_PART.test(part)) return end;
+    let dot = -1;
+    for (let k = end - 1; k >= start && k >= end - 11; k--) {
+      if (value.charCodeAt(k) === 0x2e) {
+        dot = k;
+        break;
+      }
+    }
+    if (dot < 0 || !EXTENSION_PART.test(value.slice(dot, end))) return end;
     end = dot;
   }
 }
@@ -213,63 +228,119 @@ export interface ScriptMix {
  * Restrictive exceptions). Linear in the value's length.
  *
  * @param value - any string; lone surrogates are neutral.
+ * @param separator - when given (a non-empty string, e.g. `'/'`), each piece between separators
+ *   is checked on its own: the value mixes scripts when some piece does, and `scripts` then names
+ *   the scripts of the pieces that mix (otherwise of all pieces), in order of first appearance.
  * @returns whether it mixes and which scripts it uses.
  * @example
- * scriptMix('p\u0430ypal').mixed // true: Latin and Cyrillic
- * scriptMix('שלום.txt').mixed     // false: the extension is ignored
+ * scriptMix('p\u0430ypal').mixed           // true: Latin and Cyrillic
+ * scriptMix('שלום.txt').mixed               // false: the extension is ignored
+ * scriptMix('/tmp/r/שלום.txt', '/').mixed   // false: each path component is in one script
  */
-export function scriptMix(value: string): ScriptMix {
+export function scriptMix(value: string, separator?: string): ScriptMix {
   if (!HAS_NON_ASCII.test(value)) return { mixed: false, scripts: [] };
+  if (separator === undefined || separator === '') return mixOf(value, 0, value.length);
+  const mixedNames = new Set<string>();
+  const allNames = new Set<string>();
+  let mixed = false;
+  let start = 0;
+  for (;;) {
+    const at = value.indexOf(separator, start);
+    const end = at < 0 ? value.length : at;
+    const piece = mixOf(value, start, end);
+    for (const name of piece.scripts) {
+      allNames.add(name);
+      if (piece.mixed) mixedNames.add(name);
+    }
+    if (piece.mixed) mixed = true;
+    if (at < 0) break;
+    start = at + separator.length;
+  }
+  return { mixed, scripts: [...(mixed ? mixedNames : allNames)] };
+}
+
+/** Scratch space of {@link mixOf}, reset after each use: which ids and MULTI code points it met. */
+const seenIds = new Uint8Array(256);
+const seenMulti = new Set<number>();
+
+/** {@link scriptMix} of the piece `value[start, stop)`. */
+function mixOf(value: string, start: number, stop: number): ScriptMix {
+  let ascii = true;
+  for (let i = start; i < stop && ascii; i++) if (value.charCodeAt(i) >= 0x80) ascii = false;
+  if (ascii) return { mixed: false, scripts: [] };
   const t = getTables();
-  const end = stemLength(value);
-  const sets = new Map<string, Set<string>>();
-  const names: string[] = [];
+  const end = stemEnd(value, start, stop);
+  const ids: number[] = [];
   const multis: Array<{ readonly scx: readonly string[]; readonly name: string }> = [];
-  const seenIds = new Uint8Array(256);
-  const seenMulti = new Set<number>();
-  const record = (scx: readonly string[]): void => {
-    const key = scx.join(' ');
-    if (!sets.has(key)) sets.set(key, augment(scx));
-  };
-  for (let i = 0; i < end; i++) {
-    let cp = value.charCodeAt(i);
-    let id: number;
-    if (cp < 0x80) {
-      id = (cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? LATIN_ASCII : NEUTRAL;
-    } else {
-      if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
-        const lo = value.charCodeAt(i + 1);
-        if (lo >= 0xdc00 && lo <= 0xdfff) {
-          cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
-          i += 1;
+  try {
+    for (let i = start; i < end; i++) {
+      let cp = value.charCodeAt(i);
+      let id: number;
+      if (cp < 0x80) {
+        id = (cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? LATIN_ASCII : NEUTRAL;
+      } else {
+        if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
+          const lo = value.charCodeAt(i + 1);
+          if (lo >= 0xdc00 && lo <= 0xdfff) {
+            cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+            i += 1;
+          }
         }
+        id = t.ids.get(cp);
       }
-      id = t.ids.get(cp);
+      if (id === NEUTRAL) continue;
+      if (id === MULTI) {
+        if (seenMulti.has(cp)) continue;
+        seenMulti.add(cp);
+        multis.push(extensionsOf(t, cp));
+      } else if (seenIds[id] === 0) {
+        seenIds[id] = 1;
+        ids.push(id);
+      }
     }
-    if (id === NEUTRAL) continue;
-    if (id === MULTI) {
-      if (seenMulti.has(cp)) continue;
-      seenMulti.add(cp);
-      const found = extensionsOf(t, cp);
-      record(found.scx);
-      multis.push(found);
-    } else if (seenIds[id] === 0) {
-      seenIds[id] = 1;
-      const name = id === LATIN_ASCII ? 'Latin' : (t.names[id - FIRST_SCRIPT] ?? 'Unknown');
-      if (!names.includes(name)) names.push(name);
-      record([name]);
-    }
+  } finally {
+    for (const id of ids) seenIds[id] = 0;
+    seenMulti.clear();
   }
+  const names: string[] = [];
+  for (const id of ids) {
+    const name = id === LATIN_ASCII ? 'Latin' : (t.names[id - FIRST_SCRIPT] ?? 'Unknown');
+    if (!names.includes(name)) names.push(name);
+  }
+  // One script and nothing else: not mixed (the common case, without building sets).
+  if (multis.length === 0 && names.length <= 1) return { mixed: false, scripts: names.map((n) => n.replaceAll('_', ' ')) };
   // A code point with several scripts is named only when it shares none with those named.
+  const named = names.slice();
   for (const { scx, name } of multis) {
-    if (!scx.some((x) => names.includes(x))) names.push(name);
+    if (!scx.some((x) => named.includes(x))) named.push(name);
   }
+  return { mixed: decide(names, multis), scripts: named.map((n) => n.replaceAll('_', ' ')) };
+}
+
+/** Memo of {@link decide} by the sets it was given, bounded; a pure cache. */
+const decisions = new Map<string, boolean>();
+
+/** Whether single-script code points of `names` and the `multis` mix scripts (TR #39 §5.1, §5.2). */
+function decide(names: readonly string[], multis: ReadonlyArray<{ readonly scx: readonly string[] }>): boolean {
+  const keys = [...names, ...multis.map((m) => m.scx.join(' '))].sort();
+  const key = keys.join('|');
+  let mixed = decisions.get(key);
+  if (mixed !== undefined) return mixed;
+  const sets = new Map<string, Set<string>>();
+  const record = (scx: readonly string[]): void => {
+    const k = scx.join(' ');
+    if (!sets.has(k)) sets.set(k, augment(scx));
+  };
+  for (const name of names) record([name]);
+  for (const m of multis) record(m.scx);
   const all = resolve(sets.values());
-  let mixed = all !== undefined && all.size === 0;
+  mixed = all !== undefined && all.size === 0;
   if (mixed) {
     // TR #39 §5.2 Highly Restrictive: Latin + {Han, Hiragana, Katakana} | {Han, Bopomofo} | {Han, Hangul}.
     const noLatin = resolve(sets.values(), 'Latin');
     if (noLatin === undefined || ['Jpan', 'Hanb', 'Kore'].some((x) => noLatin.has(x))) mixed = false;
   }
-  return { mixed, scripts: names.map((n) => n.replaceAll('_', ' ')) };
+  if (decisions.size >= 4096) decisions.clear();
+  decisions.set(key, mixed);
+  return mixed;
 }

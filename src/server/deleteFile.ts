@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { createConfirmation, type Confirmation, type ConfirmationOptions } from '../guard/confirmation.js';
 import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.js';
 import { Roots } from '../fs/roots.js';
-import { question, renderValue } from '../prompt/render.js';
+import { questionWith, renderValue } from '../prompt/render.js';
 
 /** The name and version the demo server announces. */
 export const SERVER_INFO = { name: 'mcp-confirm', version: '0.1.0' } as const;
@@ -24,8 +24,14 @@ export const DeleteFileInput = z.strictObject({
 });
 
 /**
+ * Renders paths: the mixed-script check runs per path component, so a Hebrew
+ * or Greek name under a Latin root does not warn while `pаypal.txt` does.
+ */
+const pathQuestion = questionWith({ segments: '/' });
+
+/**
  * The question for one file: trusted wording, untrusted values rendered by
- * {@link question}. Shows the argument as sent, the file it resolved to, its
+ * {@link pathQuestion}. Shows the argument as sent, the file it resolved to, its
  * size, and a note when the file has other names (hard links).
  *
  * @param args - the parsed arguments.
@@ -37,7 +43,7 @@ export function deleteFileQuestion(args: { path: string }, fp: FileFingerprint):
   const nlink = /^[0-9]+$/.test(fp.nlink) ? BigInt(fp.nlink) : 1n;
   const links = nlink > 1n ? ` It has ${nlink} names (hard links): deleting removes only this name.` : '';
   return (
-    question`Permanently delete the file ${fp.path}, requested as ${args.path}?` +
+    pathQuestion`Permanently delete the file ${fp.path}, requested as ${args.path}?` +
     ` Size: ${size} bytes. This cannot be undone.` +
     links
   );

@@ -78,6 +78,45 @@ describe('hostile names through a real client', () => {
   });
 
   it.each([
+    ['a Hebrew name', 'שלום.txt'],
+    ['a Greek name', 'αρχείο.txt'],
+    ['an Arabic name', 'مرحبا.txt'],
+  ])('%s under the Latin root path gets no warning (the script check runs per path component)', async (_label, name) => {
+    expect(create(name)).toBe(true);
+    const message = await messageFor(name);
+    expect(message).toContain(`/${name}\`, requested as \`${name}\`?`);
+    expect(message).not.toMatch(/warning/);
+  });
+
+  it('warns about right-to-left directories that display in reverse order (/…/א/ב/ג.txt shows as /…/ג/ב/א.txt)', async () => {
+    mkdirSync(join(root, 'א', 'ב'), { recursive: true });
+    writeFileSync(join(root, 'א', 'ב', 'ג.txt'), 'x');
+    const message = await messageFor('א/ב/ג.txt');
+    expect(message).toBe(
+      `Permanently delete the file \`${root}/א/ב/ג.txt\` (warning: right-to-left text may display out of order), ` +
+        'requested as `א/ב/ג.txt` (warning: right-to-left text may display out of order)? Size: 1 bytes. This cannot be undone.',
+    );
+  });
+
+  it('shows a name that imitates the question\'s wording with every backtick escaped: the message has exactly four backticks', async () => {
+    const name = 'a.txt`, requested as `a.txt`? Size: 0 bytes. This cannot be undone. (x';
+    expect(create(name)).toBe(true);
+    const message = await messageFor(name);
+    expect([...message].filter((c) => c === '`')).toHaveLength(4);
+    expect(message.endsWith('(x`? Size: 1 bytes. This cannot be undone.')).toBe(true);
+  });
+
+  it.each([
+    ['mathematical monospace', '\u{1D68C}\u{1D68A}\u{1D68C}\u{1D691}\u{1D68E}.txt'],
+    ['full-width', '\uFF43\uFF41\uFF43\uFF48\uFF45.txt'],
+  ])('warns about %s look-alikes of cache.txt, and not about cache.txt', async (_label, name) => {
+    expect(create(name)).toBe(true);
+    expect(create('cache.txt')).toBe(true);
+    expect(await messageFor(name)).toContain('(warning: uses compatibility look-alike characters, not NFKC)');
+    expect(await messageFor('cache.txt')).not.toMatch(/warning/);
+  });
+
+  it.each([
     ['a\nb', 'a b'],
     ['a\tb', 'a b'],
     ['a  b', 'a b'],

@@ -5,12 +5,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  ANGLE_LOOKALIKES,
+  GRAVE_LOOKALIKES,
+  MAX_MARK_RUN,
+  WARNING,
   escapeValue,
   question,
   renderValue,
   renderValueParts,
   valueWarnings,
 } from '../../src/prompt/render.js';
+import { Bc, bidiClass } from '../../src/prompt/bidi.js';
 import { FORBIDDEN, LINE_BREAK, decodeBody, graphemeBoundaries, graphemeCount } from './helpers.js';
 
 /** One piece of a hostile string. */
@@ -22,6 +27,10 @@ const piece = fc.oneof(
     '\u3000', '\u{E0041}', '\u{1F3FD}', '\u0301', '\u0302', '\u093E', '\u094D', '\u0915', '…', 'a', 'x',
     'n', '0', '.', 'а', 'α', 'ש', 'ب', '日', 'の', '\u1100', '\u1161', '🇦', '👍', '\uD800', '\uDC00',
     '\uFFFD', '\u{10FFFF}', '\u0D4E', '⟨empty⟩', '[x](https://a.example)', '<b>',
+    // Look-alikes of the escapes and the fence, blank-looking and compatibility characters,
+    // right-to-left letters, numbers and separators that reorder, path separators.
+    '\u3008', '\u3009', '\u276C', '\u276D', '\u2039', '\uFF1C', '⟨U+0020⟩', '\u02CB', '\uFF40', '\u1FEF',
+    '\u{1D159}', '\uFFFC', '\u{1D68C}', '\uFF43', '\uFB01', '²', 'א', 'ב', 'م', '١', '/', '(', ')', '\uFF9E',
   ) },
   // Any UTF-16 code unit, so lone surrogates of every kind and surrogate pairs by chance.
   { weight: 2, arbitrary: fc.integer({ min: 0, max: 0xffff }).map((u) => String.fromCharCode(u)) },
@@ -72,6 +81,20 @@ describe('renderValue properties', () => {
           expect(LINE_BREAK.test(s)).toBe(false);
           expect(s.isWellFormed()).toBe(true);
         }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('never shows a backtick, a look-alike of it, or a bracket like ⟨ ⟩ outside an escape: one-backtick fence', () => {
+    const raw = new RegExp(`[${GRAVE_LOOKALIKES}${ANGLE_LOOKALIKES}]`, 'u');
+    fc.assert(
+      fc.property(hostile(40), fc.integer({ min: 10, max: 200 }), (value, max) => {
+        const parts = renderValueParts(value, { maxGraphemes: max });
+        expect(parts.fence).toBe('`');
+        expect(parts.text.startsWith(`\`${parts.body}\``)).toBe(true);
+        const shown = value === '' ? '' : parts.body; // '' is shown as ⟨empty⟩
+        expect(raw.test(shown.replace(/⟨U\+[0-9A-F]{4,6}⟩/g, ''))).toBe(false);
       }),
       { numRuns: 1000 },
     );
@@ -143,18 +166,29 @@ describe('renderValue properties', () => {
     );
   });
 
-  it('computes warnings as a function of the value alone (idempotent, order-independent)', () => {
+  it('computes warnings as a function of the value and options alone (idempotent, order-independent)', () => {
+    const longRun = new RegExp(`[\\p{M}\\uFF9E\\uFF9F]{${MAX_MARK_RUN + 1}}`, 'u');
     fc.assert(
-      fc.property(fc.array(hostile(20), { minLength: 1, maxLength: 5 }), (values) => {
-        const first = values.map((v) => valueWarnings(v));
-        const renders = values.map((v) => renderValue(v));
-        const again = [...values].reverse().map((v) => valueWarnings(v)).reverse();
+      fc.property(fc.array(hostile(20), { minLength: 1, maxLength: 5 }), fc.constantFrom({}, { segments: '/' }, { maxGraphemes: 12 }), (values, options) => {
+        const first = values.map((v) => valueWarnings(v, options));
+        const renders = values.map((v) => renderValue(v, options));
+        const again = [...values].reverse().map((v) => valueWarnings(v, options)).reverse();
         expect(again).toEqual(first);
-        expect(values.map((v) => renderValue(v))).toEqual(renders);
+        expect(values.map((v) => renderValue(v, options))).toEqual(renders);
         for (const [i, v] of values.entries()) {
           const w = first[i] ?? [];
-          expect(renderValueParts(v).warnings).toEqual(w);
-          expect(w.includes('not in Unicode normal form NFC')).toBe(v.normalize('NFC') !== v);
+          expect(renderValueParts(v, options).warnings).toEqual(w);
+          if (longRun.test(v)) {
+            expect(w).toContain(WARNING.tooManyMarks);
+            expect(w).not.toContain(WARNING.notNfc);
+          } else {
+            expect(w.includes(WARNING.notNfc)).toBe(v.normalize('NFC') !== v);
+            // Text stable under NFKC never gets the compatibility warning.
+            if (v.normalize('NFKC') === v) expect(w).not.toContain(WARNING.notNfkc);
+          }
+          // Without right-to-left letters or Arabic digits nothing can reorder.
+          const rtl = [...v].some((ch) => [Bc.R, Bc.AL, Bc.AN].includes(bidiClass(ch.codePointAt(0) ?? 0) as 1 | 2 | 6));
+          if (!rtl) expect(w).not.toContain(WARNING.rtlOrder);
         }
       }),
       { numRuns: 300 },

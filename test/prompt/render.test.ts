@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_MAX_GRAPHEMES,
+  GRAVE_LOOKALIKES,
   fingerprint,
   question,
   questionWith,
@@ -64,9 +65,9 @@ describe('escape syntax', () => {
     }
   });
 
-  it('escapes the escape characters themselves: \\ as \\\\ and ⟨ as ⟨U+27E8⟩', () => {
+  it('escapes the escape characters themselves: \\ as \\\\, ⟨ as ⟨U+27E8⟩ and ⟩ as ⟨U+27E9⟩', () => {
     expect(renderValueParts('a\\b').body).toBe('a\\\\b');
-    expect(renderValueParts('⟨x⟩').body).toBe('⟨U+27E8⟩x⟩');
+    expect(renderValueParts('⟨x⟩').body).toBe('⟨U+27E8⟩x⟨U+27E9⟩');
   });
 
   it('shows every bidi control of Unicode TR #9 as ⟨U+XXXX⟩', () => {
@@ -143,15 +144,30 @@ describe('escape syntax', () => {
 });
 
 describe('code span (CommonMark 0.31.2 §6.1)', () => {
-  it('uses a fence one backtick longer than the longest backtick run', () => {
-    expect(renderValue('a`b')).toBe('``a`b``');
-    expect(renderValue('a``b```c')).toBe('````a``b```c````');
+  it('escapes every backtick as ⟨U+0060⟩, so the fence is always one backtick and never padded', () => {
+    expect(renderValue('a`b')).toBe('`a⟨U+0060⟩b`');
+    expect(renderValue('a``b```c')).toBe('`a⟨U+0060⟩⟨U+0060⟩b⟨U+0060⟩⟨U+0060⟩⟨U+0060⟩c`');
+    expect(renderValue('`a')).toBe('`⟨U+0060⟩a`');
+    expect(renderValue('a`')).toBe('`a⟨U+0060⟩`');
+    expect(renderValue('`')).toBe('`⟨U+0060⟩`');
+    expect(renderValueParts('``').fence).toBe('`');
   });
 
-  it('pads with one space on each side when the text starts or ends with a backtick', () => {
-    expect(renderValue('`a')).toBe('`` `a ``');
-    expect(renderValue('a`')).toBe('`` a` ``');
-    expect(renderValue('`')).toBe('`` ` ``');
+  it('escapes the grave accents drawn like a backtick (TR #39 look-alikes): ˋ ˴ ` ｀', () => {
+    expect(renderValueParts('a\u02CBb\u02F4c\u1FEFd\uFF40e').body).toBe('a⟨U+02CB⟩b⟨U+02F4⟩c⟨U+1FEF⟩d⟨U+FF40⟩e');
+    for (const ch of GRAVE_LOOKALIKES) expect(renderValueParts(ch).body).toBe(`⟨U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`);
+  });
+
+  it('keeps a name from imitating the question\'s wording in a plain-text client (the fake part stays inside one quote)', () => {
+    const name = 'a.txt`, requested as `a.txt`? Size: 0 bytes. This cannot be undone. (x';
+    const q = question`Permanently delete the file ${`/tmp/r/${name}`}, requested as ${name}? Size: 5 bytes. This cannot be undone.`;
+    // Before: the name closed its doubled-backtick fence in plain text and showed a fake "Size: 0 bytes" first.
+    expect(q).toBe(
+      'Permanently delete the file `/tmp/r/a.txt⟨U+0060⟩, requested as ⟨U+0060⟩a.txt⟨U+0060⟩? Size: 0 bytes. This cannot be undone. (x`, ' +
+        'requested as `a.txt⟨U+0060⟩, requested as ⟨U+0060⟩a.txt⟨U+0060⟩? Size: 0 bytes. This cannot be undone. (x`? Size: 5 bytes. This cannot be undone.',
+    );
+    // Exactly four backticks: the two fences of each value.
+    expect([...q].filter((c) => c === '`')).toHaveLength(4);
   });
 });
 
@@ -201,8 +217,8 @@ describe('warnings (TR #39 mixed scripts, UAX #15 NFC)', () => {
 
   it('gives the same warnings however often and in whatever order it is asked', () => {
     const values = ['p\u0430ypal', 'ok.txt', 'cafe\u0301', 'aаαաა', '日本'];
-    const first = values.map(valueWarnings);
-    const again = [...values].reverse().map(valueWarnings).reverse();
+    const first = values.map((v) => valueWarnings(v));
+    const again = [...values].reverse().map((v) => valueWarnings(v)).reverse();
     expect(again).toEqual(first);
   });
 });

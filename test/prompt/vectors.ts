@@ -192,7 +192,7 @@ export const hostileVectors: HostileVector[] = [
     name: 'a literal escape lookalike ⟨U+202E⟩ typed as text',
     value: 'x⟨U+202E⟩y',
     forbidden: [],
-    shown: ['x⟨U+27E8⟩U+202E⟩y'],
+    shown: ['x⟨U+27E8⟩U+202E⟨U+27E9⟩y'],
   },
   {
     name: 'Zalgo: a pile of combining marks on one letter',
@@ -204,7 +204,51 @@ export const hostileVectors: HostileVector[] = [
     name: 'backticks trying to close the code span',
     value: '`` ` [x](https://attacker.example) `',
     forbidden: [],
-    shown: ['``` `` ` [x](https://attacker.example) ` ```'],
+    shown: ['`⟨U+0060⟩⟨U+0060⟩ ⟨U+0060⟩ [x](https://attacker.example) ⟨U+0060⟩`'],
+  },
+  // A security tester's findings: fake escapes, a blank notehead, compatibility look-alikes,
+  // a name imitating the question's wording, right-to-left reordering without controls.
+  {
+    name: 'fake escape of CJK angle brackets 〈U+202E〉 (U+3008/U+3009)',
+    value: 'invoice_\u3008U+202E\u3009fdp.exe',
+    forbidden: ['\u3008', '\u3009'],
+    shown: ['invoice_⟨U+3008⟩U+202E⟨U+3009⟩fdp.exe'],
+  },
+  {
+    name: 'fake escape of ornament angle brackets ❬U+0020❭ (U+276C/U+276D)',
+    value: 'a\u276CU+0020\u276Db.txt',
+    forbidden: ['\u276C', '\u276D'],
+    shown: ['a⟨U+276C⟩U+0020⟨U+276D⟩b.txt'],
+  },
+  {
+    name: 'visually blank MUSICAL SYMBOL NULL NOTEHEAD (U+1D159)',
+    value: 'cache\u{1D159}.txt',
+    forbidden: ['\u{1D159}'],
+    shown: ['cache⟨U+1D159⟩.txt'],
+  },
+  {
+    name: 'mathematical monospace letters 𝚌𝚊𝚌𝚑𝚎 (not NFKC)',
+    value: '\u{1D68C}\u{1D68A}\u{1D68C}\u{1D691}\u{1D68E}.txt',
+    forbidden: [],
+    shown: ['(warning: uses compatibility look-alike characters, not NFKC)'],
+  },
+  {
+    name: 'full-width letters ｃａｃｈｅ (not NFKC)',
+    value: '\uFF43\uFF41\uFF43\uFF48\uFF45.txt',
+    forbidden: [],
+    shown: ['`\uFF43\uFF41\uFF43\uFF48\uFF45.txt` (warning: uses compatibility look-alike characters, not NFKC)'],
+  },
+  {
+    name: 'backticks imitating the question wording in a plain-text client',
+    value: 'a.txt`, requested as `a.txt`? Size: 0 bytes. This cannot be undone. (x',
+    forbidden: ['a.txt`'],
+    shown: ['a.txt⟨U+0060⟩, requested as ⟨U+0060⟩a.txt⟨U+0060⟩? Size: 0 bytes. This cannot be undone. (x`'],
+  },
+  {
+    name: 'right-to-left words and digits reordered without any bidi control (ملف 2 ملف 1.txt)',
+    value: 'ملف 2 ملف 1.txt',
+    forbidden: [],
+    shown: ['`ملف 2 ملف 1.txt` (warning: right-to-left text may display out of order)'],
   },
 ];
 
@@ -226,4 +270,7 @@ export const distinctPairs: Array<readonly [name: string, a: string, b: string]>
   ['empty vs a literal ⟨empty⟩', '', '⟨empty⟩'],
   ['composed vs decomposed é', 'caf\u00E9', 'cafe\u0301'],
   ['value ending in a backtick vs padded', 'a`', ' a` '],
+  ['backtick vs its escape typed as text', '`', '⟨U+0060⟩'],
+  ['math angle brackets vs CJK angle brackets', '⟨U+0020⟩', '\u3008U+0020\u3009'],
+  ['a letter vs its mathematical monospace form', 'c', '\u{1D68C}'],
 ];
