@@ -22,7 +22,7 @@ export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmCla
 export { canonicalDigest } from './state/digest.js';
 export type { Ledger, SpendOutcome } from './ledger/ledger.js';
 export { MemoryLedger, type MemoryLedgerOptions } from './ledger/memoryLedger.js';
-export { question, renderValue, type RenderOptions } from './prompt/render.js';
+export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
 export { Roots, RootError, type PinnedRoot } from './fs/roots.js';
 export { inspectFile, deleteVerified, findQuarantineLeftovers, type FileFingerprint } from './fs/target.js';
 export { createDemoServer, registerDeleteFile, deleteFileQuestion, DeleteFileInput, SERVER_INFO, type DemoServerOptions } from './server/deleteFile.js';

@@ -10,7 +10,7 @@ import { KeyRing } from '../state/keyRing.js';
 import { RootError } from '../fs/roots.js';
 import { findQuarantineLeftovers } from '../fs/target.js';
 import { createDemoServer } from '../server/deleteFile.js';
-import { renderValue } from '../prompt/render.js';
+import { renderPath } from '../prompt/render.js';
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import { EXIT_USAGE, USAGE, UsageError, parseCommand, type Command } from './args.js';
 import { openLedger } from './ledgerSpec.js';
@@ -67,7 +67,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     throw e;
   }
   for (const leftover of await findQuarantineLeftovers(built.roots)) {
-    process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderValue(leftover)}\n`);
+    process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}\n`);
   }
   const handle = serveStdio(built.factory, {
     onerror: (error) => process.stderr.write(`mcp-confirm: ${error.message}\n`),

@@ -11,7 +11,7 @@
  * @module
  */
 import { isAbsolute, resolve, sep } from 'node:path';
-import { renderValue } from '../prompt/render.js';
+import { renderPath } from '../prompt/render.js';
 import { errnoCode, withDefaults, type FsOps } from './ops.js';
 
 /**
@@ -94,7 +94,7 @@ async function pinRoot(given: string, ops: FsOps): Promise<PinnedRoot> {
   // Refuse names that cannot denote the directory the operator meant.
   if (typeof given !== 'string' || given.length === 0) throw new RootError(String(given), 'A root path is empty.');
   // The name is shown escaped (one line, bidi and other hidden characters visible), never raw.
-  const named = `Root ${renderValue(given)}`;
+  const named = `Root ${renderPath(given)}`;
   if (given.includes('\0')) throw new RootError(given, `${named} contains a NUL character.`);
   if (!given.isWellFormed()) throw new RootError(given, `${named} is not well-formed Unicode text.`);
   const absolute = resolve(given);

@@ -166,7 +166,7 @@ import {
   ConfirmOutsideRootsError,
   ConfirmSymlinkError,
 } from '../errors.js';
-import { renderValue } from '../prompt/render.js';
+import { renderPath } from '../prompt/render.js';
 import { componentsBelow, type PinnedRoot, type Roots } from './roots.js';
 import { entryKind, errnoCode, withDefaults, type EntryKind, type FsOps } from './ops.js';
 import { newQuarantineName } from './quarantine.js';
@@ -596,7 +596,7 @@ function restoreWorkingDirectory(ops: FsOps, saved: string | undefined): string 
   } catch {
     // '/' always exists; nothing better to do.
   }
-  const shown = saved === undefined ? 'of the server' : renderValue(saved);
+  const shown = saved === undefined ? 'of the server' : renderPath(saved);
   return `(The working directory ${shown} could not be restored (${reason}); the server process is now in "/".)`;
 }
 
@@ -818,7 +818,7 @@ type RestoreOutcome =
  *   where) when it stays in quarantine; `gone` when it is no longer under the quarantine name.
  */
 function restore(ops: FsOps, place: Quarantined, st: BigIntStats | undefined): RestoreOutcome {
-  const q = renderValue(place.shown);
+  const q = renderPath(place.shown);
   try {
     // link(2) fails with EEXIST instead of replacing whatever now holds the name.
     ops.linkSync(place.quarantine, place.name);
@@ -842,7 +842,7 @@ function restore(ops: FsOps, place: Quarantined, st: BigIntStats | undefined): R
 }
 
 function disappearedSentence(shown: string): string {
-  return `The entry moved aside for deletion to ${renderValue(shown)} was renamed or removed there by someone else before it could be checked and deleted; this call deleted nothing.`;
+  return `The entry moved aside for deletion to ${renderPath(shown)} was renamed or removed there by someone else before it could be checked and deleted; this call deleted nothing.`;
 }
 
 function lowerFirst(s: string): string {

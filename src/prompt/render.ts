@@ -137,6 +137,18 @@ export function renderValue(value: string, options: RenderOptions = {}): string 
   return renderValueParts(value, options).text;
 }
 
+/**
+ * {@link renderValue} for a file path: the look-alike script check runs per
+ * `/`-separated component, so `/srv/שלום.txt` does not warn for mixing the
+ * root's Latin with the name's Hebrew, while `/srv/pаypal.txt` does.
+ *
+ * @example
+ * renderPath('/srv/שלום.txt') // returns  `/srv/שלום.txt`
+ */
+export function renderPath(path: string, options: RenderOptions = {}): string {
+  return renderValue(path, { ...options, segments: '/' });
+}
+
 /** A tagged template function as returned by {@link questionWith}. */
 export type QuestionTag = (strings: TemplateStringsArray, ...values: readonly string[]) => string;
 

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { createConfirmation, type Confirmation, type ConfirmationOptions } from '../guard/confirmation.js';
 import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.js';
 import { Roots } from '../fs/roots.js';
-import { questionWith, renderValue } from '../prompt/render.js';
+import { questionWith, renderPath } from '../prompt/render.js';
 
 /** The name and version the demo server announces. */
 export const SERVER_INFO = { name: 'mcp-confirm', version: '0.1.0' } as const;
@@ -73,7 +73,7 @@ export function registerDeleteFile(confirmation: Confirmation, server: McpServer
       act: async (_args, { fingerprint }) => {
         const done = await deleteVerified(roots, fingerprint);
         // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
-        return { content: [{ type: 'text', text: `Deleted ${renderValue(done.path)} (${done.size} bytes).` }] };
+        return { content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${done.size} bytes).` }] };
       },
       nothingDone: 'nothing was deleted',
     },

@@ -146,6 +146,20 @@ describe('hostile names through a real client', () => {
     expect(ma).not.toBe(mb);
   });
 
+  it('names a real Hebrew file in the question and in the success result without a look-alike warning', async () => {
+    const name = 'קובץ.txt';
+    expect(create(name)).toBe(true);
+    const { state, message } = asked(await c.call('delete_file', { path: name }));
+    expect(message).toContain(name);
+    expect(message).not.toMatch(/warning/);
+    const done = await c.call('delete_file', { path: name }, { inputResponses: ACCEPT, requestState: state });
+    expect(done).toMatchObject({ kind: 'result', isError: false });
+    if (done.kind === 'result') {
+      expect(done.text).toContain(name);
+      expect(done.text).not.toMatch(/warning/);
+    }
+  });
+
   it('lets a hostile name be deleted once confirmed: the question is safe, the file is still the file', async () => {
     const name = 'report.txt\r\u001b[2KApproved by administrator';
     expect(create(name)).toBe(true);
