@@ -190,6 +190,86 @@ async function benchRedis(url: string): Promise<number> {
 }
 
 /**
+ * Baselines, measured in the same run so each ledger row can be read against what the
+ * machine does with no bounds, tombstones or fail-closed checks: a bare `Map`, the bare
+ * SQLite statements of an issue (INSERT) and a spend (DELETE … RETURNING), and a bare
+ * Redis `SET NX PX` + `GETDEL` pair with 64 concurrent workers.
+ */
+async function baselineMap(): Promise<number> {
+  const runs: number[] = [];
+  for (let run = 0; run < 4; run++) {
+    const jtis = Array.from({ length: 50_000 }, () => randomUUID());
+    const map = new Map<string, number>();
+    const now = Date.now();
+    const started = performance.now();
+    for (const jti of jtis) {
+      await Promise.resolve(map.set(jti, now + TTL_MS));
+      const e = map.get(jti);
+      map.delete(jti);
+      if (await Promise.resolve(e === undefined)) throw new Error('baseline lost an entry');
+    }
+    const rate = jtis.length / ((performance.now() - started) / 1000);
+    if (run > 0) runs.push(rate);
+  }
+  return median(runs);
+}
+
+async function baselineSqlite(dir: string): Promise<number> {
+  const { default: Database } = await import('better-sqlite3');
+  const runs: number[] = [];
+  for (let run = 0; run < 4; run++) {
+    const db = new Database(join(dir, `bare-${run}.db`), { timeout: 5000 });
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      db.exec('CREATE TABLE pending (id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) WITHOUT ROWID');
+      const issue = db.prepare('INSERT INTO pending (id, expires_at) VALUES (?, ?) ON CONFLICT(id) DO NOTHING');
+      const spend = db.prepare('DELETE FROM pending WHERE id = ? AND expires_at > ? RETURNING expires_at');
+      const jtis = Array.from({ length: 20_000 }, () => randomUUID());
+      const now = Date.now();
+      const started = performance.now();
+      for (const jti of jtis) {
+        issue.run(jti, now + TTL_MS);
+        if (spend.get(jti, now) === undefined) throw new Error('baseline spend found nothing');
+      }
+      const rate = jtis.length / ((performance.now() - started) / 1000);
+      if (run > 0) runs.push(rate);
+    } finally {
+      db.close();
+    }
+  }
+  return median(runs);
+}
+
+async function baselineRedis(url: string): Promise<number> {
+  const { createClient } = await import('redis');
+  const client = createClient({ url, commandOptions: { timeout: 0 } });
+  client.on('error', () => {});
+  await client.connect();
+  const prefix = `bench-bare-${randomUUID()}:`;
+  const runs: number[] = [];
+  try {
+    for (let run = 0; run < 4; run++) {
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          for (let i = 0; i < 500; i++) {
+            const key = prefix + randomUUID();
+            await client.set(key, 'o', { condition: 'NX', expiration: { type: 'PX', value: TTL_MS } });
+            if ((await client.getDel(key)) === null) throw new Error('baseline GETDEL found nothing');
+          }
+        }),
+      );
+      const rate = (64 * 500) / ((performance.now() - started) / 1000);
+      if (run > 0) runs.push(rate);
+    }
+  } finally {
+    await client.quit().catch(() => {});
+  }
+  return median(runs);
+}
+
+/**
  * Measures the ledgers.
  *
  * @param opts.redisUrl - `redis://HOST:PORT[/DB]` of a Redis to measure; without it the Redis row is left out.
@@ -201,6 +281,7 @@ async function benchRedis(url: string): Promise<number> {
 export async function benchLedger(opts: { redisUrl?: string } = {}): Promise<BenchFigure[]> {
   const figures: BenchFigure[] = [];
   figures.push({ name: 'ledger: memory, issue+spend (fresh)', value: await benchMemoryFresh(), unit: UNIT, target: 1_000_000 });
+  figures.push({ name: 'baseline: bare Map set+get+delete, awaited like the ledger', value: await baselineMap(), unit: UNIT });
   figures.push({
     name: 'ledger: memory, issue+spend (100,000 tombstones held)',
     value: await benchMemorySteady(),
@@ -210,6 +291,7 @@ export async function benchLedger(opts: { redisUrl?: string } = {}): Promise<Ben
   const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-bench-'));
   try {
     figures.push({ name: 'ledger: sqlite, 1 process, issue+spend', value: await benchSqliteOne(dir), unit: UNIT, target: 20_000 });
+    figures.push({ name: 'baseline: bare SQLite INSERT + DELETE…RETURNING, 1 process (no bounds, no tombstones)', value: await baselineSqlite(dir), unit: UNIT });
     figures.push({
       name: 'ledger: sqlite, 4 processes on one file (aggregate), issue+spend',
       value: await benchSqliteProcesses(dir),
@@ -226,6 +308,7 @@ export async function benchLedger(opts: { redisUrl?: string } = {}): Promise<Ben
       unit: UNIT,
       target: 100_000,
     });
+    figures.push({ name: 'baseline: bare Redis SET NX PX + GETDEL, 64 concurrent (no bounds, no tombstones)', value: await baselineRedis(opts.redisUrl), unit: UNIT });
   }
   return figures;
 }
