@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ACCEPT, asked, callTool } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 let R: string;
@@ -40,7 +40,7 @@ async function spawnServer(args: string[]): Promise<{ client: Client; stderr: ()
   });
   const client = new Client(
     { name: 'cli-test', version: '0.0.0' },
-    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+    MANUAL_CLIENT_OPTIONS,
   );
   await client.connect(transport);
   clients.push(client);

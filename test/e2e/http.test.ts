@@ -11,7 +11,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { ACCEPT, asked, callTool } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 
 let R: string;
 let root: string;
@@ -37,7 +37,7 @@ async function serveHttp() {
     const fetchAs: typeof fetch = async (input, init) => handler.fetch(new Request(input, init), { authInfo: auth });
     const client = new Client(
       { name: `http-${auth.token}`, version: '0.0.0' },
-      { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+      MANUAL_CLIENT_OPTIONS,
     );
     await client.connect(new StreamableHTTPClientTransport(new URL('http://mcp.example.test/mcp'), { fetch: fetchAs }));
     closers.push(() => client.close());

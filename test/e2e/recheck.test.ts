@@ -33,7 +33,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isQuarantineName, QUARANTINE_PREFIX } from '../../src/fs/target.js';
 import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { ACCEPT, asked, callTool, connect, type Connected, type Reply } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, connect, type Connected, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FLIPPER = resolve(import.meta.dirname, 'fixtures', 'flipper.cjs');
@@ -382,7 +382,7 @@ describe('quarantine leftovers at start-up (built CLI)', () => {
     transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const client = new Client(
       { name: 'recheck-test', version: '0.0.0' },
-      { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+      MANUAL_CLIENT_OPTIONS,
     );
     await client.connect(transport);
     cleanups.push(() => client.close().catch(() => {}));

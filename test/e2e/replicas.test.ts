@@ -24,7 +24,7 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ACCEPT, asked, callTool, type Reply } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { signalRedis, waitPortClosed, type OwnRedis } from '../stores/redisServer.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -100,9 +100,14 @@ async function spawnReplica(name: string, args: string[]): Promise<Replica> {
   });
   const client = new Client(
     { name: `replicas-test-${name}`, version: '0.0.0' },
-    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+    MANUAL_CLIENT_OPTIONS,
   );
-  await client.connect(transport);
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    // Say what the server process said: a rare start-up failure under load must be diagnosable from the log.
+    throw new Error(`replica ${name} failed to connect: ${(e as Error).message}; its stderr: ${JSON.stringify(err)}`, { cause: e });
+  }
   const pid = transport.pid;
   if (pid === null) throw new Error(`replica ${name} has no pid`);
   const replica = { name, client, pid, stderr: () => err };

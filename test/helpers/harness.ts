@@ -13,6 +13,16 @@ export type Reply =
   | { kind: 'input_required'; result: InputRequiredResult; state: string | undefined; message: string | undefined }
   | { kind: 'error'; code: number; message: string; data: unknown };
 
+/**
+ * Options of a v2 Client that drives the rounds by hand: pinned to protocol 2026-07-28,
+ * declaring form elicitation, not auto-fulfilling `input_required`.
+ */
+export const MANUAL_CLIENT_OPTIONS = {
+  capabilities: { elicitation: { form: {} } },
+  versionNegotiation: { mode: { pin: '2026-07-28' } },
+  inputRequired: { autoFulfill: false },
+} as const;
+
 export const ACCEPT = { confirm: { action: 'accept', content: { confirmed: true } } } as const;
 
 export function textOf(result: CallToolResult): string {
