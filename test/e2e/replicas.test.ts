@@ -102,11 +102,18 @@ async function spawnReplica(name: string, args: string[]): Promise<Replica> {
     { name: `replicas-test-${name}`, version: '0.0.0' },
     MANUAL_CLIENT_OPTIONS,
   );
+  const clientErrors: string[] = [];
+  client.onerror = (e) => clientErrors.push(String(e?.stack ?? e));
   try {
     await client.connect(transport);
   } catch (e) {
-    // Say what the server process said: a rare start-up failure under load must be diagnosable from the log.
-    throw new Error(`replica ${name} failed to connect: ${(e as Error).message}; its stderr: ${JSON.stringify(err)}`, { cause: e });
+    // Say what the server process and the client transport said: a rare start-up failure under load
+    // (seen as "connection closed during the server/discover probe") must be diagnosable from the log.
+    await new Promise((r) => setTimeout(r, 300));
+    throw new Error(
+      `replica ${name} failed to connect: ${(e as Error).message}; transport errors: ${JSON.stringify(clientErrors)}; its stderr: ${JSON.stringify(err)}`,
+      { cause: e },
+    );
   }
   const pid = transport.pid;
   if (pid === null) throw new Error(`replica ${name} has no pid`);
