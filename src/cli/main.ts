@@ -42,6 +42,9 @@ function logEvent(event: ConfirmEvent): void {
 }
 
 async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void> {
+  // HTTP serving (--http): its modules load only when asked for, so stdio start-up does not pay for them.
+  const http = command.http ? await import('./serveHttp.js') : undefined;
+  if (http && command.http) await http.checkHttpAuth(command.http);
   let keys: KeyRing | undefined;
   if (command.keyFile !== undefined) {
     try {
@@ -60,6 +63,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       ledger,
       onEvent: logEvent,
       ...(keys ? { keys } : {}),
+      ...(http ? { principal: http.principal } : {}),
     });
   } catch (e) {
     await ledger.close?.();
@@ -68,6 +72,12 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   }
   for (const leftover of await findQuarantineLeftovers(built.roots)) {
     process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}\n`);
+  }
+  if (http && command.http) {
+    await http.serveHttp(command.http, built.factory, async () => {
+      await ledger.close?.();
+    });
+    return;
   }
   const handle = serveStdio(built.factory, {
     onerror: (error) => process.stderr.write(`mcp-confirm: ${error.message}\n`),

@@ -1,0 +1,142 @@
+/**
+ * `mcp-confirm --root DIR --http HOST:PORT`: the built CLI as a real subprocess
+ * on a real node:http listener, with real clients of both protocol eras over
+ * Streamable HTTP; graceful SIGTERM.
+ */
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ACCEPT, asked, callTool } from '../helpers/harness.js';
+import {
+  connectLegacy,
+  connectModern,
+  LEGACY_INITIALIZE,
+  startHttpServer,
+  type HttpServerProcess,
+} from '../helpers/httpServer.js';
+
+let R: string;
+let root: string;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeEach(() => {
+  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-httpserve-')));
+  root = join(R, 'root');
+  mkdirSync(root);
+  writeFileSync(join(root, 'cache.txt'), 'cache');
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+  rmSync(R, { recursive: true, force: true });
+});
+
+async function serve(extra: string[] = []): Promise<HttpServerProcess> {
+  const server = await startHttpServer(['--root', root, '--http', '127.0.0.1:0', ...extra]);
+  cleanups.push(async () => {
+    if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
+    await server.exited;
+  });
+  return server;
+}
+
+describe('mcp-confirm --http serves both protocol eras at /mcp', () => {
+  it('a 2025-era v1 client (StreamableHTTPClientTransport) is asked through a pushed elicitation/create and deletes the file once', async () => {
+    const server = await serve();
+    const { client, asked: questions } = await connectLegacy(server.url, async () => ({ action: 'accept', content: { confirmed: true } }));
+    cleanups.push(() => client.close());
+    const first = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    expect(first.isError ?? false).toBe(false);
+    expect(first.content[0]?.text).toMatch(/^Deleted `.*cache\.txt` \(5 bytes\)\.$/);
+    expect(questions).toHaveLength(1);
+    expect(questions[0]).toContain('cache.txt');
+    expect(existsSync(join(root, 'cache.txt'))).toBe(false);
+    // Once: the same call again is refused before asking (the file is gone).
+    const again = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    expect(again.isError).toBe(true);
+    expect(again.content[0]?.text).toMatch(/^\[ERR_CONFIRM_GONE\]/);
+    expect(questions).toHaveLength(1);
+  });
+
+  it('a 2025-era v1 client that declines deletes nothing, over the same session', async () => {
+    const server = await serve();
+    const { client, asked: questions } = await connectLegacy(server.url, async () => ({ action: 'decline' }));
+    cleanups.push(() => client.close());
+    const r = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    expect(r.content[0]?.text).toContain('nothing was deleted');
+    expect(questions).toHaveLength(1);
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+  });
+
+  it('a v2 client pinned to 2026-07-28 confirms and deletes once statelessly; the replayed state is ERR_CONFIRM_SPENT', async () => {
+    const server = await serve();
+    const client = await connectModern(server.url);
+    cleanups.push(() => client.close());
+    const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
+    expect(message).toContain('cache.txt');
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+    const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    expect(done).toMatchObject({ kind: 'result', isError: false });
+    expect(existsSync(join(root, 'cache.txt'))).toBe(false);
+    writeFileSync(join(root, 'cache.txt'), 'cache');
+    const replay = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+  });
+
+  it('warns on stderr that every caller is one principal when serving loopback without auth', async () => {
+    const server = await serve();
+    expect(server.stderr()).toContain('every caller is the same principal "local"');
+  });
+});
+
+describe('graceful SIGTERM', () => {
+  /** Opens a raw connection, sends the headers of a 2025 initialize POST with Expect: 100-continue, and waits for "100 Continue" (the server has the request). */
+  async function startSlowRequest(url: URL) {
+    const socket = connect(Number(url.port), url.hostname);
+    let received = '';
+    const waiters: Array<() => void> = [];
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      received += c;
+      for (const w of waiters.splice(0)) w();
+    });
+    const until = (pattern: RegExp): Promise<void> =>
+      new Promise((res) => {
+        const check = (): void => (pattern.test(received) ? res() : void waiters.push(check));
+        check();
+      });
+    const closed = new Promise<void>((res) => socket.once('close', () => res()));
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+        `Content-Length: ${Buffer.byteLength(LEGACY_INITIALIZE)}\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    await until(/HTTP\/1\.1 100 Continue\r\n\r\n/);
+    return { socket, until, closed, received: () => received };
+  }
+
+  it('stops accepting, lets an in-flight request finish, then exits 0', async () => {
+    const server = await serve();
+    const slow = await startSlowRequest(server.url);
+    server.proc.kill('SIGTERM');
+    await server.waitForStderr('no longer accepting');
+    // The request began before SIGTERM and is answered after it.
+    slow.socket.write(LEGACY_INITIALIZE);
+    await slow.until(/HTTP\/1\.1 200 OK[\s\S]*"protocolVersion"/);
+    expect(await server.exited).toBe(0);
+    expect(server.stderr()).toContain('stopped');
+    expect(server.stderr()).not.toContain('drain deadline reached');
+    slow.socket.destroy();
+  });
+
+  it('exits 0 at the drain deadline when an in-flight request never finishes', async () => {
+    const server = await serve(['--drain-seconds', '1']);
+    const slow = await startSlowRequest(server.url);
+    server.proc.kill('SIGTERM');
+    await slow.closed;
+    expect(await server.exited).toBe(0);
+    expect(server.stderr()).toContain('drain deadline reached');
+    expect(slow.received()).not.toContain('200 OK');
+  });
+});
