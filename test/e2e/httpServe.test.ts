@@ -13,6 +13,7 @@ import {
   connectLegacy,
   connectModern,
   LEGACY_INITIALIZE,
+  rawRequest,
   startHttpServer,
   type HttpServerProcess,
 } from '../helpers/httpServer.js';
@@ -138,5 +139,61 @@ describe('graceful SIGTERM', () => {
     expect(await server.exited).toBe(0);
     expect(server.stderr()).toContain('drain deadline reached');
     expect(slow.received()).not.toContain('200 OK');
+  });
+});
+
+describe('Host and Origin checks (DNS rebinding)', () => {
+  const headersWith = (extra: Record<string, string>) => ({ 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...extra });
+
+  it('dns-rebinding: Host evil.example.com with that Origin gets 403; the same request with the bound Host gets 200', async () => {
+    const server = await serve();
+    const evil = await rawRequest(server.url, { headers: headersWith({ Host: 'evil.example.com', Origin: 'http://evil.example.com' }), body: LEGACY_INITIALIZE });
+    expect(evil.status).toBe(403);
+    expect(evil.headers['mcp-session-id']).toBeUndefined();
+    const evilHostOnly = await rawRequest(server.url, { headers: headersWith({ Host: `evil.example.com:${server.url.port}` }), body: LEGACY_INITIALIZE });
+    expect(evilHostOnly.status).toBe(403);
+    const control = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host }), body: LEGACY_INITIALIZE });
+    expect(control.status).toBe(200);
+    expect(control.headers['mcp-session-id']).toEqual(expect.any(String));
+  });
+
+  it('refuses a tools/call whose Host is foreign with 403, and nothing is deleted', async () => {
+    const server = await serve();
+    const call = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: {
+        name: 'delete_file',
+        arguments: { path: 'cache.txt' },
+        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } },
+      },
+    });
+    const evil = await rawRequest(server.url, { headers: headersWith({ Host: 'evil.example.com', 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'delete_file' }), body: call });
+    expect(evil.status).toBe(403);
+    const control = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'delete_file' }), body: call });
+    expect(control.status).toBe(200);
+    expect(control.body).toContain('input_required');
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+  });
+
+  it('refuses a present Origin of another host with 403; an Origin of the bound host passes', async () => {
+    const server = await serve();
+    const foreign = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, Origin: 'https://evil.example.com' }), body: LEGACY_INITIALIZE });
+    expect(foreign.status).toBe(403);
+    const opaque = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, Origin: 'null' }), body: LEGACY_INITIALIZE });
+    expect(opaque.status).toBe(403);
+    const own = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, Origin: `http://${server.url.host}` }), body: LEGACY_INITIALIZE });
+    expect(own.status).toBe(200);
+  });
+
+  it('accepts localhost for a loopback bind and a name given in --allowed-hosts, and nothing else', async () => {
+    const server = await serve(['--allowed-hosts', 'mcp.internal.example']);
+    for (const host of [`localhost:${server.url.port}`, `mcp.internal.example:${server.url.port}`]) {
+      const r = await rawRequest(server.url, { headers: headersWith({ Host: host }), body: LEGACY_INITIALIZE });
+      expect(r.status, host).toBe(200);
+    }
+    const other = await rawRequest(server.url, { headers: headersWith({ Host: `other.internal.example:${server.url.port}` }), body: LEGACY_INITIALIZE });
+    expect(other.status).toBe(403);
   });
 });
