@@ -53,7 +53,10 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       throw new UsageError(`--key-file: ${(e as Error).message}`);
     }
   }
-  const ledger = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
+  const opened = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
+  // Over HTTP: decisions counted and ledger calls timed for /metrics.
+  const metrics = http?.createMetrics();
+  const ledger = metrics ? metrics.instrument(opened) : opened;
   let built;
   try {
     built = await createDemoServer({
@@ -61,7 +64,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       audience: command.audience,
       ttlSeconds: command.ttlSeconds,
       ledger,
-      onEvent: logEvent,
+      onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
       ...(keys ? { keys } : {}),
       ...(http ? { principal: http.principal } : {}),
     });
@@ -74,7 +77,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}\n`);
   }
   if (http && command.http) {
-    await http.serveHttp(command.http, built.factory, async () => {
+    await http.serveHttp(command.http, built.factory, { ledger: opened, metrics: metrics! }, async () => {
       await ledger.close?.();
     });
     return;

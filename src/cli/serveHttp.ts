@@ -10,10 +10,17 @@ import { createHttpApp, MCP_PATH } from '../http/app.js';
 import { allowedHostnames } from '../http/bind.js';
 import { createJwtVerifier, jwtPrincipal, jwtPrincipalOf } from '../http/jwtAuth.js';
 import { listenHttp, type Listening } from '../http/listen.js';
+import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.js';
+import type { Ledger } from '../ledger/ledger.js';
 import type { HttpSpec } from './httpArgs.js';
 import { UsageError } from './args.js';
 
 export { jwtPrincipal as principal };
+
+/** The metrics of this server: feed it the decision events and wrap the ledger with it before building the server. */
+export function createMetrics(): ServerMetrics {
+  return new ServerMetrics();
+}
 
 function log(line: string): void {
   process.stderr.write(`mcp-confirm: ${line}\n`);
@@ -44,6 +51,7 @@ export async function checkHttpAuth(spec: HttpSpec): Promise<void> {
 export async function serveHttp(
   spec: HttpSpec,
   factory: () => McpServer,
+  ops: { ledger: Ledger; metrics: ServerMetrics },
   onStopped: () => Promise<void>,
 ): Promise<Listening> {
   let listening: Listening | undefined;
@@ -70,8 +78,16 @@ export async function serveHttp(
       allowedHostnames: allowedHostnames(spec.bind, resource, spec.allowedHosts),
       ...(verifier && spec.auth ? { auth: { verifier, issuer: spec.auth.issuer } } : {}),
       principalOf: jwtPrincipalOf,
+      // Operations: no token needed (they reveal no file names or principals); Host/Origin still apply.
+      routes: (request, url) => {
+        if (url.pathname !== '/healthz' && url.pathname !== '/metrics') return undefined;
+        if (request.method !== 'GET' && request.method !== 'HEAD') return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
+        return url.pathname === '/healthz' ? healthResponse(ops.ledger) : metricsResponse(ops.metrics);
+      },
       onerror,
     });
+    const built = app;
+    ops.metrics.legacySessions = () => built.legacySessions;
   } catch (e) {
     await listening.close(0);
     throw new UsageError(e instanceof TypeError ? e.message : String(e));

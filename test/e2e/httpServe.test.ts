@@ -197,3 +197,44 @@ describe('Host and Origin checks (DNS rebinding)', () => {
     expect(other.status).toBe(403);
   });
 });
+
+describe('operations: /healthz and /metrics', () => {
+  it('/healthz answers 200 while the ledger answers, and 503 when the ledger (an unreachable Redis) does not', async () => {
+    const server = await serve();
+    const ok = await fetch(new URL('/healthz', server.url));
+    expect(ok.status).toBe(200);
+    const down = await serve(['--ledger', 'redis://127.0.0.1:1']);
+    const refused = await fetch(new URL('/healthz', down.url));
+    expect(refused.status).toBe(503);
+    expect(await refused.text()).toBe('ledger unavailable\n');
+  });
+
+  it('/metrics counts decisions by event and code and times each ledger call, in the Prometheus text format', async () => {
+    const server = await serve();
+    const client = await connectModern(server.url);
+    cleanups.push(() => client.close());
+    const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
+    expect(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    writeFileSync(join(root, 'cache.txt'), 'cache');
+    const replay = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
+    const r = await fetch(new URL('/metrics', server.url));
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toContain('text/plain');
+    const text = await r.text();
+    expect(text).toContain('mcp_confirm_decisions_total{event="asked",code=""} 1');
+    expect(text).toContain('mcp_confirm_decisions_total{event="confirmed",code=""} 1');
+    expect(text).toContain('mcp_confirm_decisions_total{event="refused",code="ERR_CONFIRM_SPENT"} 1');
+    expect(text).toContain('mcp_confirm_ledger_seconds_count{op="issue",result="ok"} 1');
+    expect(text).toContain('mcp_confirm_ledger_seconds_count{op="spend",result="ok"} 2');
+    expect(text).toMatch(/^process_cpu_seconds_total /m);
+  });
+
+  it('answers /healthz and /metrics only for an allowed Host', async () => {
+    const server = await serve();
+    for (const path of ['/healthz', '/metrics']) {
+      const r = await rawRequest(server.url, { method: 'GET', path, headers: { Host: 'evil.example.com' } });
+      expect(r.status, path).toBe(403);
+    }
+  });
+});
