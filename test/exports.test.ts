@@ -41,6 +41,14 @@ describe('package exports', () => {
     expect(typeof RedisLedger).toBe('function');
   });
 
+  it('resolves mcp-confirm/http to the HTTP serving module, which the root import does not load', async () => {
+    const http = await import('mcp-confirm/http');
+    expect(typeof http.createHttpApp).toBe('function');
+    expect(typeof http.createJwtVerifier).toBe('function');
+    const { files } = importGraph(join(DIST, 'index.js'));
+    expect([...files].some((f) => f.includes(`${join('dist', 'http')}`))).toBe(false);
+  });
+
   it('loads no native driver from the root import: neither better-sqlite3 nor redis is reachable statically', () => {
     const { bare } = importGraph(join(DIST, 'index.js'));
     expect([...bare].filter((b) => /better-sqlite3|^redis|@redis\//.test(b))).toEqual([]);

@@ -4,6 +4,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
+import { HTTP_OPTIONS, HTTP_USAGE, parseHttpSpec, type HttpSpec } from './httpArgs.js';
 
 /** Exit code for a usage or start-up configuration error. */
 export const EXIT_USAGE = 2;
@@ -28,7 +29,9 @@ Options:
   --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
                     sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts).
   --yes             (demo) Answer the confirmation with yes without asking.
-  -h, --help        Show this help.`;
+  -h, --help        Show this help.
+
+${HTTP_USAGE}`;
 
 /** A usage error: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}
@@ -45,6 +48,8 @@ export type Command =
       ttlSeconds: number;
       keyFile: string | undefined;
       ledger: string;
+      /** Serve Streamable HTTP instead of stdio (undefined: stdio). */
+      http: HttpSpec | undefined;
     };
 
 /**
@@ -68,6 +73,7 @@ export function parseCommand(argv: readonly string[]): Command {
         yes: { type: 'boolean' },
         kid: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        ...HTTP_OPTIONS,
       },
     });
   } catch (e) {
@@ -78,7 +84,7 @@ export function parseCommand(argv: readonly string[]): Command {
   const [sub, ...rest] = positionals;
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (sub === 'demo') {
-    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid) {
+    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid || values.http) {
       throw new UsageError('demo takes only --yes');
     }
     return { kind: 'demo', yes: values.yes ?? false };
@@ -104,5 +110,11 @@ export function parseCommand(argv: readonly string[]): Command {
   if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
     throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
   }
-  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory' };
+  let http: HttpSpec | undefined;
+  try {
+    http = parseHttpSpec(values);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory', http };
 }

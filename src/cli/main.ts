@@ -42,6 +42,9 @@ function logEvent(event: ConfirmEvent): void {
 }
 
 async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void> {
+  // HTTP serving (--http): its modules load only when asked for, so stdio start-up does not pay for them.
+  const http = command.http ? await import('./serveHttp.js') : undefined;
+  if (http && command.http) await http.checkHttpAuth(command.http);
   let keys: KeyRing | undefined;
   if (command.keyFile !== undefined) {
     try {
@@ -50,7 +53,10 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       throw new UsageError(`--key-file: ${(e as Error).message}`);
     }
   }
-  const ledger = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
+  const opened = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
+  // Over HTTP: decisions counted and ledger calls timed for /metrics.
+  const metrics = http?.createMetrics();
+  const ledger = metrics ? metrics.instrument(opened) : opened;
   let built;
   try {
     built = await createDemoServer({
@@ -58,8 +64,9 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       audience: command.audience,
       ttlSeconds: command.ttlSeconds,
       ledger,
-      onEvent: logEvent,
+      onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
       ...(keys ? { keys } : {}),
+      ...(http ? { principal: http.principal } : {}),
     });
   } catch (e) {
     await ledger.close?.();
@@ -68,6 +75,12 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   }
   for (const leftover of await findQuarantineLeftovers(built.roots)) {
     process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}\n`);
+  }
+  if (http && command.http) {
+    await http.serveHttp(command.http, built.factory, { ledger: opened, metrics: metrics! }, async () => {
+      await ledger.close?.();
+    });
+    return;
   }
   const handle = serveStdio(built.factory, {
     onerror: (error) => process.stderr.write(`mcp-confirm: ${error.message}\n`),
