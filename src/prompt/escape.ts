@@ -49,7 +49,9 @@
  * @module
  */
 import { BlockTable } from './blockTable.js';
+import { PATH_SYNTAX_LOOKALIKES } from './confusablesData.js';
 import { JOINERS } from './cut.js';
+import { componentScripts, sharesScript } from './scripts.js';
 
 /** One token run: literal text, or one escape standing for one code point of the input. */
 export interface Unit {
@@ -130,18 +132,37 @@ const CONTROL = 2;
 const SPACE = 3;
 const HIDDEN = 4;
 const NONSPACING = 5;
+/**
+ * Added to a letter's, digit's or mark's own kind when it is a path-syntax look-alike of a
+ * specific script (see {@link PATH_SYNTAX_LOOKALIKES}): shown as its own kind when its script
+ * fits its path component, else escaped.
+ */
+const PATH_LETTER = 16;
+
+/** A letter, digit or mark (General_Category L, N or M). */
+const LETTER_DIGIT_MARK = /^[\p{L}\p{N}\p{M}]$/u;
+/** Script_Extensions {Common} or {Inherited}: no script vouches for such a code point. */
+const NO_SCRIPT = /^[\p{scx=Zyyy}\p{scx=Zinh}]$/u;
 
 function kindOf(cp: number): number {
   if (cp >= 0xd800 && cp <= 0xdfff) return HIDDEN; // a lone surrogate (gc=Cs)
   const ch = String.fromCodePoint(cp);
   const m = KINDS.exec(ch);
-  if (m === null) return JOINERS.test(ch) ? SAFE_JOINER : SAFE;
-  for (let g = 1; g <= 6; g++) if (m[g] !== undefined) return g;
-  return SAFE;
+  let kind = SAFE;
+  if (m === null) kind = JOINERS.test(ch) ? SAFE_JOINER : SAFE;
+  else for (let g = 1; g <= 6; g++) if (m[g] !== undefined) {
+      kind = g;
+      break;
+    }
+  if (kind !== HIDDEN && cp >= 0x80 && PATH_SYNTAX_LOOKALIKES.includes(ch)) {
+    return LETTER_DIGIT_MARK.test(ch) && !NO_SCRIPT.test(ch) ? kind + PATH_LETTER : HIDDEN;
+  }
+  return kind;
 }
 
 const kinds = new BlockTable(kindOf);
 const asciiKinds = Uint8Array.from({ length: 128 }, (_, cp) => kindOf(cp));
+const isPathLetter = (cp: number): boolean => cp >= 0x80 && kinds.get(cp) >= PATH_LETTER;
 
 /** Memo of `⟨U+XXXX⟩` strings, bounded; a pure cache. */
 const escapeCache = new Map<number, string>();
@@ -224,6 +245,20 @@ export function escapeValue(value: string): Escaped {
   };
 
   const n = value.length;
+  // The `/`-separated component the last path-syntax letter was met in: its end, and the scripts
+  // of its other letters (computed once per component, so the whole scan stays linear).
+  let componentEnd = -1;
+  let scripts: ReadonlySet<string> = new Set();
+  const fits = (at: number, cp: number): boolean => {
+    if (at >= componentEnd) {
+      const start = value.lastIndexOf('/', at) + 1;
+      const slash = value.indexOf('/', at);
+      componentEnd = slash < 0 ? n : slash;
+      scripts = componentScripts(value, start, componentEnd, isPathLetter);
+    }
+    return sharesScript(cp, scripts);
+  };
+
   let last = 0;
   let i = 0;
   while (i < n) {
@@ -236,7 +271,8 @@ export function escapeValue(value: string): Escaped {
         size = 2;
       }
     }
-    const kind = cp < 0x80 ? (asciiKinds[cp] ?? SAFE) : kinds.get(cp);
+    let kind = cp < 0x80 ? (asciiKinds[cp] ?? SAFE) : kinds.get(cp);
+    if (kind >= PATH_LETTER) kind = fits(i, cp) ? kind - PATH_LETTER : HIDDEN;
     if (kind === SAFE) {
       i += size;
       continue;

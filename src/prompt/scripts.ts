@@ -30,6 +30,7 @@
  * @module
  */
 import { BlockTable } from './blockTable.js';
+import { LATIN_LOOKALIKE_RANGES } from './confusablesData.js';
 
 /**
  * Every script value (UAX #24, long names) other than Common, Inherited and Unknown, as of
@@ -343,4 +344,160 @@ function decide(names: readonly string[], multis: ReadonlyArray<{ readonly scx: 
   if (decisions.size >= 4096) decisions.clear();
   decisions.set(key, mixed);
   return mixed;
+}
+
+/** The augmented scripts (TR #39 §5.1) of one code point; empty for a neutral one. */
+function augmentedOf(t: Tables, cp: number): readonly string[] {
+  const id = cp < 0x80 ? ((cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? FIRST_SCRIPT + (t.names.indexOf('Latin')) : NEUTRAL) : t.ids.get(cp);
+  if (id === NEUTRAL) return [];
+  const scx = id === MULTI ? extensionsOf(t, cp).scx : [t.names[id - FIRST_SCRIPT] ?? 'Unknown'];
+  return [...augment(scx)];
+}
+
+/** Memo of {@link sharesScript}'s per code point sets, bounded; a pure cache. */
+const augmentedCache = new Map<number, readonly string[]>();
+
+/**
+ * The union of the augmented script sets (TR #39 §5.1: Script_Extensions, Han adding Hanb, Jpan
+ * and Kore, and so on) of the code points of `value[start, end)`, skipping neutral code points
+ * (see {@link scriptMix}) and those for which `skip` is true. Linear in `end - start`.
+ *
+ * Used by the escaper to decide whether a letter that looks like path syntax (U+30CE ノ) belongs
+ * to the script of the rest of its path component (`ノート.txt`) or not (`notesノthesis.txt`).
+ *
+ * @param value - any string (lone surrogates are neutral).
+ * @param start - first code unit of the piece.
+ * @param end - end of the piece (exclusive).
+ * @param skip - code points not counted.
+ */
+export function componentScripts(value: string, start: number, end: number, skip: (cp: number) => boolean): Set<string> {
+  const out = new Set<string>();
+  if (start >= end) return out;
+  const t = getTables();
+  const latin = FIRST_SCRIPT + t.names.indexOf('Latin');
+  const seen = new Uint8Array(256);
+  const seenMultis = new Set<number>();
+  for (let i = start; i < end; i++) {
+    let cp = value.charCodeAt(i);
+    let id: number;
+    if (cp < 0x80) {
+      id = (cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? latin : NEUTRAL;
+    } else {
+      if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
+        const lo = value.charCodeAt(i + 1);
+        if (lo >= 0xdc00 && lo <= 0xdfff) {
+          cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+          i += 1;
+        }
+      }
+      id = t.ids.get(cp);
+    }
+    if (id === NEUTRAL || skip(cp)) continue;
+    if (id === MULTI) {
+      if (seenMultis.has(cp)) continue;
+      seenMultis.add(cp);
+    } else {
+      if (seen[id] === 1) continue;
+      seen[id] = 1;
+    }
+    for (const s of augmentedOf(t, cp)) out.add(s);
+  }
+  return out;
+}
+
+/**
+ * Whether the code point has a script of `scripts` (compared after TR #39 §5.1 augmentation, so
+ * Katakana ノ shares Jpan with Han). A neutral code point shares none.
+ *
+ * @param cp - a code point.
+ * @param scripts - e.g. from {@link componentScripts}.
+ */
+export function sharesScript(cp: number, scripts: ReadonlySet<string>): boolean {
+  if (scripts.size === 0) return false;
+  let mine = augmentedCache.get(cp);
+  if (mine === undefined) {
+    mine = augmentedOf(getTables(), cp);
+    if (augmentedCache.size >= 4096) augmentedCache.clear();
+    augmentedCache.set(cp, mine);
+  }
+  return mine.some((s) => scripts.has(s));
+}
+
+/** Code points whose confusable prototype is ASCII letters and digits (see confusablesData.ts). */
+let latinLookalikes: Set<number> | undefined;
+function latinLookalike(cp: number): boolean {
+  if (latinLookalikes === undefined) {
+    const set = new Set<number>();
+    let at = 0;
+    for (const range of LATIN_LOOKALIKE_RANGES.split(';')) {
+      const [delta = '0', length = '0'] = range.split(',');
+      const start = at + parseInt(delta, 36);
+      at = start + parseInt(length, 36);
+      for (let cp = start; cp < at; cp++) set.add(cp);
+    }
+    latinLookalikes = set;
+  }
+  return latinLookalikes.has(cp);
+}
+
+/**
+ * Finds a piece written wholly in another script that can pass for Latin (Unicode TR #39 §4,
+ * whole-script confusables, with Latin as the other script): the all-Cyrillic `сасһе.txt`, whose
+ * skeleton is that of `cache.txt`.
+ *
+ * A piece (between separators when `separator` is given, without its trailing ASCII file
+ * extension, as in {@link scriptMix}) qualifies when it has no Latin letter, has at least one
+ * code point that is not neutral, and every code point that is not neutral has a confusable
+ * prototype (confusables.txt of Unicode 13.0.0) made only of ASCII letters and digits. Only Latin
+ * is checked as the other script: a Latin name that passes for Cyrillic, or a Greek one that
+ * passes for Cyrillic, is not flagged. Linear in the value's length.
+ *
+ * @param value - any string.
+ * @param separator - as in {@link scriptMix}.
+ * @returns the script (UAX #24 long name, `_` as space) of the first such piece, or undefined.
+ * @example
+ * latinLookalikeScript('\u0441\u0430\u0441\u04BB\u0435.txt') // 'Cyrillic'
+ * latinLookalikeScript('cache.txt')                          // undefined
+ * latinLookalikeScript('сайт.txt')                           // undefined: й, т have no Latin look-alike
+ */
+export function latinLookalikeScript(value: string, separator?: string): string | undefined {
+  if (!HAS_NON_ASCII.test(value)) return undefined;
+  const sep = separator === undefined || separator === '' ? undefined : separator;
+  let start = 0;
+  for (;;) {
+    const at = sep === undefined ? -1 : value.indexOf(sep, start);
+    const end = at < 0 ? value.length : at;
+    const found = lookalikePiece(value, start, stemEnd(value, start, end));
+    if (found !== undefined) return found.replaceAll('_', ' ');
+    if (at < 0 || sep === undefined) return undefined;
+    start = at + sep.length;
+  }
+}
+
+/** {@link latinLookalikeScript} of one piece `value[start, end)`. */
+function lookalikePiece(value: string, start: number, end: number): string | undefined {
+  let script: string | undefined;
+  let t: Tables | undefined;
+  for (let i = start; i < end; i++) {
+    let cp = value.charCodeAt(i);
+    if (cp < 0x80) {
+      if ((cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a) return undefined;
+      continue;
+    }
+    if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
+      const lo = value.charCodeAt(i + 1);
+      if (lo >= 0xdc00 && lo <= 0xdfff) {
+        cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+        i += 1;
+      }
+    }
+    t ??= getTables();
+    const id = t.ids.get(cp);
+    if (id === NEUTRAL) continue;
+    if (!latinLookalike(cp)) return undefined;
+    const scx = id === MULTI ? extensionsOf(t, cp).scx : [t.names[id - FIRST_SCRIPT] ?? 'Unknown'];
+    if (scx.includes('Latin')) return undefined;
+    script ??= id === MULTI ? extensionsOf(t, cp).name : scx[0];
+  }
+  return script;
 }
