@@ -22,10 +22,11 @@
  * The result is a pure function of the value (module-level tables only memoise per code point
  * facts of the engine's Unicode data).
  *
- * Known limit: a name written entirely in another script with letters that look Latin (the
- * all-Cyrillic `сасһе.txt` for `cache.txt`) is in one script and is not flagged. Catching it needs
- * the confusable skeletons of TR #39 §4 (whole-script confusables), which this module does not
- * carry.
+ * A name written entirely in another script with letters that look Latin (the all-Cyrillic
+ * `сасһе.txt` for `cache.txt`) is in one script and does not mix: {@link latinLookalikeScript}
+ * finds it with the confusable prototypes of TR #39 §4 (confusables.txt of Unicode 13.0.0, see
+ * confusablesData.ts). {@link componentScripts} and {@link sharesScript} serve the escaper's
+ * path-syntax letters (escape.ts).
  *
  * @module
  */
@@ -346,21 +347,40 @@ function decide(names: readonly string[], multis: ReadonlyArray<{ readonly scx: 
   return mixed;
 }
 
-/** The augmented scripts (TR #39 §5.1) of one code point; empty for a neutral one. */
-function augmentedOf(t: Tables, cp: number): readonly string[] {
-  const id = cp < 0x80 ? ((cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? FIRST_SCRIPT + (t.names.indexOf('Latin')) : NEUTRAL) : t.ids.get(cp);
-  if (id === NEUTRAL) return [];
-  const scx = id === MULTI ? extensionsOf(t, cp).scx : [t.names[id - FIRST_SCRIPT] ?? 'Unknown'];
-  return [...augment(scx)];
-}
-
-/** Memo of {@link sharesScript}'s per code point sets, bounded; a pure cache. */
+/** Memo of the augmented scripts (TR #39 §5.1) per single-script id and per MULTI code point. */
+const augmentedById: Array<readonly string[] | undefined> = [];
 const augmentedCache = new Map<number, readonly string[]>();
 
+/** The augmented scripts of a code point whose id (in the table, or LATIN_ASCII) is not NEUTRAL. */
+function augmentedOf(t: Tables, id: number, cp: number): readonly string[] {
+  if (id === MULTI) {
+    let found = augmentedCache.get(cp);
+    if (found === undefined) {
+      found = [...augment(extensionsOf(t, cp).scx)];
+      if (augmentedCache.size >= 4096) augmentedCache.clear();
+      augmentedCache.set(cp, found);
+    }
+    return found;
+  }
+  let found = augmentedById[id];
+  if (found === undefined) {
+    found = [...augment([id === LATIN_ASCII ? 'Latin' : (t.names[id - FIRST_SCRIPT] ?? 'Unknown')])];
+    augmentedById[id] = found;
+  }
+  return found;
+}
+
+/** The table id of a code point, with LATIN_ASCII for ASCII letters. */
+function idOf(t: Tables, cp: number): number {
+  if (cp < 0x80) return (cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? LATIN_ASCII : NEUTRAL;
+  return t.ids.get(cp);
+}
+
 /**
- * The union of the augmented script sets (TR #39 §5.1: Script_Extensions, Han adding Hanb, Jpan
- * and Kore, and so on) of the code points of `value[start, end)`, skipping neutral code points
- * (see {@link scriptMix}) and those for which `skip` is true. Linear in `end - start`.
+ * Fills `out` with the union of the augmented script sets (TR #39 §5.1: Script_Extensions, Han
+ * adding Hanb, Jpan and Kore, and so on) of the code points of `value[start, end)`, skipping
+ * neutral code points (see {@link scriptMix}) and those for which `skip` is true. `out` is
+ * cleared first. Linear in `end - start`, with no allocation per call beyond `out`'s growth.
  *
  * Used by the escaper to decide whether a letter that looks like path syntax (U+30CE ノ) belongs
  * to the script of the rest of its path component (`ノート.txt`) or not (`notesノthesis.txt`).
@@ -369,20 +389,16 @@ const augmentedCache = new Map<number, readonly string[]>();
  * @param start - first code unit of the piece.
  * @param end - end of the piece (exclusive).
  * @param skip - code points not counted.
+ * @param out - the set to fill.
  */
-export function componentScripts(value: string, start: number, end: number, skip: (cp: number) => boolean): Set<string> {
-  const out = new Set<string>();
-  if (start >= end) return out;
+export function componentScripts(value: string, start: number, end: number, skip: (cp: number) => boolean, out: Set<string>): void {
+  out.clear();
+  if (start >= end) return;
   const t = getTables();
-  const latin = FIRST_SCRIPT + t.names.indexOf('Latin');
-  const seen = new Uint8Array(256);
-  const seenMultis = new Set<number>();
-  for (let i = start; i < end; i++) {
-    let cp = value.charCodeAt(i);
-    let id: number;
-    if (cp < 0x80) {
-      id = (cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? latin : NEUTRAL;
-    } else {
+  const ids: number[] = [];
+  try {
+    for (let i = start; i < end; i++) {
+      let cp = value.charCodeAt(i);
       if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
         const lo = value.charCodeAt(i + 1);
         if (lo >= 0xdc00 && lo <= 0xdfff) {
@@ -390,19 +406,22 @@ export function componentScripts(value: string, start: number, end: number, skip
           i += 1;
         }
       }
-      id = t.ids.get(cp);
+      const id = idOf(t, cp);
+      if (id === NEUTRAL || skip(cp)) continue;
+      if (id === MULTI) {
+        if (seenMulti.has(cp)) continue;
+        seenMulti.add(cp);
+      } else {
+        if (seenIds[id] === 1) continue;
+        seenIds[id] = 1;
+        ids.push(id);
+      }
+      for (const x of augmentedOf(t, id, cp)) out.add(x);
     }
-    if (id === NEUTRAL || skip(cp)) continue;
-    if (id === MULTI) {
-      if (seenMultis.has(cp)) continue;
-      seenMultis.add(cp);
-    } else {
-      if (seen[id] === 1) continue;
-      seen[id] = 1;
-    }
-    for (const s of augmentedOf(t, cp)) out.add(s);
+  } finally {
+    for (const id of ids) seenIds[id] = 0;
+    seenMulti.clear();
   }
-  return out;
 }
 
 /**
@@ -414,13 +433,10 @@ export function componentScripts(value: string, start: number, end: number, skip
  */
 export function sharesScript(cp: number, scripts: ReadonlySet<string>): boolean {
   if (scripts.size === 0) return false;
-  let mine = augmentedCache.get(cp);
-  if (mine === undefined) {
-    mine = augmentedOf(getTables(), cp);
-    if (augmentedCache.size >= 4096) augmentedCache.clear();
-    augmentedCache.set(cp, mine);
-  }
-  return mine.some((s) => scripts.has(s));
+  const t = getTables();
+  const id = idOf(t, cp);
+  if (id === NEUTRAL) return false;
+  return augmentedOf(t, id, cp).some((x) => scripts.has(x));
 }
 
 /** Code points whose confusable prototype is ASCII letters and digits (see confusablesData.ts). */
