@@ -125,9 +125,11 @@ describe('renderValue properties', () => {
         const full = escapeValue(value).units.map((u) => u.text).join('');
         if (parts.cut) {
           expect(parts.text).toMatch(/ \(shortened, fingerprint [0-9a-f]{16}\)/);
-          // Some '…' (the value may hold its own) splits the shown text into a prefix and a
-          // suffix of the escaped value whose escapes are whole: both ends decode on their own.
+          // The one '…' (a value's own is escaped, a path-syntax look-alike) splits the shown
+          // text into a prefix and a suffix of the escaped value whose escapes are whole: both
+          // ends decode on their own.
           const splits = [...parts.body.matchAll(/…/g)].map((m) => m.index);
+          expect(splits).toHaveLength(1);
           const ok = splits.some((at) => {
             const head = parts.body.slice(0, at);
             const tail = parts.body.slice(at + 1);
