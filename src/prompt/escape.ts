@@ -40,6 +40,22 @@
  * - {@link GRAVE_LOOKALIKES}: the backtick U+0060 (the code span's fence, see render.ts) and the
  *   grave accents drawn like it, so a value never holds its fence and cannot seem to close it,
  *   even in a client that shows the backticks as they are.
+ * - path-syntax look-alikes ({@link PATH_SYNTAX_LOOKALIKES}, from Unicode TR #39 §4
+ *   confusables.txt of Unicode 13.0.0, see confusablesData.ts): every code point whose skeleton
+ *   is made of `/`, `\`, `.`, `:`, `~`, space, `⟨`, `⟩` or `…` (U+2215 DIVISION SLASH, U+2044
+ *   FRACTION SLASH, U+2236 RATIO, U+2025 TWO DOT LEADER, U+2026 `…` itself, so the cut mark
+ *   cannot be imitated, U+FF0F FULLWIDTH SOLIDUS), so a name cannot pass for a directory and a
+ *   file. Symbols, punctuation and letters of no particular script (Script_Extensions Common or
+ *   Inherited, e.g. U+02D0 ː) are always escaped. A letter, digit or mark of a script (U+30CE ノ,
+ *   U+4E3F 丿, U+0903 ः, U+0660 ٠) is escaped only where it does not fit its path component: when
+ *   no other code point of the `/`-separated piece it stands in shares a script with it (TR #39
+ *   §5.1 augmented Script_Extensions, see `componentScripts` in scripts.ts). So `ノート.txt`,
+ *   `दुःख.txt` and `تقرير ٢٠٢٤.txt` stay readable while `notesノthesis.txt` shows
+ *   `notes⟨U+30CE⟩thesis.txt`. The piece is always cut at `/`, whatever the options, and its
+ *   scripts are found once per piece, so escaping stays linear in the value's length.
+ *
+ * Whether a code point is escaped may depend on its neighbours (the path-syntax letters above),
+ * but what an escape stands for never does, so decoding is still token by token.
  *
  * Decoding is unambiguous: outside an escape neither `\`, `⟨` nor `⟩` ever appears, an escape
  * starting with `\` has a fixed length given by its second character, and one starting with
@@ -49,7 +65,9 @@
  * @module
  */
 import { BlockTable } from './blockTable.js';
+import { PATH_SYNTAX_LOOKALIKES } from './confusablesData.js';
 import { JOINERS } from './cut.js';
+import { componentScripts, sharesScript } from './scripts.js';
 
 /** One token run: literal text, or one escape standing for one code point of the input. */
 export interface Unit {
@@ -76,8 +94,9 @@ export interface Escaped {
 /**
  * Brackets shown as `⟨U+XXXX⟩` because a reader can take them for the escape's own `⟨` and `⟩`:
  * - the TR #39 confusables (confusables.txt) of U+27E8 and U+27E9 that are not letters:
- *   U+2329, U+232A, U+276C, U+276D, U+3008, U+3009, U+31DB (the letters HIRAGANA KU and
- *   U+21FE8 stay: no look-alike of `⟩` is shown raw, so a forged escape cannot be closed);
+ *   U+2329, U+232A, U+276C, U+276D, U+3008, U+3009, U+31DB (the letters U+304F HIRAGANA KU and
+ *   U+21FE8 are path-syntax letters: escaped where their script does not fit, see the module
+ *   documentation; no look-alike of `⟩` is ever shown raw, so a forged escape cannot be closed);
  * - every other code point whose name says single ANGLE BRACKET or ANGLE QUOTATION MARK:
  *   U+2039, U+203A, U+276E–U+2771, U+27EA, U+27EB (the mathematical double ones, beside ⟨ ⟩),
  *   U+2991, U+2992, U+29FC, U+29FD, U+FE3F, U+FE40 (the vertical forms of 〈 〉);
@@ -130,18 +149,37 @@ const CONTROL = 2;
 const SPACE = 3;
 const HIDDEN = 4;
 const NONSPACING = 5;
+/**
+ * Added to a letter's, digit's or mark's own kind when it is a path-syntax look-alike of a
+ * specific script (see {@link PATH_SYNTAX_LOOKALIKES}): shown as its own kind when its script
+ * fits its path component, else escaped.
+ */
+const PATH_LETTER = 16;
+
+/** A letter, digit or mark (General_Category L, N or M). */
+const LETTER_DIGIT_MARK = /^[\p{L}\p{N}\p{M}]$/u;
+/** Script_Extensions {Common} or {Inherited}: no script vouches for such a code point. */
+const NO_SCRIPT = /^[\p{scx=Zyyy}\p{scx=Zinh}]$/u;
 
 function kindOf(cp: number): number {
   if (cp >= 0xd800 && cp <= 0xdfff) return HIDDEN; // a lone surrogate (gc=Cs)
   const ch = String.fromCodePoint(cp);
   const m = KINDS.exec(ch);
-  if (m === null) return JOINERS.test(ch) ? SAFE_JOINER : SAFE;
-  for (let g = 1; g <= 6; g++) if (m[g] !== undefined) return g;
-  return SAFE;
+  let kind = SAFE;
+  if (m === null) kind = JOINERS.test(ch) ? SAFE_JOINER : SAFE;
+  else for (let g = 1; g <= 6; g++) if (m[g] !== undefined) {
+      kind = g;
+      break;
+    }
+  if (kind !== HIDDEN && cp >= 0x80 && PATH_SYNTAX_LOOKALIKES.includes(ch)) {
+    return LETTER_DIGIT_MARK.test(ch) && !NO_SCRIPT.test(ch) ? kind + PATH_LETTER : HIDDEN;
+  }
+  return kind;
 }
 
 const kinds = new BlockTable(kindOf);
 const asciiKinds = Uint8Array.from({ length: 128 }, (_, cp) => kindOf(cp));
+const isPathLetter = (cp: number): boolean => cp >= 0x80 && kinds.get(cp) >= PATH_LETTER;
 
 /** Memo of `⟨U+XXXX⟩` strings, bounded; a pure cache. */
 const escapeCache = new Map<number, string>();
@@ -224,6 +262,21 @@ export function escapeValue(value: string): Escaped {
   };
 
   const n = value.length;
+  // The `/`-separated component the last path-syntax letter was met in: its end, and the scripts
+  // of its other letters (computed once per component, so the whole scan stays linear).
+  let componentEnd = -1;
+  let scripts: Set<string> | undefined;
+  const fits = (at: number, cp: number): boolean => {
+    scripts ??= new Set();
+    if (at >= componentEnd) {
+      const start = value.lastIndexOf('/', at) + 1;
+      const slash = value.indexOf('/', at);
+      componentEnd = slash < 0 ? n : slash;
+      componentScripts(value, start, componentEnd, isPathLetter, scripts);
+    }
+    return sharesScript(cp, scripts);
+  };
+
   let last = 0;
   let i = 0;
   while (i < n) {
@@ -236,7 +289,8 @@ export function escapeValue(value: string): Escaped {
         size = 2;
       }
     }
-    const kind = cp < 0x80 ? (asciiKinds[cp] ?? SAFE) : kinds.get(cp);
+    let kind = cp < 0x80 ? (asciiKinds[cp] ?? SAFE) : kinds.get(cp);
+    if (kind >= PATH_LETTER) kind = fits(i, cp) ? kind - PATH_LETTER : HIDDEN;
     if (kind === SAFE) {
       i += size;
       continue;

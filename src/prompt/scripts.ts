@@ -22,14 +22,16 @@
  * The result is a pure function of the value (module-level tables only memoise per code point
  * facts of the engine's Unicode data).
  *
- * Known limit: a name written entirely in another script with letters that look Latin (the
- * all-Cyrillic `сасһе.txt` for `cache.txt`) is in one script and is not flagged. Catching it needs
- * the confusable skeletons of TR #39 §4 (whole-script confusables), which this module does not
- * carry.
+ * A name written entirely in another script with letters that look Latin (the all-Cyrillic
+ * `сасһе.txt` for `cache.txt`) is in one script and does not mix: {@link latinLookalikeScript}
+ * finds it with the confusable prototypes of TR #39 §4 (confusables.txt of Unicode 13.0.0, see
+ * confusablesData.ts). {@link componentScripts} and {@link sharesScript} serve the escaper's
+ * path-syntax letters (escape.ts).
  *
  * @module
  */
 import { BlockTable } from './blockTable.js';
+import { LATIN_LOOKALIKE_RANGES } from './confusablesData.js';
 
 /**
  * Every script value (UAX #24, long names) other than Common, Inherited and Unknown, as of
@@ -343,4 +345,175 @@ function decide(names: readonly string[], multis: ReadonlyArray<{ readonly scx: 
   if (decisions.size >= 4096) decisions.clear();
   decisions.set(key, mixed);
   return mixed;
+}
+
+/** Memo of the augmented scripts (TR #39 §5.1) per single-script id and per MULTI code point. */
+const augmentedById: Array<readonly string[] | undefined> = [];
+const augmentedCache = new Map<number, readonly string[]>();
+
+/** The augmented scripts of a code point whose id (in the table, or LATIN_ASCII) is not NEUTRAL. */
+function augmentedOf(t: Tables, id: number, cp: number): readonly string[] {
+  if (id === MULTI) {
+    let found = augmentedCache.get(cp);
+    if (found === undefined) {
+      found = [...augment(extensionsOf(t, cp).scx)];
+      if (augmentedCache.size >= 4096) augmentedCache.clear();
+      augmentedCache.set(cp, found);
+    }
+    return found;
+  }
+  let found = augmentedById[id];
+  if (found === undefined) {
+    found = [...augment([id === LATIN_ASCII ? 'Latin' : (t.names[id - FIRST_SCRIPT] ?? 'Unknown')])];
+    augmentedById[id] = found;
+  }
+  return found;
+}
+
+/** The table id of a code point, with LATIN_ASCII for ASCII letters. */
+function idOf(t: Tables, cp: number): number {
+  if (cp < 0x80) return (cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a ? LATIN_ASCII : NEUTRAL;
+  return t.ids.get(cp);
+}
+
+/**
+ * Fills `out` with the union of the augmented script sets (TR #39 §5.1: Script_Extensions, Han
+ * adding Hanb, Jpan and Kore, and so on) of the code points of `value[start, end)`, skipping
+ * neutral code points (see {@link scriptMix}) and those for which `skip` is true. `out` is
+ * cleared first. Linear in `end - start`, with no allocation per call beyond `out`'s growth.
+ *
+ * Used by the escaper to decide whether a letter that looks like path syntax (U+30CE ノ) belongs
+ * to the script of the rest of its path component (`ノート.txt`) or not (`notesノthesis.txt`).
+ *
+ * @param value - any string (lone surrogates are neutral).
+ * @param start - first code unit of the piece.
+ * @param end - end of the piece (exclusive).
+ * @param skip - code points not counted.
+ * @param out - the set to fill.
+ */
+export function componentScripts(value: string, start: number, end: number, skip: (cp: number) => boolean, out: Set<string>): void {
+  out.clear();
+  if (start >= end) return;
+  const t = getTables();
+  const ids: number[] = [];
+  try {
+    for (let i = start; i < end; i++) {
+      let cp = value.charCodeAt(i);
+      if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
+        const lo = value.charCodeAt(i + 1);
+        if (lo >= 0xdc00 && lo <= 0xdfff) {
+          cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+          i += 1;
+        }
+      }
+      const id = idOf(t, cp);
+      if (id === NEUTRAL || skip(cp)) continue;
+      if (id === MULTI) {
+        if (seenMulti.has(cp)) continue;
+        seenMulti.add(cp);
+      } else {
+        if (seenIds[id] === 1) continue;
+        seenIds[id] = 1;
+        ids.push(id);
+      }
+      for (const x of augmentedOf(t, id, cp)) out.add(x);
+    }
+  } finally {
+    for (const id of ids) seenIds[id] = 0;
+    seenMulti.clear();
+  }
+}
+
+/**
+ * Whether the code point has a script of `scripts` (compared after TR #39 §5.1 augmentation, so
+ * Katakana ノ shares Jpan with Han). A neutral code point shares none.
+ *
+ * @param cp - a code point.
+ * @param scripts - e.g. from {@link componentScripts}.
+ */
+export function sharesScript(cp: number, scripts: ReadonlySet<string>): boolean {
+  if (scripts.size === 0) return false;
+  const t = getTables();
+  const id = idOf(t, cp);
+  if (id === NEUTRAL) return false;
+  return augmentedOf(t, id, cp).some((x) => scripts.has(x));
+}
+
+/** Code points whose confusable prototype is ASCII letters and digits (see confusablesData.ts). */
+let latinLookalikes: Set<number> | undefined;
+function latinLookalike(cp: number): boolean {
+  if (latinLookalikes === undefined) {
+    const set = new Set<number>();
+    let at = 0;
+    for (const range of LATIN_LOOKALIKE_RANGES.split(';')) {
+      const [delta = '0', length = '0'] = range.split(',');
+      const start = at + parseInt(delta, 36);
+      at = start + parseInt(length, 36);
+      for (let cp = start; cp < at; cp++) set.add(cp);
+    }
+    latinLookalikes = set;
+  }
+  return latinLookalikes.has(cp);
+}
+
+/**
+ * Finds a piece written wholly in another script that can pass for Latin (Unicode TR #39 §4,
+ * whole-script confusables, with Latin as the other script): the all-Cyrillic `сасһе.txt`, whose
+ * skeleton is that of `cache.txt`.
+ *
+ * A piece (between separators when `separator` is given, without its trailing ASCII file
+ * extension, as in {@link scriptMix}) qualifies when it has no Latin letter, has at least one
+ * code point that is not neutral, and every code point that is not neutral has a confusable
+ * prototype (confusables.txt of Unicode 13.0.0) made only of ASCII letters and digits. Only Latin
+ * is checked as the other script: a Latin name that passes for Cyrillic, or a Greek one that
+ * passes for Cyrillic, is not flagged. Linear in the value's length.
+ *
+ * @param value - any string.
+ * @param separator - as in {@link scriptMix}.
+ * @returns the script (UAX #24 long name, `_` as space) of the first such piece, or undefined.
+ * @example
+ * latinLookalikeScript('\u0441\u0430\u0441\u04BB\u0435.txt') // 'Cyrillic'
+ * latinLookalikeScript('cache.txt')                          // undefined
+ * latinLookalikeScript('сайт.txt')                           // undefined: й, т have no Latin look-alike
+ */
+export function latinLookalikeScript(value: string, separator?: string): string | undefined {
+  if (!HAS_NON_ASCII.test(value)) return undefined;
+  const sep = separator === undefined || separator === '' ? undefined : separator;
+  let start = 0;
+  for (;;) {
+    const at = sep === undefined ? -1 : value.indexOf(sep, start);
+    const end = at < 0 ? value.length : at;
+    const found = lookalikePiece(value, start, stemEnd(value, start, end));
+    if (found !== undefined) return found.replaceAll('_', ' ');
+    if (at < 0 || sep === undefined) return undefined;
+    start = at + sep.length;
+  }
+}
+
+/** {@link latinLookalikeScript} of one piece `value[start, end)`. */
+function lookalikePiece(value: string, start: number, end: number): string | undefined {
+  let script: string | undefined;
+  let t: Tables | undefined;
+  for (let i = start; i < end; i++) {
+    let cp = value.charCodeAt(i);
+    if (cp < 0x80) {
+      if ((cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a) return undefined;
+      continue;
+    }
+    if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < end) {
+      const lo = value.charCodeAt(i + 1);
+      if (lo >= 0xdc00 && lo <= 0xdfff) {
+        cp = ((cp - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+        i += 1;
+      }
+    }
+    t ??= getTables();
+    const id = t.ids.get(cp);
+    if (id === NEUTRAL) continue;
+    if (!latinLookalike(cp)) return undefined;
+    const scx = id === MULTI ? extensionsOf(t, cp).scx : [t.names[id - FIRST_SCRIPT] ?? 'Unknown'];
+    if (scx.includes('Latin')) return undefined;
+    script ??= id === MULTI ? extensionsOf(t, cp).name : scx[0];
+  }
+  return script;
 }

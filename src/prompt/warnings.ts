@@ -8,7 +8,7 @@ import { BlockTable } from './blockTable.js';
 import { shownBody } from './cut.js';
 import { escapeValue, type Escaped } from './escape.js';
 import { checkOptions, type CheckedOptions, type RenderOptions } from './options.js';
-import { scriptMix } from './scripts.js';
+import { latinLookalikeScript, scriptMix } from './scripts.js';
 
 /** The warning for a value that mixes scripts names at most this many. */
 const MAX_SCRIPTS_NAMED = 3;
@@ -66,6 +66,8 @@ export const WARNING = {
   tooManyMarks: `more than ${MAX_MARK_RUN} combining marks in a row, too many to check for look-alikes`,
   /** {@link valueWarnings}: right-to-left text displays out of stored order. */
   rtlOrder: 'right-to-left text may display out of order',
+  /** {@link valueWarnings}: a name wholly in another script that can pass for Latin. */
+  latinLookalike: (script: string): string => `written in ${script} letters that look like Latin ones`,
 } as const;
 
 /** Joins names as "A and B", "A, B and C". */
@@ -80,6 +82,10 @@ function list(names: readonly string[]): string {
  * 1. `mixes Latin and Cyrillic letters`: the value mixes scripts (Unicode TR #39 §5.1/§5.2, see
  *    `scriptMix` in scripts.ts; per piece between separators when `options.segments` is set); at
  *    most three scripts are named, then "and other".
+ *    Otherwise, `written in Cyrillic letters that look like Latin ones`: a piece wholly in another
+ *    script whose every letter has a Latin look-alike in Unicode's confusables.txt (TR #39 §4
+ *    whole-script confusables, see `latinLookalikeScript` in scripts.ts): the all-Cyrillic
+ *    `сасһе.txt`, not `cache.txt` nor `сайт.txt`.
  * 2. `not in Unicode normal form NFC`: `value.normalize('NFC') !== value` (UAX #15); such a value
  *    can look exactly like a different (normalised) one.
  * 3. `uses compatibility look-alike characters, not NFKC`: some text shown as itself (not as an
@@ -104,6 +110,7 @@ function list(names: readonly string[]): string {
  * @throws RangeError on invalid options, see `RenderOptions`.
  * @example
  * valueWarnings('p\u0430ypal.txt') // ['mixes Latin and Cyrillic letters']
+ * valueWarnings('\u0441\u0430\u0441\u04BB\u0435.txt') // ['written in Cyrillic letters that look like Latin ones']
  * valueWarnings('cafe\u0301.txt')  // ['not in Unicode normal form NFC']
  * valueWarnings('ｃａｃｈｅ.txt')    // ['uses compatibility look-alike characters, not NFKC']
  * valueWarnings('א/ב.txt')         // ['right-to-left text may display out of order']
@@ -134,6 +141,9 @@ export function warningsFor(value: string, escaped: Escaped, body: string, optio
     const shown = mix.scripts.slice(0, MAX_SCRIPTS_NAMED);
     const rest = mix.scripts.length > MAX_SCRIPTS_NAMED;
     out.push(`mixes ${rest ? `${shown.join(', ')} and other` : list(shown)} letters`);
+  } else {
+    const script = latinLookalikeScript(value, options.segments);
+    if (script !== undefined) out.push(WARNING.latinLookalike(script));
   }
   if (longMarkRun(value)) {
     out.push(WARNING.tooManyMarks);

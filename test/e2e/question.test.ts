@@ -3,18 +3,19 @@
  * on disk, round 1 of delete_file through a v2 Client pinned to 2026-07-28, and
  * the elicitation `message` checked (not the rendering function alone).
  */
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import MarkdownIt from 'markdown-it';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { ACCEPT, asked, connect, type Connected } from '../helpers/harness.js';
+import { ACCEPT, asked, connect, connectV1, type Connected } from '../helpers/harness.js';
 import { hostileVectors } from '../prompt/vectors.js';
 
 let R: string;
 let root: string;
 let c: Connected;
+let factory: Awaited<ReturnType<typeof createDemoServer>>['factory'];
 
 /** Characters that must never reach the message raw: Cc, Zl, Zp, bidi controls, default-ignorables, invisible fillers. */
 const FORBIDDEN = /[\p{Cc}\p{Zl}\p{Zp}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2800\u0085]/u;
@@ -24,6 +25,7 @@ beforeAll(async () => {
   root = join(R, 'root');
   mkdirSync(root);
   const built = await createDemoServer({ roots: [root] });
+  factory = built.factory;
   c = await connect(built.factory);
 });
 afterAll(async () => {
@@ -166,6 +168,72 @@ describe('hostile names through a real client', () => {
     const { state } = asked(await c.call('delete_file', { path: name }));
     const reply = await c.call('delete_file', { path: name }, { inputResponses: ACCEPT, requestState: state });
     expect(reply).toMatchObject({ kind: 'result', isError: false });
+  });
+});
+
+describe('path syntax and whole-script look-alikes through a real client (hard-3, hard-4)', () => {
+  const division = 'notes\u2215thesis.txt';
+  const fraction = 'a\u2044b.txt';
+
+  beforeAll(() => {
+    mkdirSync(join(root, 'notes'), { recursive: true });
+    writeFileSync(join(root, 'notes', 'thesis.txt'), 'real');
+  });
+
+  it('hard-3: a name with U+2215 DIVISION SLASH or U+2044 FRACTION SLASH never shows it raw, next to a real notes/thesis.txt', async () => {
+    expect(create(division) && create(fraction)).toBe(true);
+    const [md, mf, real] = [await messageFor(division), await messageFor(fraction), await messageFor('notes/thesis.txt')];
+    for (const m of [md, mf, real]) expect(/[\u2215\u2044]/u.test(m), JSON.stringify(m)).toBe(false);
+    expect(md).toContain(`\`${root}/notes⟨U+2215⟩thesis.txt\`, requested as \`notes⟨U+2215⟩thesis.txt\`?`);
+    expect(mf).toContain(`\`${root}/a⟨U+2044⟩b.txt\`, requested as \`a⟨U+2044⟩b.txt\`?`);
+    // The control: the real file in the real directory is shown with its real slash.
+    expect(real).toContain(`\`${root}/notes/thesis.txt\`, requested as \`notes/thesis.txt\`?`);
+    expect(md).not.toBe(real);
+  });
+
+  it('hard-3: confirming the look-alike deletes that file only; the real notes/thesis.txt stays', async () => {
+    expect(create(division)).toBe(true);
+    const { state } = asked(await c.call('delete_file', { path: division }));
+    const done = await c.call('delete_file', { path: division }, { inputResponses: ACCEPT, requestState: state });
+    expect(done).toMatchObject({ kind: 'result', isError: false });
+    if (done.kind === 'result') {
+      expect(done.text).toContain('notes⟨U+2215⟩thesis.txt');
+      expect(done.text).not.toContain('\u2215');
+    }
+    expect(existsSync(join(root, division))).toBe(false);
+    expect(readFileSync(join(root, 'notes', 'thesis.txt'), 'utf8')).toBe('real');
+  });
+
+  it('hard-3: the 2025-era client (elicitation/create) is asked with the escape too', async () => {
+    expect(create(fraction)).toBe(true);
+    const v1 = await connectV1(factory, { answer: () => ({ action: 'decline' }) });
+    try {
+      const reply = await v1.callTool('delete_file', { path: fraction });
+      expect(reply.isError).toBe(false);
+      expect(v1.asked).toHaveLength(1);
+      expect(v1.asked[0]).toContain('`a⟨U+2044⟩b.txt`');
+      expect(v1.asked[0]).not.toContain('\u2044');
+      expect(existsSync(join(root, fraction))).toBe(true);
+    } finally {
+      await v1.close();
+    }
+  });
+
+  it('keeps ノ, ः and ٠ readable in real Japanese, Hindi and Arabic names', async () => {
+    for (const name of ['ノート.txt', 'दुःख.txt', 'تقرير ٢٠٢٤.txt']) {
+      expect(create(name)).toBe(true);
+      const message = await messageFor(name);
+      expect(message).toContain(`/${name}\``);
+      expect(message).not.toContain('⟨U+');
+    }
+  });
+
+  it('hard-4: warns for the all-Cyrillic сасһе.txt, and not for cache.txt', async () => {
+    const cyrillic = '\u0441\u0430\u0441\u04BB\u0435.txt';
+    expect(create(cyrillic) && create('cache.txt')).toBe(true);
+    const warned = await messageFor(cyrillic);
+    expect(warned).toContain(`/${cyrillic}\` (warning: written in Cyrillic letters that look like Latin ones), requested as`);
+    expect(await messageFor('cache.txt')).not.toMatch(/warning/);
   });
 });
 

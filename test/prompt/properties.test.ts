@@ -31,6 +31,9 @@ const piece = fc.oneof(
     // right-to-left letters, numbers and separators that reorder, path separators.
     '\u3008', '\u3009', '\u276C', '\u276D', '\u2039', '\uFF1C', '⟨U+0020⟩', '\u02CB', '\uFF40', '\u1FEF',
     '\u{1D159}', '\uFFFC', '\u{1D68C}', '\uFF43', '\uFB01', '²', 'א', 'ב', 'م', '١', '/', '(', ')', '\uFF9E',
+    // Look-alikes of path syntax (TR #39 confusables): symbols, and letters kept or escaped by
+    // the script of their component; Cyrillic letters that look Latin.
+    '\u2215', '\u2044', '\u2025', '\uFF0F', 'ノ', 'ート', '\u0903', 'दु', '\u0660', '٢', '\u4E3F', 'с', 'һ',
   ) },
   // Any UTF-16 code unit, so lone surrogates of every kind and surrogate pairs by chance.
   { weight: 2, arbitrary: fc.integer({ min: 0, max: 0xffff }).map((u) => String.fromCharCode(u)) },
@@ -122,9 +125,11 @@ describe('renderValue properties', () => {
         const full = escapeValue(value).units.map((u) => u.text).join('');
         if (parts.cut) {
           expect(parts.text).toMatch(/ \(shortened, fingerprint [0-9a-f]{16}\)/);
-          // Some '…' (the value may hold its own) splits the shown text into a prefix and a
-          // suffix of the escaped value whose escapes are whole: both ends decode on their own.
+          // The one '…' (a value's own is escaped, a path-syntax look-alike) splits the shown
+          // text into a prefix and a suffix of the escaped value whose escapes are whole: both
+          // ends decode on their own.
           const splits = [...parts.body.matchAll(/…/g)].map((m) => m.index);
+          expect(splits).toHaveLength(1);
           const ok = splits.some((at) => {
             const head = parts.body.slice(0, at);
             const tail = parts.body.slice(at + 1);

@@ -250,6 +250,32 @@ export const hostileVectors: HostileVector[] = [
     forbidden: [],
     shown: ['`ملف 2 ملف 1.txt` (warning: right-to-left text may display out of order)'],
   },
+  // hard-3: path syntax look-alikes (Unicode TR #39 confusables.txt).
+  {
+    name: 'hard-3 U+2215 DIVISION SLASH passing for a directory (notes∕thesis.txt)',
+    value: 'notes\u2215thesis.txt',
+    forbidden: ['\u2215'],
+    shown: ['notes⟨U+2215⟩thesis.txt'],
+  },
+  {
+    name: 'hard-3 U+2044 FRACTION SLASH passing for a directory (a⁄b.txt)',
+    value: 'a\u2044b.txt',
+    forbidden: ['\u2044'],
+    shown: ['a⟨U+2044⟩b.txt'],
+  },
+  {
+    name: 'a value imitating the cut mark with its own ellipsis and two-dot leader',
+    value: 'start\u2026end\u2025txt',
+    forbidden: ['\u2026', '\u2025'],
+    shown: ['start⟨U+2026⟩end⟨U+2025⟩txt'],
+  },
+  // hard-4: a whole-script look-alike of Latin.
+  {
+    name: 'hard-4 an all-Cyrillic name that looks Latin (сасһе.txt)',
+    value: '\u0441\u0430\u0441\u04BB\u0435.txt',
+    forbidden: [],
+    shown: ['(warning: written in Cyrillic letters that look like Latin ones)'],
+  },
 ];
 
 /**
@@ -273,4 +299,7 @@ export const distinctPairs: Array<readonly [name: string, a: string, b: string]>
   ['backtick vs its escape typed as text', '`', '⟨U+0060⟩'],
   ['math angle brackets vs CJK angle brackets', '⟨U+0020⟩', '\u3008U+0020\u3009'],
   ['a letter vs its mathematical monospace form', 'c', '\u{1D68C}'],
+  ['hard-3 a real slash vs U+2215 DIVISION SLASH', 'notes/thesis.txt', 'notes\u2215thesis.txt'],
+  ['hard-3 U+2215 DIVISION SLASH vs U+2044 FRACTION SLASH', 'a\u2215b', 'a\u2044b'],
+  ['hard-4 cache.txt vs the all-Cyrillic сасһе.txt', 'cache.txt', '\u0441\u0430\u0441\u04BB\u0435.txt'],
 ];
