@@ -41,8 +41,10 @@
  * locked, creating the schema is left to the first call, within that call's
  * deadline), and {@link SqliteLedger.open} waits asynchronously. Housekeeping
  * sweeps are tried once, never waited for (skipped under a lock, tried again on the
- * next call). SQLite's automatic WAL checkpoints are `PASSIVE` and its checkpoint at
- * close does not wait for locks either (SQLite docs, "Write-Ahead Logging").
+ * next call). With `busy_timeout` 0 the connection has no busy handler at all, so no
+ * other SQLite step waits on a lock either: automatic WAL checkpoints run in `PASSIVE`
+ * mode, which skips what it cannot take (SQLite C API, `sqlite3_wal_autocheckpoint`
+ * and `sqlite3_wal_checkpoint_v2`), and so does the checkpoint attempted at close.
  *
  * > [!WARNING]
  * > With `synchronous: 'normal'` (the default, WAL) a committed spend survives a
