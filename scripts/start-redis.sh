@@ -3,7 +3,8 @@
 #
 #   scripts/start-redis.sh [PORT]
 #
-# Binds 127.0.0.1 only, no persistence (no RDB snapshots, no AOF), no systemd, not daemonized
+# Binds 127.0.0.1 only, no persistence (no RDB snapshots, no AOF), DEBUG allowed from loopback
+# (for DEBUG SLEEP in the tests), no systemd, not daemonized
 # (the server is a child of this script's shell and is orphaned when the script exits).
 # Without PORT it picks a random free high port (20000-59999) and retries on a collision; with
 # PORT it uses exactly that port (used to restart a server "in the same place").
@@ -19,6 +20,12 @@ set -euo pipefail
 
 command -v redis-server >/dev/null 2>&1 || { echo "redis-server is not installed (apt-get install -y --no-install-recommends redis-server)" >&2; exit 1; }
 command -v redis-cli >/dev/null 2>&1 || { echo "redis-cli is not installed (package redis-tools)" >&2; exit 1; }
+
+# Redis 7 refuses DEBUG (the tests freeze the server with DEBUG SLEEP) unless started with
+# --enable-debug-command; older servers allow it and do not know the option. "local": loopback only.
+DEBUG_ARGS=()
+REDIS_MAJOR=$(redis-server --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p')
+if [[ "${REDIS_MAJOR:-0}" -ge 7 ]]; then DEBUG_ARGS=(--enable-debug-command local); fi
 
 FIXED_PORT="${1:-}"
 if [[ -n "$FIXED_PORT" && ! "$FIXED_PORT" =~ ^[0-9]+$ ]]; then
@@ -36,7 +43,7 @@ for _ in $(seq 1 "$ATTEMPTS"); do
     continue
   fi
   redis-server --bind 127.0.0.1 --port "$PORT" --save '' --appendonly no \
-    --daemonize no --protected-mode yes --dir "$DIR" --logfile "$DIR/redis.log" \
+    --daemonize no --protected-mode yes --dir "$DIR" --logfile "$DIR/redis.log" "${DEBUG_ARGS[@]}" \
     </dev/null >/dev/null 2>&1 &
   PID=$!
   for _ in $(seq 1 500); do   # up to ~5 s

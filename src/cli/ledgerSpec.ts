@@ -14,7 +14,10 @@ import { UsageError } from './args.js';
 const STARTUP_WAIT_MS = 3_000;
 
 /**
- * Opens the ledger a `--ledger` value names. A Redis ledger waits up to 3 s for
+ * Opens the ledger a `--ledger` value names. A SQLite ledger never waits: when
+ * another process holds the write lock of a file that still needs its schema, the
+ * server starts anyway (logged) and each call waits up to the ledger's 2 s deadline
+ * without blocking other requests. A Redis ledger waits up to 3 s for
  * its first connection: a reply error then (a database out of range, a wrong
  * password) is a configuration error; an unreachable server is not: the server
  * starts, confirmations fail closed with `ERR_CONFIRM_LEDGER_UNAVAILABLE`, and the
@@ -31,13 +34,19 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     const path = spec.slice('sqlite:'.length);
     if (path === '') throw new UsageError('--ledger sqlite:PATH needs a file path');
     const { SqliteLedger } = await import('../stores/sqlite.js');
+    let ledger;
     try {
-      return new SqliteLedger({ path });
+      ledger = new SqliteLedger({ path });
     } catch (e) {
       const cause = (e as { cause?: unknown }).cause;
       const reason = cause instanceof Error ? cause.message : (e as Error).message;
       throw new UsageError(`--ledger ${spec}: cannot open the SQLite ledger: ${reason}`);
     }
+    // Never waits at start-up: a new file locked by another process gets its schema with the first confirmation.
+    if (!ledger.isReady) {
+      log(`SQLite ledger ${path} is locked by another process: serving anyway; each confirmation waits up to ${ledger.timeoutMs} ms for the lock`);
+    }
+    return ledger;
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
     let url: URL;

@@ -51,10 +51,22 @@
  * with `ERR_CONFIRM_LEDGER_UNAVAILABLE`. The client reconnects on its own with
  * capped backoff, and the ledger works again as soon as Redis answers.
  *
+ * Nothing waits on the event loop: every call is a promise settled by Redis's
+ * reply or by the deadline (one shared interval timer), so while Redis is frozen
+ * (`DEBUG SLEEP`, a stopped process, a long script, a stalled network) the process
+ * keeps answering other requests, and each ledger call is refused at its own
+ * deadline.
+ *
  * > [!WARNING]
- * > A spend that times out on our side may still have been applied by Redis: the
- * > confirmation is then used up although the caller was told "unavailable".
- * > That is the safe direction (the human is asked again).
+ * > A call refused at its deadline has usually already reached Redis, which runs
+ * > it when it resumes: a spend is then applied (the confirmation is used up
+ * > although the caller was told "unavailable"; its retry is refused as already
+ * > used, and the human is asked again: the safe direction), and an issue is
+ * > applied too (an entry nobody holds, counted against the principal's bound
+ * > until it expires). This does not depend on Redis's script cache: a script
+ * > Redis no longer has (`NOSCRIPT`, after a restart or `SCRIPT FLUSH`) is sent
+ * > again with `EVAL` even after the deadline. It is not applied only when the
+ * > connection is lost first, or the ledger was closed before Redis answered.
  * > Durability decides what a Redis restart or failover does. Without any
  * > persistence every entry is forgotten: outstanding confirmations become
  * > `'unknown'` (safe). With AOF `appendfsync everysec`, RDB snapshots, or a
@@ -104,7 +116,11 @@ export interface RedisLedgerOptions {
   maxPerPrincipal?: number;
   /** Most outstanding confirmations in total; also the approximate bound on tombstones. Defaults to 100,000. */
   maxTotal?: number;
-  /** Deadline of every issue or spend, in milliseconds. Defaults to 2,000 (2 seconds). */
+  /**
+   * Deadline of every issue or spend, in milliseconds: a call with no answer by then is refused with
+   * `ERR_CONFIRM_LEDGER_UNAVAILABLE` (the event loop is never blocked meanwhile; Redis may still apply
+   * the call later, see "Failure"). Defaults to 2,000 (2 seconds).
+   */
   timeoutMs?: number;
   /**
    * How far the Redis server's clock may run ahead of the callers', in milliseconds:
@@ -447,7 +463,7 @@ export class RedisLedger implements Ledger {
   }
 
   /**
-   * Runs a script by hash (loading it with `EVAL` on `NOSCRIPT`) under one
+   * Runs a script by hash (sending it with `EVAL` on `NOSCRIPT`) under one
    * deadline of `timeoutMs`; resolves with its text reply (`undefined` for any
    * other reply type). One shared interval timer checks the pending operations
    * (kept in start order, so in deadline order) instead of one timer each.
@@ -468,7 +484,10 @@ export class RedisLedger implements Ledger {
     });
   }
 
-  /** Sends `command` for `pending`; on `NOSCRIPT` (when `script` is given) resends it as `EVAL`. */
+  /**
+   * Sends `command` for `pending`; on `NOSCRIPT` (when `script` is given) resends it as `EVAL`,
+   * also after `pending` was settled by its deadline (see "Failure" in the module docs).
+   */
   #send(command: string[], pending: Pending, script: string | undefined): void {
     let sent: Promise<unknown>;
     try {
@@ -482,8 +501,10 @@ export class RedisLedger implements Ledger {
         if (this.#pending.delete(pending)) pending.resolve(replyText(reply));
       },
       (error: unknown) => {
-        // First use on this server (or after SCRIPT FLUSH), and still within the deadline: send the script itself.
-        if (script !== undefined && error instanceof Error && error.message.startsWith('NOSCRIPT') && this.#pending.has(pending)) {
+        // First use on this server (or after SCRIPT FLUSH): send the script itself, and do so even when the
+        // caller was already refused at the deadline, so that a command that reached Redis is carried out
+        // whether or not Redis had the script cached (the outcome never depends on the script cache).
+        if (script !== undefined && error instanceof Error && error.message.startsWith('NOSCRIPT')) {
           command[0] = 'EVAL';
           command[1] = script;
           this.#send(command, pending, undefined);

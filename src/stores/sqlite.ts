@@ -14,13 +14,13 @@
  * or deletes a row, so they can never drift from the rows, and a bound check is
  * two primary-key reads instead of a `count(*)`.
  *
- * - **spend** is ONE statement, `UPDATE … SET spent = 1 WHERE jti = ? AND spent = 0
- *   RETURNING expires_at_ms`. SQLite runs every write under the database's single
- *   write lock, so of any number of concurrent spends in any number of processes
- *   exactly one sees the row with `spent = 0`. The returned expiry is then
- *   compared with the caller's `nowMs` (expired → the row is deleted, `'expired'`).
- *   No row: a row with `spent = 1` (a tombstone) means `'already-spent'`, no row
- *   at all `'unknown'`.
+ * - **spend** is ONE `BEGIN IMMEDIATE` transaction around one statement, `UPDATE … SET
+ *   spent = 1 WHERE jti = ? AND spent = 0 RETURNING expires_at_ms`. SQLite runs every
+ *   write under the database's single write lock, so of any number of concurrent
+ *   spends in any number of processes exactly one sees the row with `spent = 0`. The
+ *   returned expiry is then compared with the caller's `nowMs` (expired → the row is
+ *   deleted in the same transaction, `'expired'`). No row: a row with `spent = 1` (a
+ *   tombstone) means `'already-spent'`, no row at all `'unknown'`.
  * - **issue** runs in a `BEGIN IMMEDIATE` transaction: read the two counters; at a
  *   bound, sweep expired rows and read again; refuse with `ERR_CONFIRM_CAPACITY`
  *   or insert. Two processes can never both take the last slot.
@@ -28,6 +28,23 @@
  *   bound is reached and every 256 operations of a process; tombstones beyond
  *   `maxTotal` are then dropped oldest-expiry first (a replay of a dropped one is
  *   `'unknown'`, still refused).
+ *
+ * ## Never blocking the event loop
+ * better-sqlite3 is synchronous: a statement that waits for a lock waits on the
+ * main thread, and with it every other request of the process. So SQLite's
+ * `busy_timeout` is 0: a statement that meets another connection's write lock fails
+ * at once with `SQLITE_BUSY`, nothing done, and the ledger runs the whole step (one
+ * statement or one transaction) again from a timer, with a short backoff, until the
+ * call's deadline `timeoutMs` (default 2 s); then it refuses with
+ * `ERR_CONFIRM_LEDGER_UNAVAILABLE`. In between, the process answers other requests.
+ * The same holds at open: the constructor never waits (when the file is new and
+ * locked, creating the schema is left to the first call, within that call's
+ * deadline), and {@link SqliteLedger.open} waits asynchronously. Housekeeping
+ * sweeps are tried once, never waited for (skipped under a lock, tried again on the
+ * next call). With `busy_timeout` 0 the connection has no busy handler at all, so no
+ * other SQLite step waits on a lock either: automatic WAL checkpoints run in `PASSIVE`
+ * mode, which skips what it cannot take (SQLite C API, `sqlite3_wal_autocheckpoint`
+ * and `sqlite3_wal_checkpoint_v2`), and so does the checkpoint attempted at close.
  *
  * > [!WARNING]
  * > With `synchronous: 'normal'` (the default, WAL) a committed spend survives a
@@ -43,6 +60,7 @@ import Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
 import { positiveInteger } from '../ledger/ledger.js';
+import { BusyRetry, isBusy } from './busyRetry.js';
 
 /** Options of {@link SqliteLedger}. */
 export interface SqliteLedgerOptions {
@@ -53,8 +71,17 @@ export interface SqliteLedgerOptions {
   /** Most outstanding confirmations in total; also the (approximate) bound on tombstones. Defaults to 100,000. */
   maxTotal?: number;
   /**
-   * How long a statement waits for another process's write lock before failing, in
-   * milliseconds (SQLite `busy_timeout`). Defaults to 5,000 (5 seconds).
+   * Deadline of every issue, spend or sweep (and of {@link SqliteLedger.open}), in
+   * milliseconds, as RedisLedger's `timeoutMs`. While another connection holds the
+   * database's write lock the call waits without blocking the event loop (it retries
+   * from a timer; SQLite's own `busy_timeout` is always 0), and once the deadline has
+   * passed it is refused with `ERR_CONFIRM_LEDGER_UNAVAILABLE`, nothing done.
+   * Defaults to 2,000 (2 seconds).
+   */
+  timeoutMs?: number;
+  /**
+   * @deprecated The earlier name of {@link SqliteLedgerOptions.timeoutMs}, when it set SQLite's
+   * blocking `busy_timeout`; now the same non-blocking deadline. Give at most one of the two.
    */
   busyTimeoutMs?: number;
   /** SQLite `synchronous` with WAL: `'normal'` (default) or `'full'` (fsync per commit). */
@@ -65,6 +92,16 @@ const TABLE = 'mcp_confirm_ledger';
 const COUNTS = 'mcp_confirm_ledger_counts';
 /** Every this many operations a process sweeps expired rows and caps tombstones. */
 const MAINTENANCE_EVERY = 256;
+/** Every table, index and trigger of {@link SCHEMA}: when all exist, opening needs no write lock. */
+const SCHEMA_OBJECTS = [
+  TABLE,
+  COUNTS,
+  `${TABLE}_expiry`,
+  `${TABLE}_issued`,
+  `${TABLE}_spent`,
+  `${TABLE}_dropped_outstanding`,
+  `${TABLE}_dropped_tombstone`,
+];
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS ${TABLE} (
@@ -121,6 +158,13 @@ function unavailable(error: unknown): Error {
 
 type Statement<P extends unknown[], R> = Database.Statement<P, R>;
 
+/** What the ledger runs once the schema exists: prepared statements and transactions. */
+interface Ops {
+  issue: (jti: string, principal: string, expiresAtMs: number, nowMs: number) => void;
+  spend: (jti: string, nowMs: number) => SpendOutcome;
+  maintain: (nowMs: number) => void;
+}
+
 interface Statements {
   counts: Statement<[string], { held: number | null; total: number | null }>;
   insert: Statement<[string, string, number], unknown>;
@@ -149,19 +193,24 @@ export class SqliteLedger implements Ledger {
   readonly path: string;
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
+  /** Deadline of every call, in milliseconds (see {@link SqliteLedgerOptions.timeoutMs}). */
+  readonly timeoutMs: number;
   readonly #db: Database.Database;
-  readonly #stmts: Statements;
-  readonly #issueTx: (jti: string, principal: string, expiresAtMs: number, nowMs: number) => void;
-  readonly #maintainTx: (nowMs: number) => void;
-  #ops = 0;
+  readonly #retry: BusyRetry;
+  #ops: Ops | undefined;
+  #count = 0;
+  #maintenanceDue = false;
   #closed = false;
 
   /**
    * Opens (creating when missing) the database file, switches it to WAL and
-   * creates the schema.
+   * creates the schema. Never waits for a lock: when another connection holds the
+   * write lock of a file that still needs its schema (or WAL mode), that is left to
+   * the first call (within its deadline); see {@link SqliteLedger.isReady}.
    *
    * @param options - see {@link SqliteLedgerOptions}.
-   * @throws {RangeError} when a bound or `busyTimeoutMs` is not a positive integer, or `path` is empty or `':memory:'`.
+   * @throws {RangeError} when a bound or `timeoutMs` is not a positive integer, or `path` is empty or `':memory:'`.
+   * @throws {TypeError} when both `timeoutMs` and the deprecated `busyTimeoutMs` are given.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the file cannot be opened or
    *   is not a usable SQLite database (missing directory, no permission, corrupted file).
    */
@@ -172,73 +221,139 @@ export class SqliteLedger implements Ledger {
     this.path = options.path;
     this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);
     this.maxTotal = positiveInteger('maxTotal', options.maxTotal, 100_000);
-    const busyTimeoutMs = positiveInteger('busyTimeoutMs', options.busyTimeoutMs, 5_000);
+    if (options.timeoutMs !== undefined && options.busyTimeoutMs !== undefined) {
+      throw new TypeError('give timeoutMs only (busyTimeoutMs is its deprecated name)');
+    }
+    this.timeoutMs =
+      options.busyTimeoutMs !== undefined
+        ? positiveInteger('busyTimeoutMs', options.busyTimeoutMs, 2_000)
+        : positiveInteger('timeoutMs', options.timeoutMs, 2_000);
     const synchronous = options.synchronous ?? 'normal';
     if (synchronous !== 'normal' && synchronous !== 'full') throw new RangeError("synchronous must be 'normal' or 'full'");
+    this.#retry = new BusyRetry(this.timeoutMs);
 
-    let db: Database.Database | undefined;
+    let db: Database.Database;
     try {
-      db = new Database(this.path, { timeout: busyTimeoutMs });
-      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-      const mode = db.pragma('journal_mode = WAL', { simple: true });
-      if (String(mode).toLowerCase() !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
-      db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
-      db.transaction(() => db!.exec(SCHEMA)).immediate();
-      this.#stmts = {
-        counts: db.prepare(
-          `SELECT (SELECT n FROM ${COUNTS} WHERE scope = 'principal' AND name = ?) AS held,
-                  (SELECT n FROM ${COUNTS} WHERE scope = 'total' AND name = '') AS total`,
-        ),
-        insert: db.prepare(`INSERT INTO ${TABLE} (jti, principal, expires_at_ms, spent) VALUES (?, ?, ?, 0)`),
-        spend: db.prepare(`UPDATE ${TABLE} SET spent = 1 WHERE jti = ? AND spent = 0 RETURNING expires_at_ms`),
-        state: db.prepare(`SELECT spent FROM ${TABLE} WHERE jti = ?`),
-        dropSpent: db.prepare(`DELETE FROM ${TABLE} WHERE jti = ? AND spent = 1`),
-        sweep: db.prepare(`DELETE FROM ${TABLE} WHERE expires_at_ms <= ?`),
-        spentCount: db.prepare(`SELECT coalesce((SELECT n FROM ${COUNTS} WHERE scope = 'spent' AND name = ''), 0) AS n`),
-        capTombstones: db.prepare(
-          `DELETE FROM ${TABLE} WHERE jti IN
-             (SELECT jti FROM ${TABLE} WHERE spent = 1 ORDER BY expires_at_ms LIMIT ?)`,
-        ),
-        dropEmptyPrincipals: db.prepare(`DELETE FROM ${COUNTS} WHERE scope = 'principal' AND n <= 0`),
-      };
+      // timeout 0: no busy handler, so SQLite never sleeps on the main thread waiting for a lock.
+      db = new Database(this.path, { timeout: 0 });
     } catch (error) {
+      throw unavailable(error);
+    }
+    this.#db = db;
+    try {
+      db.pragma('busy_timeout = 0');
+      db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+      this.#setup();
+    } catch (error) {
+      if (isBusy(error)) return; // locked now: the first call sets up, within its deadline
       try {
-        db?.close();
+        db.close();
       } catch {
         // already failing closed; the first error is the one to report
       }
       throw unavailable(error);
     }
-    this.#db = db;
-    const stmts = this.#stmts;
-
-    this.#issueTx = db.transaction((jti: string, principal: string, expiresAtMs: number, nowMs: number) => {
-      let c = stmts.counts.get(principal);
-      if ((c?.held ?? 0) >= this.maxPerPrincipal || (c?.total ?? 0) >= this.maxTotal) {
-        // Only at a bound pay for a sweep; then decide.
-        stmts.sweep.run(nowMs);
-        c = stmts.counts.get(principal);
-        if ((c?.held ?? 0) >= this.maxPerPrincipal) throw new ConfirmCapacityError('principal');
-        if ((c?.total ?? 0) >= this.maxTotal) throw new ConfirmCapacityError('total');
-      }
-      stmts.insert.run(jti, principal, expiresAtMs);
-    }).immediate;
-
-    this.#maintainTx = db.transaction((nowMs: number) => {
-      stmts.sweep.run(nowMs);
-      const excess = (stmts.spentCount.get()?.n ?? 0) - this.maxTotal;
-      if (excess > 0) stmts.capTombstones.run(excess);
-      stmts.dropEmptyPrincipals.run();
-    }).immediate;
   }
 
   /**
-   * Opens a ledger; the same as `new SqliteLedger(options)`.
+   * `true` once the file is in WAL mode with the schema and the statements are prepared;
+   * `false` while that waits for another connection's write lock (or after close).
+   */
+  get isReady(): boolean {
+    return this.#ops !== undefined && !this.#closed;
+  }
+
+  /**
+   * WAL mode, schema and statements, once; synchronous and all or nothing, so it
+   * is retried as a whole on `SQLITE_BUSY`. Reads first, so that a file that already
+   * has its schema needs no write lock to open.
+   */
+  #setup(): Ops {
+    if (this.#ops !== undefined) return this.#ops;
+    const db = this.#db;
+    if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') {
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (String(mode).toLowerCase() !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
+    }
+    const present = db
+      .prepare(`SELECT count(*) AS n FROM sqlite_schema WHERE name IN (${SCHEMA_OBJECTS.map(() => '?').join(', ')})`)
+      .get(...SCHEMA_OBJECTS) as { n: number };
+    if (present.n !== SCHEMA_OBJECTS.length) db.transaction(() => db.exec(SCHEMA)).immediate();
+    const stmts: Statements = {
+      counts: db.prepare(
+        `SELECT (SELECT n FROM ${COUNTS} WHERE scope = 'principal' AND name = ?) AS held,
+                (SELECT n FROM ${COUNTS} WHERE scope = 'total' AND name = '') AS total`,
+      ),
+      insert: db.prepare(`INSERT INTO ${TABLE} (jti, principal, expires_at_ms, spent) VALUES (?, ?, ?, 0)`),
+      spend: db.prepare(`UPDATE ${TABLE} SET spent = 1 WHERE jti = ? AND spent = 0 RETURNING expires_at_ms`),
+      state: db.prepare(`SELECT spent FROM ${TABLE} WHERE jti = ?`),
+      dropSpent: db.prepare(`DELETE FROM ${TABLE} WHERE jti = ? AND spent = 1`),
+      sweep: db.prepare(`DELETE FROM ${TABLE} WHERE expires_at_ms <= ?`),
+      spentCount: db.prepare(`SELECT coalesce((SELECT n FROM ${COUNTS} WHERE scope = 'spent' AND name = ''), 0) AS n`),
+      capTombstones: db.prepare(
+        `DELETE FROM ${TABLE} WHERE jti IN
+           (SELECT jti FROM ${TABLE} WHERE spent = 1 ORDER BY expires_at_ms LIMIT ?)`,
+      ),
+      dropEmptyPrincipals: db.prepare(`DELETE FROM ${COUNTS} WHERE scope = 'principal' AND n <= 0`),
+    };
+    const maxPerPrincipal = this.maxPerPrincipal;
+    const maxTotal = this.maxTotal;
+    const ops: Ops = {
+      issue: db.transaction((jti: string, principal: string, expiresAtMs: number, nowMs: number) => {
+        let c = stmts.counts.get(principal);
+        if ((c?.held ?? 0) >= maxPerPrincipal || (c?.total ?? 0) >= maxTotal) {
+          // Only at a bound pay for a sweep; then decide.
+          stmts.sweep.run(nowMs);
+          c = stmts.counts.get(principal);
+          if ((c?.held ?? 0) >= maxPerPrincipal) throw new ConfirmCapacityError('principal');
+          if ((c?.total ?? 0) >= maxTotal) throw new ConfirmCapacityError('total');
+        }
+        stmts.insert.run(jti, principal, expiresAtMs);
+      }).immediate,
+      // One transaction, so a SQLITE_BUSY anywhere in it leaves nothing done and the whole spend is retried.
+      spend: db.transaction((jti: string, nowMs: number): SpendOutcome => {
+        const row = stmts.spend.get(jti);
+        if (row !== undefined) {
+          if (typeof row.expires_at_ms !== 'number') throw new TypeError('unexpected expires_at_ms');
+          if (nowMs >= row.expires_at_ms) {
+            // Consumed by the UPDATE above; drop the tombstone so a replay is 'unknown', as in the memory ledger.
+            stmts.dropSpent.run(jti);
+            return 'expired';
+          }
+          return 'spent';
+        }
+        const state = stmts.state.get(jti);
+        return state !== undefined && state.spent === 1 ? 'already-spent' : 'unknown';
+      }).immediate,
+      maintain: db.transaction((nowMs: number) => {
+        stmts.sweep.run(nowMs);
+        const excess = (stmts.spentCount.get()?.n ?? 0) - maxTotal;
+        if (excess > 0) stmts.capTombstones.run(excess);
+        stmts.dropEmptyPrincipals.run();
+      }).immediate,
+    };
+    this.#ops = ops;
+    return ops;
+  }
+
+  /**
+   * Opens a ledger as the constructor does, then, when another connection's write lock
+   * kept it from setting up the file, waits for that (without blocking the event loop)
+   * up to `timeoutMs`.
    *
-   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` as the constructor.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` as the constructor, or when the
+   *   file is still locked after `timeoutMs` (the ledger is closed again).
+   * @throws {RangeError | TypeError} for bad options, as the constructor.
    */
   static async open(options: SqliteLedgerOptions): Promise<SqliteLedger> {
-    return new SqliteLedger(options);
+    const ledger = new SqliteLedger(options);
+    try {
+      await ledger.#retry.run(() => ledger.#setup());
+    } catch (error) {
+      await ledger.close();
+      throw unavailable(error);
+    }
+    return ledger;
   }
 
   /**
@@ -251,14 +366,14 @@ export class SqliteLedger implements Ledger {
    * @throws {ConfirmCapacityError} `ERR_CONFIRM_CAPACITY` when the principal or the file is full.
    * @throws {RangeError} when `jti` was already issued (outstanding or spent), or a time is not finite.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure
-   *   (locked past `busyTimeoutMs`, I/O error, corruption, closed ledger).
+   *   (still locked by another connection after `timeoutMs`, I/O error, corruption, closed ledger).
    */
   async issue(jti: string, principal: string, expiresAtMs: number, nowMs: number = Date.now()): Promise<void> {
     finiteMs('expiresAtMs', expiresAtMs);
     finiteMs('nowMs', nowMs);
     if (this.#closed) throw new ConfirmLedgerUnavailableError();
     try {
-      this.#issueTx(jti, principal, expiresAtMs, nowMs);
+      await this.#retry.run(() => this.#setup().issue(jti, principal, expiresAtMs, nowMs));
     } catch (error) {
       if (isUniqueViolation(error)) throw new RangeError('jti already issued');
       throw unavailable(error);
@@ -267,34 +382,23 @@ export class SqliteLedger implements Ledger {
   }
 
   /**
-   * Atomically redeems a confirmation (see {@link Ledger.spend}): one `UPDATE … RETURNING`.
+   * Atomically redeems a confirmation (see {@link Ledger.spend}): one `BEGIN IMMEDIATE`
+   * transaction around one `UPDATE … RETURNING`. Waits, without blocking the event loop,
+   * while another connection holds the write lock, up to `timeoutMs`.
    *
    * @param jti - the nonce given to {@link issue}.
    * @param nowMs - the caller's current time in milliseconds; `nowMs >= expiresAtMs` is `'expired'`.
    * @returns `'spent'` for exactly one caller; `'already-spent'`, `'unknown'` or `'expired'` otherwise.
    * @throws {RangeError} when `nowMs` is not finite.
-   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure (still
+   *   locked after `timeoutMs`: nothing was spent, the confirmation stays outstanding).
    */
   async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
     finiteMs('nowMs', nowMs);
     if (this.#closed) throw new ConfirmLedgerUnavailableError();
     let outcome: SpendOutcome;
     try {
-      const row = this.#stmts.spend.get(jti);
-      if (row !== undefined) {
-        if (typeof row.expires_at_ms !== 'number') throw new TypeError('unexpected expires_at_ms');
-        if (nowMs >= row.expires_at_ms) {
-          // Already consumed by the UPDATE above; drop the tombstone so a replay is 'unknown',
-          // as in the memory ledger. If this delete failed, a replay would be 'already-spent'.
-          this.#stmts.dropSpent.run(jti);
-          outcome = 'expired';
-        } else {
-          outcome = 'spent';
-        }
-      } else {
-        const state = this.#stmts.state.get(jti);
-        outcome = state === undefined ? 'unknown' : state.spent === 1 ? 'already-spent' : 'unknown';
-      }
+      outcome = await this.#retry.run(() => this.#setup().spend(jti, nowMs));
     } catch (error) {
       throw unavailable(error);
     }
@@ -307,22 +411,27 @@ export class SqliteLedger implements Ledger {
    * tombstones beyond `maxTotal`, oldest expiry first.
    *
    * @param nowMs - current time in milliseconds. Defaults to `Date.now()`.
-   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure (still
+   *   locked by another connection after `timeoutMs`).
    */
   async sweep(nowMs: number = Date.now()): Promise<void> {
     finiteMs('nowMs', nowMs);
     if (this.#closed) throw new ConfirmLedgerUnavailableError();
     try {
-      this.#maintainTx(nowMs);
+      await this.#retry.run(() => this.#setup().maintain(nowMs));
     } catch (error) {
       throw unavailable(error);
     }
   }
 
-  /** Closes the database handle. Idempotent; later calls reject with `ERR_CONFIRM_LEDGER_UNAVAILABLE`. */
+  /**
+   * Closes the database handle. Calls still waiting for a lock reject with
+   * `ERR_CONFIRM_LEDGER_UNAVAILABLE` (nothing done). Idempotent; later calls reject likewise.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#retry.cancelAll(new ConfirmLedgerUnavailableError({ cause: new Error('ledger closed') }));
     try {
       this.#db.close();
     } catch {
@@ -330,13 +439,20 @@ export class SqliteLedger implements Ledger {
     }
   }
 
+  /**
+   * Every {@link MAINTENANCE_EVERY} calls, one attempt at housekeeping, never waited
+   * for: under another connection's lock it fails at once (`busy_timeout` 0) and is
+   * tried again after the next call.
+   */
   #maybeMaintain(nowMs: number): void {
-    if (++this.#ops % MAINTENANCE_EVERY !== 0) return;
+    if (++this.#count % MAINTENANCE_EVERY !== 0 && !this.#maintenanceDue) return;
     try {
-      this.#maintainTx(nowMs);
-    } catch {
+      this.#setup().maintain(nowMs);
+      this.#maintenanceDue = false;
+    } catch (error) {
       // Housekeeping only: the operation itself succeeded, and the next one will
       // report a broken store. Bounds are still enforced by issue's own sweep.
+      this.#maintenanceDue = isBusy(error) && !this.#closed;
     }
   }
 }

@@ -6,11 +6,18 @@
  * Times are injected: `t0` is a fixed point near the real clock (Redis keeps
  * keys for the remaining lifetime plus a skew margin, so times far in the past
  * would be garbage-collected at once).
+ *
+ * A store that can be held locked or frozen (SQLite: another process in
+ * `BEGIN IMMEDIATE`; Redis: `DEBUG SLEEP`) also passes the "never blocks the event
+ * loop" part (BUG-18), proved by the order of events, never by durations: while a
+ * call waits on the held store, a timer set after the call fires first; the call
+ * is then refused at its deadline, or answered once the store is released.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfirmCapacityError } from '../../src/errors.js';
 import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+import { expectUnavailable } from '../helpers/rejections.js';
 
 /** Bounds a test asks its ledger to be made with. */
 export interface LedgerBounds {
@@ -21,7 +28,36 @@ export interface LedgerBounds {
 /** Makes a fresh, empty ledger with the given bounds (store defaults when absent). */
 export type MakeLedger = (bounds?: LedgerBounds) => Ledger | Promise<Ledger>;
 
+/** The store held locked or frozen by the test, until released. */
+export interface Hold {
+  /** Ends the hold; resolves once the store answers again. */
+  release(): Promise<void>;
+}
+
+/** A store the contract can hold locked or frozen (BUG-18). */
+export interface HeldStore {
+  /** Makes a fresh, empty ledger with deadline `timeoutMs`, on a store {@link HeldStore.hold} can hold. */
+  make(options: { timeoutMs: number }): Promise<Ledger>;
+  /** Another ledger on the same store (and the same entries) as `ledger`, with deadline `timeoutMs`. */
+  sibling(ledger: Ledger, options: { timeoutMs: number }): Promise<Ledger>;
+  /** Holds the store of `ledger`; resolves once every later call of `ledger` has to wait for the release. */
+  hold(ledger: Ledger): Promise<Hold>;
+  /**
+   * A deadline that certainly passes while the store is held and not yet released (for a store that
+   * releases itself, as `DEBUG SLEEP` does, far shorter than the hold).
+   */
+  shortTimeoutMs: number;
+  /**
+   * Whether a call refused at its deadline is still applied when the store answers again (Redis runs
+   * the commands already sent), or never (SQLite retries nothing after the refusal).
+   */
+  refusedCallsAppliedLater: boolean;
+}
+
 const TTL = 300_000;
+
+/** The next turn of the event loop's timers phase: fires only if nothing blocks the loop. */
+const timerTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 function count(outcomes: readonly SpendOutcome[]): Record<SpendOutcome, number> {
   const c: Record<SpendOutcome, number> = { spent: 0, 'already-spent': 0, unknown: 0, expired: 0 };
@@ -38,7 +74,8 @@ async function expectCapacity(p: Promise<unknown>): Promise<void> {
   expect((error as ConfirmCapacityError).code).toBe('ERR_CONFIRM_CAPACITY');
 }
 
-export function ledgerContract(name: string, makeLedger: MakeLedger): void {
+export function ledgerContract(name: string, makeLedger: MakeLedger, options: { held?: HeldStore } = {}): void {
+  const held = options.held;
   describe(`Ledger contract: ${name}`, () => {
     const open: Ledger[] = [];
     const t0 = Date.now();
@@ -222,5 +259,81 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       await ledger.issue(jti(), 'alice', t0 + TTL, t0 + 2_000);
       await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0 + 2_001));
     });
+
+    if (held !== undefined) {
+      describe('held locked or frozen, it never blocks the event loop (BUG-18)', () => {
+        async function makeHeld(timeoutMs: number): Promise<Ledger> {
+          const ledger = await held!.make({ timeoutMs });
+          open.push(ledger);
+          return ledger;
+        }
+        async function sibling(of: Ledger): Promise<Ledger> {
+          const ledger = await held!.sibling(of, { timeoutMs: 60_000 });
+          open.push(ledger);
+          return ledger;
+        }
+
+        it('answers a timer while a spend and an issue wait on the held store, then refuses both with ERR_CONFIRM_LEDGER_UNAVAILABLE at the deadline', async () => {
+          const ledger = await makeHeld(held.shortTimeoutMs);
+          const id = jti();
+          const late = jti();
+          await ledger.issue(id, 'alice', t0 + TTL, t0);
+          const events: string[] = [];
+          const errors: unknown[] = [];
+          const hold = await held.hold(ledger);
+          try {
+            const spending = ledger.spend(id, t0 + 1).then(
+              (o) => events.push(`spend answered ${o}`),
+              (e: unknown) => events.push(`spend refused`) && errors.push(e),
+            );
+            const issuing = ledger.issue(late, 'alice', t0 + TTL, t0 + 1).then(
+              () => events.push('issue answered'),
+              (e: unknown) => events.push('issue refused') && errors.push(e),
+            );
+            await timerTurn();
+            events.push('timer');
+            await Promise.all([spending, issuing]);
+          } finally {
+            await hold.release();
+          }
+          expect(events[0]).toBe('timer');
+          expect(events.slice(1).sort()).toEqual(['issue refused', 'spend refused']);
+          for (const e of errors) expectUnavailable(e);
+          // After the release: what the refused calls left behind is the store's documented behaviour.
+          const after = await sibling(ledger);
+          if (held.refusedCallsAppliedLater) {
+            expect(await after.spend(id, t0 + 2)).toBe('already-spent');
+            expect(await after.spend(late, t0 + 2)).toBe('spent');
+          } else {
+            expect(await after.spend(id, t0 + 2)).toBe('spent');
+            expect(await after.spend(late, t0 + 2)).toBe('unknown');
+          }
+        });
+
+        it('answers a timer while a spend waits on the held store, and spends once the store is released', async () => {
+          const ledger = await makeHeld(60_000);
+          const id = jti();
+          await ledger.issue(id, 'alice', t0 + TTL, t0);
+          const events: string[] = [];
+          const hold = await held.hold(ledger);
+          let spending: Promise<unknown>;
+          try {
+            spending = ledger.spend(id, t0 + 1).then(
+              (o) => events.push(`spend answered ${o}`),
+              (e: unknown) => events.push(`spend refused ${String(e)}`),
+            );
+            await timerTurn();
+            events.push('timer');
+            // Still waiting while held: the loop served the timer first.
+            expect(events).toEqual(['timer']);
+          } finally {
+            await hold.release();
+          }
+          await spending;
+          expect(events).toEqual(['timer', 'spend answered spent']);
+          expect(await ledger.spend(id, t0 + 2)).toBe('already-spent');
+        });
+      });
+    }
   });
 }

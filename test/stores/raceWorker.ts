@@ -28,7 +28,9 @@ function send(message: unknown): void {
 async function open(m: OpenMessage): Promise<Ledger> {
   if (m.store === 'sqlite') {
     const { SqliteLedger } = await import('../../src/stores/sqlite.js');
-    return new SqliteLedger({ path: m.path });
+    // A deadline far beyond the race: contended spends wait (without blocking) for the write lock,
+    // and this test is about atomicity, not about how fast a loaded machine gets through 1,000 spends.
+    return new SqliteLedger({ path: m.path, timeoutMs: 60_000 });
   }
   const { RedisLedger } = await import('../../src/stores/redis.js');
   return RedisLedger.open({ url: m.url, namespace: m.namespace });

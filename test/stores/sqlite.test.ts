@@ -7,15 +7,28 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
 import { SqliteLedger } from '../../src/stores/sqlite.js';
-import { ledgerContract } from '../ledger/contract.js';
+import { ledgerContract, type HeldStore } from '../ledger/contract.js';
 import { raceSpends } from './race.js';
+import { holdWriteLock } from './sqliteLock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const freshPath = (): string => join(dir, `${randomUUID()}.db`);
 
+/** Held = another process (a child) holds the file's write lock with BEGIN IMMEDIATE. */
+const held: HeldStore = {
+  make: async ({ timeoutMs }) => new SqliteLedger({ path: freshPath(), timeoutMs }),
+  sibling: async (ledger, { timeoutMs }) => new SqliteLedger({ path: (ledger as SqliteLedger).path, timeoutMs }),
+  hold: (ledger) => holdWriteLock((ledger as SqliteLedger).path),
+  // The lock is held until released, so any deadline passes while held.
+  shortTimeoutMs: 200,
+  refusedCallsAppliedLater: false,
+};
 
-ledgerContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }));
+ledgerContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }), { held });
+
+/** The next turn of the event loop's timers phase: fires only if nothing blocks the loop. */
+const timerTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe('SqliteLedger', () => {
   it('reports kind sqlite and shared true', async () => {
@@ -25,13 +38,19 @@ describe('SqliteLedger', () => {
     await ledger.close();
   });
 
-  it('puts the database in WAL mode with a busy timeout', async () => {
+  it('puts the database in WAL mode, with a deadline of 2 s unless timeoutMs (or its old name busyTimeoutMs) says otherwise', async () => {
     const path = freshPath();
-    const ledger = new SqliteLedger({ path, busyTimeoutMs: 1234 });
+    const ledger = new SqliteLedger({ path });
+    expect(ledger.isReady).toBe(true);
+    expect(ledger.timeoutMs).toBe(2_000);
     const db = new Database(path, { readonly: true });
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();
-    await ledger.close();
+    const other = new SqliteLedger({ path, timeoutMs: 1234 });
+    const old = new SqliteLedger({ path, busyTimeoutMs: 4321 });
+    expect(other.timeoutMs).toBe(1234);
+    expect(old.timeoutMs).toBe(4321);
+    await Promise.all([ledger.close(), other.close(), old.close()]);
   });
 
   it('shares entries between two ledgers opened on the same file', async () => {
@@ -98,6 +117,9 @@ describe('SqliteLedger', () => {
     expect(() => new SqliteLedger({ path: freshPath(), maxTotal: 0 })).toThrow(RangeError);
     expect(() => new SqliteLedger({ path: freshPath(), maxPerPrincipal: 1.5 })).toThrow(RangeError);
     expect(() => new SqliteLedger({ path: freshPath(), busyTimeoutMs: -1 })).toThrow(RangeError);
+    expect(() => new SqliteLedger({ path: freshPath(), timeoutMs: 0 })).toThrow(/timeoutMs must be a positive integer/);
+    expect(() => new SqliteLedger({ path: freshPath(), timeoutMs: Number.POSITIVE_INFINITY })).toThrow(RangeError);
+    expect(() => new SqliteLedger({ path: freshPath(), timeoutMs: 100, busyTimeoutMs: 100 })).toThrow(TypeError);
   });
 
   it('refuses non-finite times with RangeError', async () => {
@@ -145,27 +167,139 @@ describe('SqliteLedger', () => {
       await ledger.close();
     });
 
-    it('rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE within busyTimeoutMs when another process holds the write lock', async () => {
+    it('while another process holds the write lock, a ledger on another file answers and the locked spend is refused afterwards, nothing spent', async () => {
       const path = freshPath();
-      const ledger = new SqliteLedger({ path, busyTimeoutMs: 200 });
+      const ledger = new SqliteLedger({ path, timeoutMs: 200 });
+      const elsewhere = new SqliteLedger({ path: freshPath() });
       const id = randomUUID();
       await ledger.issue(id, 'alice', Date.now() + 60_000);
-      const holder = new Database(path);
-      holder.exec('BEGIN EXCLUSIVE');
+      const lock = await holdWriteLock(path);
+      const events: string[] = [];
       try {
-        let started = Date.now();
-        expectUnavailable(await rejection(ledger.spend(id, Date.now())));
-        expect(Date.now() - started).toBeLessThan(2_000);
-        started = Date.now();
-        expectUnavailable(await rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 60_000)));
-        expect(Date.now() - started).toBeLessThan(2_000);
+        const spending = rejection(ledger.spend(id, Date.now())).then((e) => {
+          events.push('locked spend refused');
+          return e;
+        });
+        await timerTurn();
+        const other = randomUUID();
+        await elsewhere.issue(other, 'bob', Date.now() + 60_000);
+        events.push(`other file: ${await elsewhere.spend(other, Date.now())}`);
+        expectUnavailable(await spending);
       } finally {
-        holder.exec('ROLLBACK');
-        holder.close();
+        await lock.release();
       }
+      expect(events).toEqual(['other file: spent', 'locked spend refused']);
       // The lock is gone: the same confirmation is still outstanding and spends once.
       expect(await ledger.spend(id, Date.now())).toBe('spent');
+      await Promise.all([ledger.close(), elsewhere.close()]);
+    });
+
+    it('opens a file that has its schema at once while another process holds the write lock (no write needed to open)', async () => {
+      const path = freshPath();
+      await new SqliteLedger({ path }).close();
+      const lock = await holdWriteLock(path);
+      let ledger: SqliteLedger | undefined;
+      try {
+        ledger = await SqliteLedger.open({ path, timeoutMs: 60_000 });
+        expect(ledger.isReady).toBe(true);
+      } finally {
+        await lock.release();
+      }
+      const id = randomUUID();
+      await ledger.issue(id, 'alice', Date.now() + 60_000);
+      expect(await ledger.spend(id, Date.now())).toBe('spent');
       await ledger.close();
+    });
+
+    it('never waits in the constructor when a new file is locked: the first issue waits without blocking, and succeeds once the lock ends', async () => {
+      const path = freshPath();
+      const creator = new Database(path);
+      creator.pragma('journal_mode = WAL'); // an empty WAL database, as a second process would find it
+      creator.close();
+      const lock = await holdWriteLock(path);
+      const events: string[] = [];
+      let ledger: SqliteLedger | undefined;
+      let issuing: Promise<unknown> | undefined;
+      const id = randomUUID();
+      try {
+        ledger = new SqliteLedger({ path, timeoutMs: 60_000 });
+        events.push('constructed');
+        expect(ledger.isReady).toBe(false);
+        issuing = ledger.issue(id, 'alice', Date.now() + 60_000).then(() => events.push('issued'));
+        await timerTurn();
+        events.push('timer');
+        expect(events).toEqual(['constructed', 'timer']);
+      } finally {
+        await lock.release();
+      }
+      await issuing;
+      expect(events).toEqual(['constructed', 'timer', 'issued']);
+      expect(ledger.isReady).toBe(true);
+      expect(await ledger.spend(id, Date.now())).toBe('spent');
+      await ledger.close();
+    });
+
+    it('open() of a new file that stays locked is refused with ERR_CONFIRM_LEDGER_UNAVAILABLE after timeoutMs, a timer answered first', async () => {
+      const path = freshPath();
+      const creator = new Database(path);
+      creator.pragma('journal_mode = WAL');
+      creator.close();
+      const lock = await holdWriteLock(path);
+      const events: string[] = [];
+      try {
+        const opening = rejection(SqliteLedger.open({ path, timeoutMs: 200 })).then((e) => {
+          events.push('open refused');
+          return e;
+        });
+        await timerTurn();
+        events.push('timer');
+        const error = await opening;
+        expectUnavailable(error);
+        expect(((error as Error).cause as Error).message).toMatch(/SQLITE_BUSY/);
+      } finally {
+        await lock.release();
+      }
+      expect(events).toEqual(['timer', 'open refused']);
+    });
+
+    it('sweep() waits without blocking and is refused with ERR_CONFIRM_LEDGER_UNAVAILABLE after timeoutMs while another process holds the write lock', async () => {
+      const path = freshPath();
+      const ledger = new SqliteLedger({ path, timeoutMs: 200 });
+      const lock = await holdWriteLock(path);
+      const events: string[] = [];
+      try {
+        const sweeping = rejection(ledger.sweep()).then((e) => {
+          events.push('sweep refused');
+          return e;
+        });
+        await timerTurn();
+        events.push('timer');
+        expectUnavailable(await sweeping);
+      } finally {
+        await lock.release();
+      }
+      expect(events).toEqual(['timer', 'sweep refused']);
+      await ledger.sweep();
+      await ledger.close();
+    });
+
+    it('close() refuses a call still waiting for the lock with ERR_CONFIRM_LEDGER_UNAVAILABLE', async () => {
+      const path = freshPath();
+      const ledger = new SqliteLedger({ path, timeoutMs: 60_000 });
+      const id = randomUUID();
+      await ledger.issue(id, 'alice', Date.now() + 60_000);
+      const lock = await holdWriteLock(path);
+      try {
+        const spending = rejection(ledger.spend(id, Date.now()));
+        await timerTurn();
+        await ledger.close();
+        expectUnavailable(await spending);
+      } finally {
+        await lock.release();
+      }
+      const after = new SqliteLedger({ path });
+      expect(await after.spend(id, Date.now())).toBe('spent');
+      await after.close();
     });
 
     it('rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE after close, and close is idempotent', async () => {
