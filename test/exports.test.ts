@@ -52,6 +52,14 @@ describe('package exports', () => {
   it('loads no native driver from the root import: neither better-sqlite3 nor redis is reachable statically', () => {
     const { bare } = importGraph(join(DIST, 'index.js'));
     expect([...bare].filter((b) => /better-sqlite3|^redis|@redis\//.test(b))).toEqual([]);
-    expect(bare.has('jose')).toBe(true); // control: the walker does see bare imports
+    expect(bare.has('canonicalize')).toBe(true); // control: the walker does see bare imports
+  });
+
+  it('imports no jose from any module of the package: states are sealed and opened over node:crypto (jose is the tests\' oracle only)', () => {
+    const { bare, files } = importGraph(join(DIST, 'index.js'));
+    for (const entry of ['cli/main.js', 'stores/sqlite.js', 'stores/redis.js']) for (const f of importGraph(join(DIST, entry)).bare) bare.add(f);
+    expect([...bare].filter((b) => b === 'jose' || b.startsWith('jose/'))).toEqual([]);
+    expect(bare.has('node:crypto')).toBe(true); // control
+    expect([...files].some((f) => f.endsWith('state/sealer.js'))).toBe(true);
   });
 });

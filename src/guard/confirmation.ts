@@ -271,9 +271,10 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     }
   };
 
+  // Opened synchronously (node:crypto, no thread-pool hop); the hook keeps its Promise type.
   const verify = async (state: string, ctx: ServerContext): Promise<OpenedState> => {
     try {
-      return new OpenedState(await sealer.open(state, { principal: principalOf(ctx), nowMs: now() }));
+      return new OpenedState(sealer.openSync(state, { principal: principalOf(ctx), nowMs: now() }));
     } catch (e) {
       emit({ type: 'state-refused', reason: e instanceof StateRefusedError ? e.reason : 'error' });
       throw e;
@@ -309,7 +310,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       const argsDigest = canonicalDigest(args);
       const { message, requestedSchema, digest } = renderAsk(args, fingerprint);
       const nowMs = now();
-      const { state, claims } = await sealer.seal({
+      const { state, claims } = sealer.sealSync({
         tool: name,
         args: argsDigest,
         question: digest,

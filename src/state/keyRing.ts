@@ -3,10 +3,12 @@
  * every key opens, chosen by the JWE `kid` header (RFC 7516 §4.1.6).
  *
  * Keys are exactly 32 random bytes (AES-256-GCM with `alg: dir`, RFC 7518
- * §4.5 and §5.3), imported once as non-extractable WebCrypto `CryptoKey`s.
- * Each key also yields, with HKDF-SHA256 (RFC 5869, `node:crypto`), the salt
- * of the principal tag carried in the state's `sub` claim; the salt is never
- * stored in the state.
+ * §4.5 and §5.3). Everything a key needs is derived once, when it is
+ * imported, never per call: a `node:crypto` `KeyObject` (what the sealer
+ * uses, synchronously), a non-extractable WebCrypto `CryptoKey` (for callers
+ * that use WebCrypto libraries such as jose), and, with HKDF-SHA256 (RFC 5869,
+ * `node:crypto`), the salt of the principal tag carried in the state's `sub`
+ * claim; the salt is never stored in the state.
  *
  * Rotation, in three phases, each at least one TTL apart:
  * 1. `[old, new]`: every replica learns the new key (old still seals);
@@ -15,9 +17,9 @@
  *
  * @module
  */
-import { createHmac, hkdfSync, randomBytes, webcrypto } from 'node:crypto';
+import { createHmac, createSecretKey, hkdfSync, randomBytes, webcrypto, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { base64url } from 'jose';
+import { decodeBase64url } from './base64url.js';
 
 /** One entry of a key file: `{"kid":"k2","k":"<base64url of exactly 32 random bytes>"}`. */
 export interface KeySpec {
@@ -30,7 +32,9 @@ export interface KeySpec {
 /** A key ready for use. */
 export interface RingKey {
   readonly kid: string;
-  /** AES-GCM 256 `CryptoKey`, non-extractable, for `encrypt`/`decrypt`. */
+  /** The 32-byte secret as a `node:crypto` `KeyObject` (type `secret`): what the sealer encrypts and decrypts with (AES-256-GCM). */
+  readonly secretKey: KeyObject;
+  /** The same key as an AES-GCM 256 WebCrypto `CryptoKey`, non-extractable, for `encrypt`/`decrypt` (e.g. with jose). */
   readonly cryptoKey: webcrypto.CryptoKey;
   /** 32-byte HKDF-derived salt for principal tags sealed under this key. */
   readonly principalSalt: Buffer;
@@ -42,21 +46,17 @@ const HKDF_INFO = 'mcp-confirm/v1/principal-salt';
 async function importKey(kid: string, raw: Uint8Array): Promise<RingKey> {
   if (!KID.test(kid)) throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
   if (raw.byteLength !== 32) throw new RangeError(`key ${kid} must be exactly 32 bytes, got ${raw.byteLength}`);
+  const secretKey = createSecretKey(raw);
   const cryptoKey = await webcrypto.subtle.importKey('raw', raw, 'AES-GCM', false, ['encrypt', 'decrypt']);
   const principalSalt = Buffer.from(hkdfSync('sha256', raw, Buffer.alloc(0), HKDF_INFO, 32));
-  return { kid, cryptoKey, principalSalt };
+  return { kid, secretKey, cryptoKey, principalSalt };
 }
 
 function decodeKey(kid: string, k: unknown): Uint8Array {
   if (typeof k !== 'string') throw new TypeError(`key ${kid}: "k" must be a base64url string`);
-  let raw: Uint8Array;
-  try {
-    raw = base64url.decode(k);
-  } catch {
-    throw new TypeError(`key ${kid}: "k" is not valid base64url`);
-  }
-  // Refuse non-canonical spellings (padding, stray bits): one key, one text.
-  if (base64url.encode(raw) !== k) throw new TypeError(`key ${kid}: "k" is not canonical unpadded base64url`);
+  // Refuse non-canonical spellings (other characters, padding, stray bits): one key, one text.
+  const raw = decodeBase64url(k);
+  if (raw === undefined) throw new TypeError(`key ${kid}: "k" is not canonical unpadded base64url (RFC 4648 §5)`);
   return raw;
 }
 
@@ -135,7 +135,7 @@ export class KeyRing {
    */
   static generateSpec(kid: string): KeySpec {
     if (typeof kid !== 'string' || !KID.test(kid)) throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
-    return { kid, k: base64url.encode(randomBytes(32)) };
+    return { kid, k: randomBytes(32).toString('base64url') };
   }
 
   /** The key that seals (the first). */

@@ -13,12 +13,25 @@
  * - `question`: SHA-256 of the RFC 8785 form of `{message, requestedSchema}` the human saw;
  * - `fingerprint`: the resource's identity captured in round 1 (any JSON value).
  *
+ * The JWE is assembled here, synchronously, over `node:crypto` (OpenSSL's
+ * AES-256-GCM): `BASE64URL(header) || '..' || BASE64URL(iv) || '.' ||
+ * BASE64URL(ciphertext) || '.' || BASE64URL(tag)` (RFC 7516 §7.1), a fresh
+ * random 96-bit IV per state, a 128-bit tag, and as additional authenticated
+ * data the ASCII of the encoded protected header (RFC 7516 §5.1 step 14). The
+ * protected header is always the same bytes for a kid:
+ * `{"alg":"dir","enc":"A256GCM","kid":KID,"typ":"mcp-confirm-state+jwt"}`,
+ * the bytes jose's `CompactEncrypt` produced for the earlier versions, so their
+ * states still open. The opener accepts only those bytes for the kid, exactly
+ * five parts, an empty encrypted key, a 12-byte IV, a 16-byte tag, and only
+ * canonical unpadded base64url (RFC 4648 §5) in every part; jose is the oracle
+ * of the format in the tests.
+ *
  * @module
  */
-import { randomBytes } from 'node:crypto';
-import { CompactEncrypt, compactDecrypt } from 'jose';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { ConfirmBadArgumentError } from '../errors.js';
-import { KeyRing } from './keyRing.js';
+import { decodeBase64url } from './base64url.js';
+import { KeyRing, type RingKey } from './keyRing.js';
 
 /** JWE `typ` header of every state this package seals. */
 export const STATE_TYP = 'mcp-confirm-state+jwt';
@@ -29,8 +42,38 @@ export const MAX_STATE_LENGTH = 65_536;
 /** Longest TTL, in seconds: one day. A confirmation is meant to be answered now, not stored (spec: "a short expiry"). */
 export const MAX_TTL_SECONDS = 86_400;
 
-const ENCODER = new TextEncoder();
 const DECODER = new TextDecoder('utf-8', { fatal: true });
+
+/** AES-256-GCM (RFC 7518 §5.3): a 96-bit IV and a 128-bit authentication tag. */
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** Random bytes of a `jti`. */
+const JTI_BYTES = 16;
+
+/** One key as the sealer uses it: the encoded protected header for its kid, and that header's ASCII as AAD. */
+interface SealingKey {
+  readonly key: RingKey;
+  /** BASE64URL(UTF8(protected header)): the first part of every state sealed under this key. */
+  readonly encodedHeader: string;
+  /** ASCII(encodedHeader), the AES-GCM additional authenticated data. */
+  readonly aad: Buffer;
+  /** The last principal tagged under this key and its tag (one entry: over stdio the principal never changes). */
+  lastTag: { principal: string; tag: string } | undefined;
+}
+
+/** The principal tag under `sealing`'s key ({@link KeyRing.principalTag}), remembering the last one. */
+function principalTagOf(sealing: SealingKey, principal: string): string {
+  const last = sealing.lastTag;
+  if (last !== undefined && last.principal === principal) return last.tag;
+  const tag = KeyRing.principalTag(sealing.key, principal);
+  sealing.lastTag = { principal, tag };
+  return tag;
+}
+
+/** The encoded protected header of every state sealed under `kid` (member order and spelling as jose wrote them). */
+function encodedHeaderFor(kid: string): string {
+  return Buffer.from(JSON.stringify({ alg: 'dir', enc: 'A256GCM', kid, typ: STATE_TYP }), 'utf8').toString('base64url');
+}
 
 /** The claims sealed in a confirmation's `requestState`. Times in seconds (RFC 7519 NumericDate). */
 export interface ConfirmClaims {
@@ -78,17 +121,23 @@ const B64U_43 = /^[A-Za-z0-9_-]{43}$/;
 const B64U_22 = /^[A-Za-z0-9_-]{22}$/;
 
 /**
- * Seals and opens confirmation states under a {@link KeyRing}.
+ * Seals and opens confirmation states under a {@link KeyRing}, synchronously
+ * ({@link Sealer.sealSync}, {@link Sealer.openSync}); {@link Sealer.seal} and
+ * {@link Sealer.open} are the same, returning promises.
  *
  * @example
  * const sealer = new Sealer({ keys: await KeyRing.random(), audience: 'mcp-confirm', ttlSeconds: 300 });
- * const { state, claims } = await sealer.seal({ tool, args, question, fingerprint, principal: 'local', nowMs: Date.now() });
- * const opened = await sealer.open(state, { principal: 'local', nowMs: Date.now() });
+ * const { state, claims } = sealer.sealSync({ tool, args, question, fingerprint, principal: 'local', nowMs: Date.now() });
+ * const opened = sealer.openSync(state, { principal: 'local', nowMs: Date.now() });
  */
 export class Sealer {
   readonly keys: KeyRing;
   readonly audience: string;
   readonly ttlSeconds: number;
+  /** The key that seals, with its header, derived once here. */
+  readonly #sealing: SealingKey;
+  /** Every key of the ring by its exact encoded protected header: the opener's first check. */
+  readonly #byEncodedHeader: ReadonlyMap<string, SealingKey>;
 
   /**
    * @param options.keys - the key ring.
@@ -107,74 +156,95 @@ export class Sealer {
     this.keys = options.keys;
     this.audience = options.audience;
     this.ttlSeconds = options.ttlSeconds;
+    const byHeader = new Map<string, SealingKey>();
+    for (const kid of options.keys.kids) {
+      const encodedHeader = encodedHeaderFor(kid);
+      byHeader.set(encodedHeader, { key: options.keys.get(kid)!, encodedHeader, aad: Buffer.from(encodedHeader, 'ascii'), lastTag: undefined });
+    }
+    this.#byEncodedHeader = byHeader;
+    this.#sealing = byHeader.get(encodedHeaderFor(options.keys.sealing.kid))!;
   }
 
   /**
-   * Seals a new state under the first key.
+   * Seals a new state under the first key, synchronously.
    *
    * @returns the compact JWE string and the claims it holds.
    * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT` when the state would exceed
    *   {@link MAX_STATE_LENGTH} (a huge fingerprint): better refuse now than ask a question whose
    *   answer could never be accepted.
    */
-  async seal(input: SealInput): Promise<{ state: string; claims: ConfirmClaims }> {
-    const key = this.keys.sealing;
+  sealSync(input: SealInput): { state: string; claims: ConfirmClaims } {
+    const sealing = this.#sealing;
     const iat = Math.floor(input.nowMs / 1000);
+    const random = randomBytes(JTI_BYTES + IV_BYTES);
+    const iv = random.subarray(JTI_BYTES);
     const claims: ConfirmClaims = {
       aud: this.audience,
-      sub: KeyRing.principalTag(key, input.principal),
+      sub: principalTagOf(sealing, input.principal),
       iat,
       exp: iat + this.ttlSeconds,
-      jti: randomBytes(16).toString('base64url'),
+      jti: random.subarray(0, JTI_BYTES).toString('base64url'),
       tool: input.tool,
       args: input.args,
       question: input.question,
       fingerprint: input.fingerprint ?? null,
     };
-    // jose's CompactEncrypt over the JSON claims set: the same RFC 7519 JWE as EncryptJWT, at half its cost here.
-    const state = await new CompactEncrypt(ENCODER.encode(JSON.stringify(claims)))
-      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: key.kid, typ: STATE_TYP })
-      .encrypt(key.cryptoKey);
+    const cipher = createCipheriv('aes-256-gcm', sealing.key.secretKey, iv, { authTagLength: TAG_BYTES });
+    cipher.setAAD(sealing.aad);
+    const ciphertext = Buffer.concat([cipher.update(JSON.stringify(claims), 'utf8'), cipher.final()]);
+    const tag = cipher.getAuthTag();
+    const state = `${sealing.encodedHeader}..${iv.toString('base64url')}.${ciphertext.toString('base64url')}.${tag.toString('base64url')}`;
     if (state.length > MAX_STATE_LENGTH) throw new ConfirmBadArgumentError('the request is too large to confirm (its sealed state would exceed the size limit)');
     return { state, claims };
   }
 
   /**
-   * Opens a state presented by a client, failing closed in a fixed order.
+   * {@link Sealer.sealSync}, returning a promise.
+   *
+   * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT` (as a rejection) as {@link Sealer.sealSync}.
+   */
+  async seal(input: SealInput): Promise<{ state: string; claims: ConfirmClaims }> {
+    return this.sealSync(input);
+  }
+
+  /**
+   * Opens a state presented by a client, synchronously, failing closed in a fixed order.
    *
    * @param state - the echoed `requestState` (attacker-controlled).
    * @param context.principal - who presents it now.
    * @param context.nowMs - current time in milliseconds.
    * @throws {StateRefusedError} with the reason; the caller turns it into the SDK's `-32602`.
    */
-  async open(state: string, context: { principal: string; nowMs: number }): Promise<ConfirmClaims> {
+  openSync(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
     // 1. Bound the input before any parsing: the client controls its size.
     if (typeof state !== 'string' || state.length === 0 || state.length > MAX_STATE_LENGTH) throw new StateRefusedError('malformed');
-    let kid: string | undefined;
-    let plaintext: Uint8Array;
-    let typ: unknown;
-    try {
-      // 2. Decrypt and authenticate (AEAD tag) under the key its kid names; only dir + A256GCM.
-      const result = await compactDecrypt(
-        state,
-        async (header) => {
-          kid = header.kid;
-          const key = typeof header.kid === 'string' ? this.keys.get(header.kid) : undefined;
-          if (!key) throw new StateRefusedError('unknown-key');
-          return key.cryptoKey;
-        },
-        { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] },
-      );
-      plaintext = result.plaintext;
-      typ = result.protectedHeader.typ;
-    } catch (e) {
-      if (e instanceof StateRefusedError) throw e;
-      if ((e as { code?: string }).code === 'ERR_JWE_DECRYPTION_FAILED') throw new StateRefusedError('decrypt');
+    // 2. Exactly the five parts of a compact JWE (RFC 7516 §7.1).
+    const parts = state.split('.');
+    if (parts.length !== 5) throw new StateRefusedError('malformed');
+    const [encodedHeader, encryptedKey, encodedIv, encodedCiphertext, encodedTag] = parts as [string, string, string, string, string];
+    // 3. The protected header must be, byte for byte, the one we write for a kid we hold: no other
+    //    member (zip, crit, cty, jku, jwk, x5u, p2c, epk, …), no duplicate, no other order, spacing or spelling.
+    const sealing = this.#byEncodedHeader.get(encodedHeader);
+    if (sealing === undefined) throw new StateRefusedError(this.#isOurHeaderForAnotherKid(encodedHeader) ? 'unknown-key' : 'malformed');
+    // 4. `dir` has no encrypted key; the IV and the tag have exactly AES-256-GCM's lengths; every part is canonical base64url.
+    if (encryptedKey !== '') throw new StateRefusedError('malformed');
+    const iv = decodeBase64url(encodedIv);
+    const ciphertext = decodeBase64url(encodedCiphertext);
+    const tag = decodeBase64url(encodedTag);
+    if (iv === undefined || iv.length !== IV_BYTES || ciphertext === undefined || tag === undefined || tag.length !== TAG_BYTES) {
       throw new StateRefusedError('malformed');
     }
-    const key = this.keys.get(kid!)!;
-    // 3. Only our own kind of token: the typ header, then a JSON object.
-    if (typ !== STATE_TYP) throw new StateRefusedError('malformed');
+    // 5. Decrypt and authenticate (AES-GCM tag over the header's ASCII and the ciphertext).
+    let plaintext: Buffer;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', sealing.key.secretKey, iv, { authTagLength: TAG_BYTES });
+      decipher.setAAD(sealing.aad);
+      decipher.setAuthTag(tag);
+      plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
+    } catch {
+      throw new StateRefusedError('decrypt');
+    }
+    // 6. A JSON object (the header already says typ mcp-confirm-state+jwt).
     let payload: Record<string, unknown>;
     try {
       payload = JSON.parse(DECODER.decode(plaintext)) as Record<string, unknown>;
@@ -182,13 +252,13 @@ export class Sealer {
       throw new StateRefusedError('malformed');
     }
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new StateRefusedError('malformed');
-    // 4. Minted for this audience (RFC 7519 §4.1.3): another service sharing the keys is refused.
+    // 7. Minted for this audience (RFC 7519 §4.1.3): another service sharing the keys is refused.
     if (payload.aud !== this.audience) throw new StateRefusedError('audience');
-    // 5. Not expired: expired at exactly exp (RFC 7519 §4.1.4), compared in milliseconds with the injected clock.
+    // 8. Not expired: expired at exactly exp (RFC 7519 §4.1.4), compared in milliseconds with the injected clock.
     if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp) || context.nowMs >= payload.exp * 1000) throw new StateRefusedError('expired');
-    // 6. The principal presenting it must be the one it was minted for (tag under the sealing key's salt).
-    if (payload.sub !== KeyRing.principalTag(key, context.principal)) throw new StateRefusedError('principal');
-    // 7. Our private claims must have exactly the shapes we write.
+    // 9. The principal presenting it must be the one it was minted for (tag under the sealing key's salt).
+    if (payload.sub !== principalTagOf(sealing, context.principal)) throw new StateRefusedError('principal');
+    // 10. Our private claims must have exactly the shapes we write.
     const { aud, sub, iat, exp, jti, tool, args, question } = payload;
     if (
       typeof aud !== 'string' ||
@@ -207,5 +277,27 @@ export class Sealer {
       throw new StateRefusedError('claims');
     }
     return { aud, sub, iat, exp, jti, tool, args, question, fingerprint: payload.fingerprint };
+  }
+
+  /**
+   * {@link Sealer.openSync}, returning a promise.
+   *
+   * @throws {StateRefusedError} (as a rejection) as {@link Sealer.openSync}.
+   */
+  async open(state: string, context: { principal: string; nowMs: number }): Promise<ConfirmClaims> {
+    return this.openSync(state, context);
+  }
+
+  /** Whether an unknown encoded header is exactly the one we would write for some other well-formed kid (a key this ring does not hold). */
+  #isOurHeaderForAnotherKid(encodedHeader: string): boolean {
+    const bytes = decodeBase64url(encodedHeader);
+    if (bytes === undefined) return false;
+    let kid: unknown;
+    try {
+      kid = (JSON.parse(DECODER.decode(bytes)) as { kid?: unknown } | null)?.kid;
+    } catch {
+      return false;
+    }
+    return typeof kid === 'string' && encodedHeaderFor(kid) === encodedHeader;
   }
 }

@@ -5,6 +5,7 @@ import { base64url } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { Sealer, StateRefusedError } from '../../src/state/sealer.js';
+import { nonCanonicalLastCharacter } from '../helpers/jwe.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-keys-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -28,6 +29,8 @@ describe('KeyRing construction', () => {
     ['a 33-byte key', { keys: [{ kid: 'k1', k: key(33) }] }, RangeError],
     ['padded base64url', { keys: [{ kid: 'k1', k: key(32) + '=' }] }, TypeError],
     ['standard base64 characters', { keys: [{ kid: 'k1', k: key(32).replace(/.$/, '+') }] }, TypeError],
+    ['a non-canonical last character (the same 32 bytes to a lenient decoder)', { keys: [{ kid: 'k1', k: nonCanonicalLastCharacter(key(32))[0]! }] }, TypeError],
+    ['a character outside the alphabet that a lenient decoder skips', { keys: [{ kid: 'k1', k: `${key(32).slice(0, 20)}*${key(32).slice(20)}` }] }, TypeError],
     ['a repeated kid', { keys: [{ kid: 'k1', k: key(32) }, { kid: 'k1', k: key(32) }] }, TypeError],
     ['a kid with a slash', { keys: [{ kid: 'a/b', k: key(32) }] }, TypeError],
     ['a numeric k', { keys: [{ kid: 'k1', k: 42 }] }, TypeError],
