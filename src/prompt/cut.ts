@@ -379,8 +379,9 @@ export function shownBody(value: string, units: readonly Unit[], length: number,
   // A component no longer (in code units) than `max` is no wider, and is shown as it is; only
   // the longer ones are measured, and cut when wider. Allocation stays per long component.
   const full = joined(units);
+  // Where each component's escaped text starts, and its width (each ends one separator before
+  // the next starts).
   const starts: number[] = [];
-  const ends: number[] = [];
   const widths: number[] = [];
   const replacements: Replacement[] = [];
   const cutPieces: string[] = [];
@@ -390,14 +391,10 @@ export function shownBody(value: string, units: readonly Unit[], length: number,
   let startRaw = 0;
   let pos = 0;
   let raw = 0;
-  const endPiece = (endUnit: number, endOff: number, endPos: number, endRaw: number): void => {
+  /** Measures, and cuts if needed, a component longer than `max` code units. */
+  const endLong = (endUnit: number, endOff: number, endPos: number, endRaw: number): void => {
     starts.push(startPos);
-    ends.push(endPos);
     const len = endPos - startPos;
-    if (len <= max) {
-      widths.push(len);
-      return;
-    }
     const pieceUnits = unitsBetween(units, startUnit, startOff, endUnit, endOff);
     const w = widthUpTo(pieceUnits, len, max);
     if (w <= max) {
@@ -416,7 +413,11 @@ export function shownBody(value: string, units: readonly Unit[], length: number,
       continue;
     }
     for (let at = u.text.indexOf(separator); at !== -1; at = u.text.indexOf(separator, startOff)) {
-      endPiece(ui, at, pos + at, raw + at);
+      const endPos = pos + at;
+      if (endPos - startPos <= max) {
+        starts.push(startPos);
+        widths.push(endPos - startPos);
+      } else endLong(ui, at, endPos, raw + at);
       startUnit = ui;
       startOff = at + separator.length;
       startPos = pos + startOff;
@@ -425,7 +426,10 @@ export function shownBody(value: string, units: readonly Unit[], length: number,
     pos += u.text.length;
     raw += u.text.length;
   }
-  endPiece(units.length, 0, pos, raw);
+  if (pos - startPos <= max) {
+    starts.push(startPos);
+    widths.push(pos - startPos);
+  } else endLong(units.length, 0, pos, raw);
 
   const n = starts.length;
   const sepWidth = separator.length;
@@ -446,7 +450,7 @@ export function shownBody(value: string, units: readonly Unit[], length: number,
     acc += (widths[n - 1 - tail] ?? 0) + sepWidth;
   }
   const parts: string[] = [];
-  if (head > 0) parts.push(assemble(full, replacements, 0, ends[head - 1] ?? 0));
+  if (head > 0) parts.push(assemble(full, replacements, 0, head < n ? (starts[head] ?? 0) - separator.length : full.length));
   parts.push('…');
   if (tail > 0) parts.push(assemble(full, replacements, starts[n - tail] ?? full.length, full.length));
   return { body: parts.join(separator), cut: true, cutPieces, leftOut: n - head - tail, pieces: n };
