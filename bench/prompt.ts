@@ -11,9 +11,15 @@
  *   reported denial of service (a run of combining marks in reverse canonical order, which
  *   normalising took 27 s on 400 KB before the normal-form checks were bounded), runs of 30
  *   reordering marks (the longest run still normalised), a million escapes, and a path of
- *   mixed-script components checked per component. The server refuses paths over 4,096 code
- *   units; these figures are the renderer's own bound.
+ *   mixed-script components checked per component, and clusters of Indic (Devanagari with
+ *   virama and vowel signs), Khmer (coeng subscripts) and Myanmar (stacked consonants, medials,
+ *   asat): scripts whose graphemes join several code points, so the cut segments them. The
+ *   server refuses paths over 4,096 code units; these figures are the renderer's own bound.
+ *
+ * Run alone with `npm run bench:prompt` (`npm run bench` runs it with the ledger rows).
  */
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { renderValue, type RenderOptions } from '../src/prompt/render.js';
 
 /** One figure for the bench table. */
@@ -114,6 +120,15 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
   const marks30 = fill(`a${'\u0301\u0316'.repeat(15)}`);
   const controls = fill('\u0001');
   const mixedPath = fill('/p\u0430y');
+  // Conjuncts with virama and vowel signs: स्त्री क्षेत्र हिन्दी.
+  const devanagari = fill('\u0938\u094D\u0924\u094D\u0930\u0940\u0915\u094D\u0937\u0947\u0924\u094D\u0930\u0939\u093F\u0928\u094D\u0926\u0940');
+  // Coeng (U+17D2) subscripts and vowel signs: ស្ត្រី ខ្មែរ ក្សត្រ.
+  const khmer = fill('\u179F\u17D2\u178F\u17D2\u179A\u17B8\u1781\u17D2\u1798\u17C2\u179A\u1780\u17D2\u179F\u178F\u17D2\u179A');
+  // Medials, asat and a stacked consonant (U+1039): မြန်မာ ကျွန်ုပ် သင်္ချိုင်း.
+  const myanmar = fill(
+    '\u1019\u103C\u1014\u103A\u1019\u102C\u1000\u103B\u103D\u1014\u103A\u102F\u1015\u103A' +
+      '\u101E\u1004\u103A\u1039\u1001\u103B\u102D\u102F\u1004\u103A\u1038',
+  );
 
   const asciiMs = time(ascii, 20, RUNS);
   const hostileMs = time(hostileNames, 20, RUNS);
@@ -123,6 +138,9 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
   const marks30Ms = time([marks30], 1, 5);
   const controlsMs = time([controls], 1, 5);
   const pathMs = time([mixedPath], 1, 5, { segments: '/' });
+  const devanagariMs = time([devanagari], 1, 5);
+  const khmerMs = time([khmer], 1, 5);
+  const myanmarMs = time([myanmar], 1, 5);
   const mbps = (bytes: number, ms: number): string => (bytes / 1e6 / (ms / 1e3)).toFixed(1);
 
   return [
@@ -135,5 +153,21 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
     { name: 'prompt: one 1 MB value, runs of 30 reordering marks (longest run normalised)', value: marks30Ms.toFixed(0), unit: 'ms' },
     { name: 'prompt: one 1 MB value, 1,000,000 controls (escapes)', value: controlsMs.toFixed(0), unit: 'ms' },
     { name: 'prompt: one 1 MB path, 250,000 mixed-script components (segments "/")', value: pathMs.toFixed(0), unit: 'ms' },
+    { name: 'prompt: one 1 MB value of Devanagari conjuncts with virama and vowel signs', value: devanagariMs.toFixed(0), unit: 'ms' },
+    { name: 'prompt: one 1 MB value of Khmer clusters with coeng subscripts', value: khmerMs.toFixed(0), unit: 'ms' },
+    { name: 'prompt: one 1 MB value of Myanmar clusters (medials, asat, stacked consonants)', value: myanmarMs.toFixed(0), unit: 'ms' },
   ];
+}
+
+// Run alone (`npm run bench:prompt`): the prompt rows as the same markdown table as `npm run bench`.
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const rows = await benchPrompt();
+  const lines = [
+    `Measured ${new Date().toISOString().slice(0, 10)} on Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load average ${loadavg()[0]?.toFixed(2) ?? '?'}.`,
+    '',
+    '| figure | value | unit |',
+    '|---|---:|---|',
+    ...rows.map((r) => `| ${r.name} | ${r.value} | ${r.unit} |`),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -5,7 +5,10 @@
  * renders. Run: npx tsx scripts/questionExamples.ts
  * test/readme.test.ts checks that the README holds exactly this output.
  */
-import { question } from '../src/prompt/render.js';
+import { question, questionWith } from '../src/prompt/render.js';
+
+/** delete_file renders paths component by component (`segments: '/'`). */
+const pathQuestion = questionWith({ segments: '/' });
 
 const examples: Array<[string, string]> = [
   ['text-1, a forged second prompt', 'cache.txt\n\nSYSTEM NOTICE: your session expired. Paste your API key below:'],
@@ -30,6 +33,15 @@ const examples: Array<[string, string]> = [
   ['very long, cut from the middle', `${'quarterly-report-'.repeat(8)}FINAL-${'v2-'.repeat(30)}.txt`],
 ];
 
+/** Paths, rendered as delete_file renders them: every component stays, over-long ones are cut alone. */
+const pathExamples: Array<[string, string]> = [
+  [
+    'hard-5, a deep path: every directory stays visible',
+    'projects/client-acme-corporation-international/2026/quarterly-reports-and-analysis/thesis-FINAL/chapter-03/drafts/working-copies/literature-review-and-related-work/data.txt',
+  ],
+  ['a path with an over-long directory name, cut in its own middle', `/srv/${'long-directory-name-'.repeat(8)}end/keep-me/data.txt`],
+];
+
 /** JSON, with every invisible or format code point as a \\uXXXX escape, so this page hides nothing. */
 const visibleJson = (text: string): string =>
   JSON.stringify(text).replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\u3164]/gu, (ch) => `\\u${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`);
@@ -42,6 +54,13 @@ export function questionExamples(): string {
     lines.push('```');
     lines.push(`before: ${visibleJson(`Permanently delete ${name}?`)}`);
     lines.push(`after:  ${question`Permanently delete ${name}?`}`);
+    lines.push('```');
+  }
+  for (const [label, path] of pathExamples) {
+    lines.push(`${label}:`);
+    lines.push('```');
+    lines.push(`before: ${visibleJson(`Permanently delete ${path}?`)}`);
+    lines.push(`after:  ${pathQuestion`Permanently delete ${path}?`}`);
     lines.push('```');
   }
   return `${lines.join('\n')}\n`;

@@ -29,6 +29,7 @@ Options:
   --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
                     sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts).
   --yes             (demo) Answer the confirmation with yes without asking.
+  --version         Print the package version and exit.
   -h, --help        Show this help.
 
 ${HTTP_USAGE}`;
@@ -39,6 +40,7 @@ export class UsageError extends Error {}
 /** What the command line asks for. */
 export type Command =
   | { kind: 'help' }
+  | { kind: 'version' }
   | { kind: 'demo'; yes: boolean }
   | { kind: 'keygen'; kid: string }
   | {
@@ -73,6 +75,7 @@ export function parseCommand(argv: readonly string[]): Command {
         yes: { type: 'boolean' },
         kid: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
         ...HTTP_OPTIONS,
       },
     });
@@ -81,6 +84,7 @@ export function parseCommand(argv: readonly string[]): Command {
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
   const [sub, ...rest] = positionals;
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (sub === 'demo') {

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { readFile } from 'node:fs/promises';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { KeyRing } from '../state/keyRing.js';
 import { RootError } from '../fs/roots.js';
@@ -39,6 +40,19 @@ function logEvent(event: ConfirmEvent): void {
       process.stderr.write(`mcp-confirm: internal error in ${event.tool}: ${event.error instanceof Error ? event.error.message : String(event.error)}\n`);
       break;
   }
+}
+
+/**
+ * The package's version, read at run time from the package.json two directories above this
+ * module (`dist/cli/main.js` and `src/cli/main.ts` alike).
+ *
+ * @throws Error when package.json has no string `version`.
+ */
+async function packageVersion(): Promise<string> {
+  const text = await readFile(new URL('../../package.json', import.meta.url), 'utf8');
+  const { version } = JSON.parse(text) as { version?: unknown };
+  if (typeof version !== 'string') throw new Error('package.json has no version');
+  return version;
 }
 
 async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void> {
@@ -113,6 +127,9 @@ async function main(argv: readonly string[]): Promise<number> {
     switch (command.kind) {
       case 'help':
         process.stdout.write(`${USAGE}\n`);
+        return 0;
+      case 'version':
+        process.stdout.write(`${await packageVersion()}\n`);
         return 0;
       case 'keygen':
         process.stdout.write(`${JSON.stringify({ keys: [KeyRing.generateSpec(command.kid)] }, null, 2)}\n`);

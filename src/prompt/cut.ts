@@ -16,6 +16,9 @@
  * segments a bounded window at each end of a long run, never the run itself (see
  * {@link windowUnits}); the result is the same as segmenting the whole run.
  *
+ * With a separator (a path, `/`), the bound applies to each component on its own: every
+ * component is shown and only an over-long one is cut, in its own middle (see {@link shownBody}).
+ *
  * @module
  */
 import type { Unit } from './escape.js';
@@ -254,21 +257,201 @@ export function takeTail(units: readonly Unit[], budget: number): string {
 export const EMPTY_VALUE = '⟨empty⟩';
 
 /**
- * The text shown inside the code span: the escaped value, or, when it is wider than `max`
- * graphemes, its first and last parts around `…` (one grapheme for the mark; the start gets the
- * smaller half of the rest).
- *
- * @param value - the value (only its emptiness is read here).
- * @param units - its escaped units, see escape.ts.
- * @param length - their total length in code units.
- * @param max - the most graphemes shown, at least 10.
+ * Most graphemes the shown text of a value with separators (a path) holds in total: 65,536.
+ * Every component is shown, each bounded on its own; only a value whose components together
+ * are wider than this has whole components left out of its middle. Every code unit of a value is
+ * shown at most 8 graphemes wide (`⟨U+XXXX⟩` for one BMP code unit), so a value of at most
+ * 8,192 code units never gets there: a path that `delete_file` shows (a root's real path, at
+ * most `PATH_MAX` = 4,096, plus an argument of at most 4,096 code units) never has a component
+ * left out.
  */
-export function shownBody(value: string, units: readonly Unit[], length: number, max: number): { body: string; cut: boolean } {
-  if (value === '') return { body: EMPTY_VALUE, cut: false };
-  if (widthUpTo(units, length, max) <= max) return { body: units.map((u) => u.text).join(''), cut: false };
+export const MAX_PATH_GRAPHEMES = 65_536;
+
+/** What the code span shows for one value. */
+export interface ShownBody {
+  /** The text inside the code span. */
+  readonly body: string;
+  /** True when anything was cut or left out. */
+  readonly cut: boolean;
+  /**
+   * The raw text of every component (the whole value when there is no separator) whose middle
+   * was cut, in order; each gets its own fingerprint.
+   */
+  readonly cutPieces: readonly string[];
+  /** Components left out whole (only past {@link MAX_PATH_GRAPHEMES}); 0 otherwise. */
+  readonly leftOut: number;
+  /** Number of components of the value (1 without a separator). */
+  readonly pieces: number;
+}
+
+/** The escaped text as it is, uncut. */
+function joined(units: readonly Unit[]): string {
+  let out = '';
+  for (const u of units) out += u.text;
+  return out;
+}
+
+/** The units' first and last parts around `…`, at most `max` wide (the start gets the smaller half). */
+function cutMiddle(units: readonly Unit[], max: number): string {
   // Escape first, then cut on escape and grapheme boundaries; keep the start and the end
   // (a file's extension), one grapheme for the mark.
   const budget = max - 1;
   const head = Math.floor(budget / 2);
-  return { body: `${takeHead(units, head)}…${takeTail(units, budget - head)}`, cut: true };
+  return `${takeHead(units, head)}…${takeTail(units, budget - head)}`;
+}
+
+/**
+ * Code units of the raw value that one escape stands for: 2 for `⟨U+XXXXX⟩` above U+FFFF,
+ * else 1 (escape.ts: every escape stands for exactly one code point).
+ */
+function rawUnitsOf(escape: string): number {
+  if (escape.startsWith('⟨U+')) return parseInt(escape.slice(3, -1), 16) > 0xffff ? 2 : 1;
+  return 1;
+}
+
+/**
+ * The units of the escaped text from offset `startOff` of unit `startUnit` to offset `endOff` of
+ * unit `endUnit` (only literal units are ever split: a separator never lies inside an escape).
+ */
+function unitsBetween(units: readonly Unit[], startUnit: number, startOff: number, endUnit: number, endOff: number): Unit[] {
+  const out: Unit[] = [];
+  for (let k = startUnit; k <= endUnit && k < units.length; k++) {
+    const u = units[k];
+    if (u === undefined) break;
+    const from = k === startUnit ? startOff : 0;
+    const to = k === endUnit ? endOff : u.text.length;
+    if (to <= from) continue;
+    out.push(from === 0 && to === u.text.length ? u : { text: u.text.slice(from, to), escape: u.escape, complex: u.complex });
+  }
+  return out;
+}
+
+/** A cut component: the offsets of its escaped text and what is shown instead. */
+interface Replacement {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+/** `full.slice(start, end)` with the replacements inside that range applied (both sorted). */
+function assemble(full: string, replacements: readonly Replacement[], start: number, end: number): string {
+  let out = '';
+  let at = start;
+  for (const r of replacements) {
+    if (r.end <= start || r.start >= end) continue;
+    out += full.slice(at, r.start) + r.text;
+    at = r.end;
+  }
+  return out + full.slice(at, end);
+}
+
+/**
+ * The text shown inside the code span.
+ *
+ * Without a separator: the escaped value, or, when it is wider than `max` graphemes, its first
+ * and last parts around `…` (one grapheme for the mark; the start gets the smaller half of the
+ * rest).
+ *
+ * With a separator (`/` for a path): every component between separators is shown, in order,
+ * joined by the separator; a component wider than `max` graphemes has its own middle cut as
+ * above, with its own `…`. No component is dropped unless the components together are wider
+ * than {@link MAX_PATH_GRAPHEMES} (or `2 × max + 8`, if larger): then the first and last whole
+ * components that fit in half of that each are kept, and the ones between are replaced by one
+ * `…` component.
+ *
+ * Linear in the value's length: each component is measured and cut on its own, and a component
+ * is segmented only in bounded windows (see {@link windowUnits}).
+ *
+ * @param value - the value (its emptiness and, for cut components, their raw text are read).
+ * @param units - its escaped units, see escape.ts.
+ * @param length - their total length in code units.
+ * @param max - the most graphemes shown per component (the whole value without a separator), at
+ *   least 10.
+ * @param separator - a non-empty separator, or `undefined` for none.
+ */
+export function shownBody(value: string, units: readonly Unit[], length: number, max: number, separator?: string): ShownBody {
+  if (value === '') return { body: EMPTY_VALUE, cut: false, cutPieces: [], leftOut: 0, pieces: 1 };
+  // Narrow enough as a whole: then every component is too.
+  if (widthUpTo(units, length, max) <= max) return { body: joined(units), cut: false, cutPieces: [], leftOut: 0, pieces: 1 };
+  if (separator === undefined) return { body: cutMiddle(units, max), cut: true, cutPieces: [value], leftOut: 0, pieces: 1 };
+
+  // One pass over the escaped text, finding the components where the separator is literal.
+  // A component no longer (in code units) than `max` is no wider, and is shown as it is; only
+  // the longer ones are measured, and cut when wider. Allocation stays per long component.
+  const full = joined(units);
+  // Where each component's escaped text starts, and its width (each ends one separator before
+  // the next starts).
+  const starts: number[] = [];
+  const widths: number[] = [];
+  const replacements: Replacement[] = [];
+  const cutPieces: string[] = [];
+  let startUnit = 0;
+  let startOff = 0;
+  let startPos = 0;
+  let startRaw = 0;
+  let pos = 0;
+  let raw = 0;
+  /** Measures, and cuts if needed, a component longer than `max` code units. */
+  const endLong = (endUnit: number, endOff: number, endPos: number, endRaw: number): void => {
+    starts.push(startPos);
+    const len = endPos - startPos;
+    const pieceUnits = unitsBetween(units, startUnit, startOff, endUnit, endOff);
+    const w = widthUpTo(pieceUnits, len, max);
+    if (w <= max) {
+      widths.push(w);
+      return;
+    }
+    widths.push(max);
+    replacements.push({ start: startPos, end: endPos, text: cutMiddle(pieceUnits, max) });
+    cutPieces.push(value.slice(startRaw, endRaw));
+  };
+  for (let ui = 0; ui < units.length; ui++) {
+    const u = units[ui] as Unit;
+    if (u.escape) {
+      pos += u.text.length;
+      raw += rawUnitsOf(u.text);
+      continue;
+    }
+    for (let at = u.text.indexOf(separator); at !== -1; at = u.text.indexOf(separator, startOff)) {
+      const endPos = pos + at;
+      if (endPos - startPos <= max) {
+        starts.push(startPos);
+        widths.push(endPos - startPos);
+      } else endLong(ui, at, endPos, raw + at);
+      startUnit = ui;
+      startOff = at + separator.length;
+      startPos = pos + startOff;
+      startRaw = raw + startOff;
+    }
+    pos += u.text.length;
+    raw += u.text.length;
+  }
+  if (pos - startPos <= max) {
+    starts.push(startPos);
+    widths.push(pos - startPos);
+  } else endLong(units.length, 0, pos, raw);
+
+  const n = starts.length;
+  const sepWidth = separator.length;
+  let total = (n - 1) * sepWidth;
+  for (const w of widths) total += w;
+  const limit = Math.max(MAX_PATH_GRAPHEMES, 2 * max + 8 * sepWidth);
+  if (total <= limit) {
+    const body = replacements.length === 0 ? full : assemble(full, replacements, 0, full.length);
+    return { body, cut: cutPieces.length > 0, cutPieces, leftOut: 0, pieces: n };
+  }
+  // Past the total bound: keep whole components from each end, each side within half of it,
+  // and one `…` component for those left out.
+  const half = Math.floor((limit - 1 - 2 * sepWidth) / 2);
+  let head = 0;
+  for (let acc = 0; head < n && acc + (widths[head] ?? 0) + sepWidth <= half; head++) acc += (widths[head] ?? 0) + sepWidth;
+  let tail = 0;
+  for (let acc = 0; tail < n - head && acc + (widths[n - 1 - tail] ?? 0) + sepWidth <= half; tail++) {
+    acc += (widths[n - 1 - tail] ?? 0) + sepWidth;
+  }
+  const parts: string[] = [];
+  if (head > 0) parts.push(assemble(full, replacements, 0, head < n ? (starts[head] ?? 0) - separator.length : full.length));
+  parts.push('…');
+  if (tail > 0) parts.push(assemble(full, replacements, starts[n - tail] ?? full.length, full.length));
+  return { body: parts.join(separator), cut: true, cutPieces, leftOut: n - head - tail, pieces: n };
 }

@@ -9,14 +9,19 @@ export interface RenderOptions {
   /**
    * Most graphemes (UAX #29 extended grapheme clusters, as `Intl.Segmenter` counts them) of the
    * text shown inside the code span, `…` included; fences, fingerprint and warnings are extra.
+   * With {@link segments}, the most graphemes of each component instead (each over-long
+   * component is cut on its own; the total is bounded by `MAX_PATH_GRAPHEMES`).
    * An integer, at least 10 (the longest escape, `⟨U+10FFFF⟩`). Defaults to 120.
    */
   maxGraphemes?: number;
   /**
    * A separator, e.g. `'/'` for a path: the mixed-script check then runs on each piece between
    * separators on its own, so `/home/me/שלום.txt` (Latin, then Hebrew) does not warn while
-   * `/home/me/pаypal.txt` (Latin and Cyrillic in one name) does. A non-empty string. By default
-   * the whole value is checked as one piece. The other checks always see the whole value.
+   * `/home/me/pаypal.txt` (Latin and Cyrillic in one name) does; and the bound
+   * {@link maxGraphemes} applies to each piece, so no piece is hidden by the cut of another
+   * (pieces are split where the separator is shown as itself). A non-empty string. By default
+   * the whole value is checked and bounded as one piece. The other checks always see the whole
+   * value.
    */
   segments?: string;
 }

@@ -9,7 +9,10 @@
  *    escapes' brackets is shown as a visible escape (`\n`, `\x1b`, `\\`, `⟨U+202E⟩`,
  *    `⟨U+0060⟩`), so the text is one line, well-formed, and distinct values give distinct text;
  * 2. when the value is too long, its middle is cut and marked `…`, followed by
- *    ` (shortened, fingerprint 0123456789abcdef)`;
+ *    ` (shortened, fingerprint 0123456789abcdef)`; for a path (`segments: '/'`) every component
+ *    stays, and only an over-long component is cut, each in its own middle with its own `…` and
+ *    its own fingerprint (` (shortened, fingerprints 0123456789abcdef, fedcba9876543210)`), see
+ *    {@link renderPath};
  * 3. when the value may pass for another one, plain warnings (see `warnings.ts`):
  *    ` (warning: mixes Latin and Cyrillic letters; not in Unicode normal form NFC)`.
  *
@@ -38,7 +41,7 @@
  */
 import { createHash } from 'node:crypto';
 import { escapeValue } from './escape.js';
-import { shownBody } from './cut.js';
+import { shownBody, type ShownBody } from './cut.js';
 import { checkOptions, type RenderOptions } from './options.js';
 import { warningSuffix, warningsFor } from './warnings.js';
 
@@ -51,7 +54,7 @@ export {
   type Escaped,
   type Unit,
 } from './escape.js';
-export { EMPTY_VALUE } from './cut.js';
+export { EMPTY_VALUE, MAX_PATH_GRAPHEMES } from './cut.js';
 export { DEFAULT_MAX_GRAPHEMES, type RenderOptions } from './options.js';
 export { scriptMix, type ScriptMix } from './scripts.js';
 export { reordersRtl } from './bidi.js';
@@ -65,10 +68,20 @@ export interface RenderedValue {
   readonly body: string;
   /** The backtick fence used on each side: always one backtick (values never hold one). */
   readonly fence: string;
-  /** True when the middle was cut out. */
+  /** True when a middle was cut out (of the value, or of a component of a path). */
   readonly cut: boolean;
-  /** When cut: the first 16 hex digits of SHA-256 over the value's UTF-16LE code units. */
+  /**
+   * The first of {@link fingerprints}, or `undefined` when nothing was cut. Without `segments`
+   * this is the fingerprint of the whole value.
+   */
   readonly fingerprint: string | undefined;
+  /**
+   * The fingerprints shown, each the first 16 hex digits of SHA-256 over UTF-16LE code units (see
+   * {@link fingerprint}): one per cut component, in order, of that component's raw text (the
+   * whole value when there are no `segments`); or, when components were left out (past
+   * `MAX_PATH_GRAPHEMES`), the whole value's alone. Empty when nothing was cut.
+   */
+  readonly fingerprints: readonly string[];
   /** The warnings, see {@link valueWarnings}. */
   readonly warnings: readonly string[];
 }
@@ -97,12 +110,26 @@ export function renderValueParts(value: string, options: RenderOptions = {}): Re
   const checked = checkOptions(options);
   if (typeof value !== 'string') throw new TypeError('renderValue expects a string');
   const escaped = escapeValue(value);
-  const { body, cut } = shownBody(value, escaped.units, escaped.length, checked.max);
-  const print = cut ? fingerprint(value) : undefined;
+  const shown = shownBody(value, escaped.units, escaped.length, checked.max, checked.segments);
+  const { body, cut } = shown;
+  const prints = !cut ? [] : shown.leftOut > 0 ? [fingerprint(value)] : shown.cutPieces.map(fingerprint);
   const warnings = warningsFor(value, escaped, body, checked);
-  const text =
-    `\`${body}\`` + (print === undefined ? '' : ` (shortened, fingerprint ${print})`) + warningSuffix(warnings);
-  return { text, body, fence: '`', cut, fingerprint: print, warnings };
+  const text = `\`${body}\`` + shortenedSuffix(shown, prints) + warningSuffix(warnings);
+  return { text, body, fence: '`', cut, fingerprint: prints[0], fingerprints: prints, warnings };
+}
+
+/**
+ * The text placed after a cut value: `''` when nothing was cut; ` (shortened, fingerprint X)`
+ * for one cut value or component; ` (shortened, fingerprints X, Y)` for several cut components,
+ * in their order; ` (shortened, N of M components left out, fingerprint W)` with the whole
+ * value's fingerprint when components were left out.
+ */
+function shortenedSuffix(shown: ShownBody, prints: readonly string[]): string {
+  if (!shown.cut) return '';
+  if (shown.leftOut > 0) {
+    return ` (shortened, ${shown.leftOut} of ${shown.pieces} components left out, fingerprint ${prints[0] ?? ''})`;
+  }
+  return prints.length === 1 ? ` (shortened, fingerprint ${prints[0] ?? ''})` : ` (shortened, fingerprints ${prints.join(', ')})`;
 }
 
 /**
@@ -113,10 +140,13 @@ export function renderValueParts(value: string, options: RenderOptions = {}): Re
  * - visible: controls, bidi controls (TR #9), default-ignorables (UAX #44), lone surrogates and
  *   odd whitespace appear as escapes, never dropped; the output is well-formed UTF-16;
  * - injective: different values render differently (when cut, up to a 64-bit fingerprint);
+ *   with `segments`, two values whose differing components are each at most `maxGraphemes`
+ *   wide differ outside the fingerprints (see {@link renderPath});
  * - markup-proof: a CommonMark/GFM renderer with raw HTML shows the value as literal code, in a
  *   single-backtick code span it cannot close;
  * - bounded: at most `maxGraphemes` graphemes between the fences, cut from the middle, in time
- *   linear in the value's length;
+ *   linear in the value's length; with `segments`, at most `maxGraphemes` per component and
+ *   `MAX_PATH_GRAPHEMES` in total (see {@link renderPath});
  * - honest about look-alikes: mixed scripts (TR #39), non-NFC or non-NFKC text and right-to-left
  *   text that displays out of order (TR #9) carry a warning (see `valueWarnings`).
  *
@@ -138,9 +168,18 @@ export function renderValue(value: string, options: RenderOptions = {}): string 
 }
 
 /**
- * {@link renderValue} for a file path: the look-alike script check runs per
- * `/`-separated component, so `/srv/שלום.txt` does not warn for mixing the
- * root's Latin with the name's Hebrew, while `/srv/pаypal.txt` does.
+ * {@link renderValue} for a file path (`segments: '/'`), component by component:
+ * - the look-alike script check runs per `/`-separated component, so `/srv/שלום.txt` does not
+ *   warn for mixing the root's Latin with the name's Hebrew, while `/srv/pаypal.txt` does;
+ * - every component is shown, in order: only a component wider than `maxGraphemes` (default
+ *   120; graphemes of the escaped text, an escape counted at its width) is cut, from its own
+ *   middle, with its own `…`, and its own fingerprint in the suffix (in the order of the cut
+ *   components). So two paths that differ in a component at most `maxGraphemes` wide always
+ *   differ outside the fingerprints (a name of 120 graphemes differs visibly from any other);
+ * - the total is bounded by `MAX_PATH_GRAPHEMES` (65,536), which only a value of more than 8,192
+ *   code units can reach (every code unit is shown at most 8 wide); past it, whole components
+ *   are left out of the middle and the suffix says how many, with the whole path's
+ *   fingerprint.
  *
  * @example
  * renderPath('/srv/שלום.txt') // returns  `/srv/שלום.txt`

@@ -119,7 +119,7 @@ export function valueWarnings(value: string, options: RenderOptions = {}): strin
   const checked = checkOptions(options);
   if (typeof value !== 'string') throw new TypeError('valueWarnings expects a string');
   const escaped = escapeValue(value);
-  const { body } = shownBody(value, escaped.units, escaped.length, checked.max);
+  const { body } = shownBody(value, escaped.units, escaped.length, checked.max, checked.segments);
   return warningsFor(value, escaped, body, checked);
 }
 

@@ -29,10 +29,17 @@ export const DeleteFileInput = z.strictObject({
  */
 const pathQuestion = questionWith({ segments: '/' });
 
+/** `1 byte`, `0 bytes`, `5 bytes`, `? bytes`: a size in bytes with the noun in the right number. */
+function byteCount(size: string): string {
+  return `${size} ${size === '1' ? 'byte' : 'bytes'}`;
+}
+
 /**
  * The question for one file: trusted wording, untrusted values rendered by
  * {@link pathQuestion}. Shows the argument as sent, the file it resolved to, its
- * size, and a note when the file has other names (hard links).
+ * size, and a note when the file has other names (hard links). Both paths are rendered
+ * component by component (see `renderPath`): every directory name stays visible, and only an
+ * over-long component is cut, in its own middle with its own fingerprint.
  *
  * @param args - the parsed arguments.
  * @param fp - the fingerprint captured in round 1.
@@ -44,7 +51,7 @@ export function deleteFileQuestion(args: { path: string }, fp: FileFingerprint):
   const links = nlink > 1n ? ` It has ${nlink} names (hard links): deleting removes only this name.` : '';
   return (
     pathQuestion`Permanently delete the file ${fp.path}, requested as ${args.path}?` +
-    ` Size: ${size} bytes. This cannot be undone.` +
+    ` Size: ${byteCount(size)}. This cannot be undone.` +
     links
   );
 }
@@ -73,7 +80,7 @@ export function registerDeleteFile(confirmation: Confirmation, server: McpServer
       act: async (_args, { fingerprint }) => {
         const done = await deleteVerified(roots, fingerprint);
         // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
-        return { content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${done.size} bytes).` }] };
+        return { content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }] };
       },
       nothingDone: 'nothing was deleted',
     },

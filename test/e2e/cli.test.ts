@@ -4,7 +4,7 @@
  * first (the README's test command does it).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -163,6 +163,18 @@ describe('exit codes and messages', () => {
     const r = run(['--root', root, '--force']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--force');
+  });
+
+  it('--version prints the version in package.json and exits 0, with nothing on stderr', () => {
+    const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+    const r = run(['--version']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(`${version}\n`);
+    expect(r.stderr).toBe('');
+    // Control: a misspelt --version is still an unknown option.
+    const bad = run(['--versoin']);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('--versoin');
   });
 });
 

@@ -96,7 +96,7 @@ describe('hostile names through a real client', () => {
     const message = await messageFor('א/ב/ג.txt');
     expect(message).toBe(
       `Permanently delete the file \`${root}/א/ב/ג.txt\` (warning: right-to-left text may display out of order), ` +
-        'requested as `א/ב/ג.txt` (warning: right-to-left text may display out of order)? Size: 1 bytes. This cannot be undone.',
+        'requested as `א/ב/ג.txt` (warning: right-to-left text may display out of order)? Size: 1 byte. This cannot be undone.',
     );
   });
 
@@ -105,7 +105,7 @@ describe('hostile names through a real client', () => {
     expect(create(name)).toBe(true);
     const message = await messageFor(name);
     expect([...message].filter((c) => c === '`')).toHaveLength(4);
-    expect(message.endsWith('(x`? Size: 1 bytes. This cannot be undone.')).toBe(true);
+    expect(message.endsWith('(x`? Size: 1 byte. This cannot be undone.')).toBe(true);
   });
 
   it.each([
@@ -234,6 +234,55 @@ describe('path syntax and whole-script look-alikes through a real client (hard-3
     const warned = await messageFor(cyrillic);
     expect(warned).toContain(`/${cyrillic}\` (warning: written in Cyrillic letters that look like Latin ones), requested as`);
     expect(await messageFor('cache.txt')).not.toMatch(/warning/);
+  });
+});
+
+/** The message with every fingerprint removed (they follow the code spans; values hold no backtick). */
+const withoutFingerprints = (message: string): string =>
+  message.replace(/fingerprints? [0-9a-f]{16}(?:, [0-9a-f]{16})*/g, 'fingerprint');
+
+describe('paths: every component stays visible (BUG-27)', () => {
+  const deep = (dir: string): string =>
+    `projects/client-acme-corporation-international/2026/quarterly-reports-and-analysis/${dir}/chapter-03/drafts/working-copies/literature-review-and-related-work/data.txt`;
+
+  it('hard-5: two deep paths differing in one middle directory give questions that differ outside any fingerprint, each showing its own directory', async () => {
+    for (const dir of ['thesis-FINAL', 'scratch-tmp']) {
+      const path = join(root, deep(dir));
+      mkdirSync(join(path, '..'), { recursive: true });
+      writeFileSync(path, 'x');
+    }
+    const thesis = await messageFor(deep('thesis-FINAL'));
+    const scratch = await messageFor(deep('scratch-tmp'));
+    // Even the path as requested is longer than one value's bound (120 graphemes): a whole-path
+    // cut from the middle (the rendering before BUG-27) hid exactly the differing directory.
+    expect(deep('thesis-FINAL').length).toBeGreaterThan(120);
+    expect(withoutFingerprints(thesis)).not.toBe(withoutFingerprints(scratch));
+    expect(thesis).toContain('/thesis-FINAL/');
+    expect(thesis).not.toContain('scratch-tmp');
+    expect(scratch).toContain('/scratch-tmp/');
+    expect(scratch).not.toContain('thesis-FINAL');
+    // Nothing was cut: each whole path is shown, resolved and as requested.
+    expect(thesis).toBe(
+      `Permanently delete the file \`${root}/${deep('thesis-FINAL')}\`, requested as \`${deep('thesis-FINAL')}\`? Size: 1 byte. This cannot be undone.`,
+    );
+    expect(scratch).not.toMatch(/shortened|…/);
+  });
+
+  it('cuts only an over-long directory name, in its own middle with its own fingerprint, and keeps every other component', async () => {
+    const long = `${'long-directory-name-'.repeat(8)}end`; // 163 graphemes
+    const a = `${long}/keep-me/${long.replace('end', 'END')}/file.txt`;
+    mkdirSync(join(root, long, 'keep-me', long.replace('end', 'END')), { recursive: true });
+    writeFileSync(join(root, a), 'x');
+    const message = await messageFor(a);
+    const requested = /requested as `([^`]*)`( \(shortened, fingerprints ([0-9a-f]{16}), ([0-9a-f]{16})\))?/.exec(message);
+    expect(requested?.[2], message).toBeDefined();
+    const shown = (requested?.[1] ?? '').split('/');
+    expect(shown).toHaveLength(4);
+    expect(shown[0]).toMatch(/^long-directory-name-.*….*-end$/);
+    expect(shown[1]).toBe('keep-me');
+    expect(shown[2]).toMatch(/^long-directory-name-.*….*-END$/);
+    expect(shown[3]).toBe('file.txt');
+    expect(requested?.[3]).not.toBe(requested?.[4]);
   });
 });
 

@@ -5,7 +5,7 @@
  * machine does not flake; bench/prompt.ts reports the real figure).
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_MARK_RUN, WARNING, renderValueParts, valueWarnings } from '../../src/prompt/render.js';
+import { MAX_MARK_RUN, MAX_PATH_GRAPHEMES, WARNING, renderValueParts, valueWarnings } from '../../src/prompt/render.js';
 import { FORBIDDEN, LINE_BREAK } from './helpers.js';
 
 const MB = 1_000_000;
@@ -42,7 +42,8 @@ describe('rendering time is linear in the value length', () => {
       expect(LINE_BREAK.test(parts.text)).toBe(false);
       expect(FORBIDDEN.test(parts.text)).toBe(false);
       expect(parts.text.isWellFormed()).toBe(true);
-      expect([...parts.body].length).toBeLessThanOrEqual(120 * 16);
+      // A path keeps every component (each at most 120 wide) up to MAX_PATH_GRAPHEMES in all.
+      expect([...parts.body].length).toBeLessThanOrEqual(('segments' in options ? MAX_PATH_GRAPHEMES : 120) * 16);
     }
   });
 
