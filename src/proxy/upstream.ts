@@ -39,7 +39,7 @@ import { canonicalDigest } from '../state/digest.js';
 export interface UpstreamOptions {
   /** The command and its arguments, e.g. `['npx', '-y', '@modelcontextprotocol/server-filesystem', '/home/me']`. */
   command: readonly string[];
-  /** Deadline of one upstream request, in milliseconds. Defaults to 120,000. */
+  /** Deadline of one upstream request, in milliseconds (the handshake gets at least {@link HANDSHAKE_TIMEOUT_MS}). Defaults to 120,000. */
   callTimeoutMs?: number;
   /** Environment of the upstream process. Defaults to this process's environment. */
   env?: Record<string, string>;
@@ -58,6 +58,13 @@ export interface UpstreamIdentity {
   /** The command the proxy started it with. */
   readonly command: readonly string[];
 }
+
+/** The error message an upstream gets for its own `elicitation/create` or `sampling/createMessage` request (JSON-RPC -32601). */
+export const UPSTREAM_INPUT_REFUSAL =
+  'mcp-confirm proxy: upstream elicitation and sampling requests are refused; only the proxy asks the human, so no upstream prompt can pose as its confirmation';
+
+/** Least deadline of the upstream's start-up handshake (a cold `npx -y` can take a while): one minute. */
+export const HANDSHAKE_TIMEOUT_MS = 60_000;
 
 /** Default deadline of one upstream request: two minutes. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -108,6 +115,17 @@ export class Upstream {
       // An upstream's own input_required comes back as a result, never fulfilled here.
       inputRequired: { autoFulfill: false },
     });
+    // The upstream's own requests for input are refused with a sentence saying why (not a bare -32601).
+    // No capability is declared, so the SDK accepts no handler for them: the fallback answers every
+    // request the proxy does not handle (elicitation, sampling, roots) with the refusal.
+    client.fallbackRequestHandler = async (request) => {
+      throw new ProtocolError(
+        ProtocolErrorCode.MethodNotFound,
+        request.method === 'elicitation/create' || request.method === 'sampling/createMessage'
+          ? UPSTREAM_INPUT_REFUSAL
+          : `mcp-confirm proxy: ${request.method} is not relayed to the client`,
+      );
+    };
     const transport = new StdioClientTransport({ command, args, env: options.env ?? processEnv(), stderr: 'inherit' });
     let exitDetail: string | undefined;
     let upstream: Upstream | undefined;
@@ -117,7 +135,7 @@ export class Upstream {
     client.onclose = () => markDown(exitDetail ?? 'its connection closed');
     client.onerror = (e) => log(`upstream: ${e.message}`);
     try {
-      await client.connect(transport, { timeout: callTimeoutMs });
+      await client.connect(transport, { timeout: Math.max(callTimeoutMs, HANDSHAKE_TIMEOUT_MS) });
     } catch (e) {
       await transport.close().catch(() => {});
       throw new Error(`the upstream server could not be started or did not complete the handshake: ${(e as Error).message}`);
