@@ -288,6 +288,33 @@ describe('proxy with the 2025-era v1 client in front', () => {
   });
 });
 
+describe('proxy binding to the tool definition', () => {
+  it('a definition changed between the rounds asks again and forwards nothing; control: the fresh state goes through', async () => {
+    const dir = freshDir('bump');
+    const { client } = await spawnProxy([], [FIXTURE, dir]);
+    const args = { text: 'hello' };
+    const first = asked(await callTool(client, { name: 'write_note', arguments: args }));
+    expect(text(await callTool(client, { name: 'bump', arguments: {} }))).toBe('v2');
+    const again = await callTool(client, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: first.state });
+    const second = asked(again);
+    expect(second.state).not.toBe(first.state);
+    expect(existsSync(join(dir, 'note.txt'))).toBe(false);
+    expect(text(await callTool(client, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: second.state }))).toBe('written');
+    expect(readFileSync(join(dir, 'note.txt'), 'utf8')).toBe('hello');
+  });
+
+  it('a tool gone from the list between the rounds is refused with ERR_CONFIRM_UPSTREAM_TOOL_GONE', async () => {
+    const dir = freshDir('gone');
+    const { client } = await spawnProxy([], [FIXTURE, dir]);
+    const { state } = asked(await callTool(client, { name: 'write_note', arguments: { text: 'x' } }));
+    expect(text(await callTool(client, { name: 'remove', arguments: {} }))).toBe('removed');
+    const gone = await callTool(client, { name: 'write_note', arguments: { text: 'x' }, inputResponses: ACCEPT, requestState: state });
+    expect(refusedWith(gone, 'ERR_CONFIRM_UPSTREAM_TOOL_GONE')).toBe(true);
+    expect(existsSync(join(dir, 'note.txt'))).toBe(false);
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('write_note');
+  });
+});
+
 describe('proxy upstream failures', () => {
   it('the upstream killed mid-call gives ERR_CONFIRM_UPSTREAM_FAILED, then tools/list and tools/call answer ERR_CONFIRM_UPSTREAM_DOWN', async () => {
     const dir = freshDir('killed');
