@@ -32,7 +32,13 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_CHANGED'
   | 'ERR_CONFIRM_GONE'
   | 'ERR_CONFIRM_OS'
-  | 'ERR_CONFIRM_NO_ELICITATION';
+  | 'ERR_CONFIRM_NO_ELICITATION'
+  | 'ERR_CONFIRM_POLICY_DENIED'
+  | 'ERR_CONFIRM_UPSTREAM_DOWN'
+  | 'ERR_CONFIRM_UPSTREAM_FAILED'
+  | 'ERR_CONFIRM_UPSTREAM_TIMEOUT'
+  | 'ERR_CONFIRM_UPSTREAM_TOOL_GONE'
+  | 'ERR_CONFIRM_UPSTREAM_INPUT';
 
 /** Base class of every refusal. `code` is stable; `message` is a fixed sentence. */
 export class ConfirmError extends Error {
@@ -163,6 +169,70 @@ export class ConfirmNoElicitationError extends ConfirmError {
     super(
       'ERR_CONFIRM_NO_ELICITATION',
       'This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
+    );
+  }
+}
+
+/** Proxy: the policy denies this tool (it is not listed either). */
+export class ConfirmPolicyDeniedError extends ConfirmError {
+  constructor() {
+    super('ERR_CONFIRM_POLICY_DENIED', 'The proxy\'s policy denies this tool; nothing was forwarded.');
+  }
+}
+
+/**
+ * Proxy: the upstream server is not running (it exited, crashed or never
+ * started). The proxy never restarts it: every call answers this until the
+ * client disconnects. `detail` is the proxy's own description (exit code or signal).
+ */
+export class ConfirmUpstreamDownError extends ConfirmError {
+  constructor(detail: string) {
+    super('ERR_CONFIRM_UPSTREAM_DOWN', `The upstream server is down (${detail}); nothing was forwarded. The proxy does not restart it: restart the proxy.`);
+  }
+}
+
+/**
+ * Proxy: the connection to the upstream failed while a call was in flight
+ * (it exited or crashed mid-call). Whether the upstream acted is unknown;
+ * the call is never retried.
+ */
+export class ConfirmUpstreamFailedError extends ConfirmError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(
+      'ERR_CONFIRM_UPSTREAM_FAILED',
+      `The upstream server failed during the call (${detail}); whether it acted is unknown, and the call was not retried.`,
+      options,
+    );
+  }
+}
+
+/** Proxy: the upstream did not answer within the deadline; the call was cancelled, not retried; whether it acted is unknown. */
+export class ConfirmUpstreamTimeoutError extends ConfirmError {
+  constructor(deadlineSeconds: number) {
+    super(
+      'ERR_CONFIRM_UPSTREAM_TIMEOUT',
+      `The upstream server did not answer within ${deadlineSeconds} s; the call was cancelled and not retried; whether it acted is unknown.`,
+    );
+  }
+}
+
+/** Proxy: the tool is not in the upstream's current list (it was removed after the question was asked, or never existed). */
+export class ConfirmUpstreamToolGoneError extends ConfirmError {
+  constructor() {
+    super('ERR_CONFIRM_UPSTREAM_TOOL_GONE', 'The upstream server does not list this tool (any more); nothing was forwarded.');
+  }
+}
+
+/**
+ * Proxy: the upstream asked for input itself (an `input_required` result,
+ * or an elicitation or sampling request). The proxy refuses it: no prompt of
+ * the upstream may pose as the proxy's question.
+ */
+export class ConfirmUpstreamInputError extends ConfirmError {
+  constructor() {
+    super(
+      'ERR_CONFIRM_UPSTREAM_INPUT',
+      'The upstream server asked for input of its own (input_required); the proxy refuses to relay it, so no upstream prompt can pose as the confirmation. The call did not complete.',
     );
   }
 }

@@ -42,6 +42,12 @@ export {
   ConfirmGoneError,
   ConfirmOsError,
   ConfirmNoElicitationError,
+  ConfirmPolicyDeniedError,
+  ConfirmUpstreamDownError,
+  ConfirmUpstreamFailedError,
+  ConfirmUpstreamTimeoutError,
+  ConfirmUpstreamToolGoneError,
+  ConfirmUpstreamInputError,
   toToolError,
   type ConfirmErrorCode,
 } from './errors.js';

@@ -15,6 +15,8 @@ export const USAGE = `Usage:
       Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
   mcp-confirm demo [--yes]
       Run the demo: a real server and client, a confirmed deletion, three refused attacks.
+  mcp-confirm proxy [OPTIONS] -- COMMAND [ARG ...]
+      Put the confirmation in front of another MCP server (mcp-confirm proxy --help).
   mcp-confirm keygen [--kid ID]
       Print a new key file ({"keys":[{"kid","k"}]}) with 32 random bytes to stdout.
 

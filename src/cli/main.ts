@@ -113,6 +113,19 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  // `mcp-confirm proxy …` has its own options and the upstream command after `--` (src/cli/proxy.ts).
+  if (argv[0] === 'proxy') {
+    try {
+      const { runProxy } = await import('./proxy.js');
+      return await runProxy(argv.slice(1));
+    } catch (e) {
+      if (e instanceof UsageError) {
+        process.stderr.write(`mcp-confirm: ${e.message}\n`);
+        return EXIT_USAGE;
+      }
+      throw e;
+    }
+  }
   let command: Command;
   try {
     command = parseCommand(argv);

@@ -87,7 +87,7 @@ export const CONFIRM_SCHEMA: {
 /** Something worth a line on stderr: what was asked, refused, confirmed. Never carries secrets. */
 export type ConfirmEvent =
   | { type: 'asked'; tool: string }
-  | { type: 'asked-again'; tool: string; reason: 'no-answer' | 'question-changed' }
+  | { type: 'asked-again'; tool: string; reason: 'no-answer' | 'question-changed' | 'resource-changed' }
   | { type: 'refused'; tool: string; code: string }
   | { type: 'state-refused'; reason: string }
   | { type: 'not-confirmed'; tool: string; action: string }
@@ -146,6 +146,15 @@ export interface ConfirmableTool<A, F = null> {
    */
   question(args: A, fingerprint: F): string;
   /**
+   * Round 2, after the digests matched and before the `jti` is spent or the
+   * answer read: whether the resource captured in round 1 is still the one
+   * the human was asked about. `false` asks the human again (a fresh
+   * question and state; the old `jti` stays unspent and expires). Throw a
+   * {@link ConfirmError} to refuse. Defaults to always `true` (tools that
+   * re-check in {@link act} instead, like `delete_file`).
+   */
+  unchanged?(args: A, fingerprint: F, ctx: ServerContext): boolean | Promise<boolean>;
+  /**
    * Round 2, after an accepted, unspent, matching confirmation: re-check the
    * resource against the fingerprint, then act. Throw a {@link ConfirmError}
    * to refuse.
@@ -179,6 +188,26 @@ export interface Confirmation {
     config: ConfirmableToolConfig<S>,
     tool: ConfirmableTool<z.infer<S>, F>,
   ): RegisteredTool;
+  /**
+   * The generic entry point under {@link register}: the two-round handler of
+   * one tool name, for servers that answer `tools/call` themselves (the
+   * proxy). The handler takes the tool's arguments (any JSON value the
+   * digest covers) and the request context, and answers the tool result or
+   * `input_required`. Refusals are `isError` results as with `register`.
+   *
+   * @param server - the `McpServer` whose client capabilities decide whether it can be asked.
+   * @param name - the tool name sealed in the state.
+   * @param tool - the question, fingerprint, re-check and action.
+   * @param options.rethrow - errors thrown by the tool that must reach the SDK
+   *   as they are (e.g. a JSON-RPC `ProtocolError` relayed from elsewhere)
+   *   instead of becoming an `isError` result.
+   */
+  guard<A, F>(
+    server: McpServer,
+    name: string,
+    tool: ConfirmableTool<A, F>,
+    options?: { rethrow?: (error: unknown) => boolean },
+  ): (args: A, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>;
   readonly sealer: Sealer;
   readonly ledger: Ledger;
   readonly audience: string;
@@ -281,13 +310,12 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     }
   };
 
-  function register<S extends z.ZodObject, F>(
+  function guard<A, F>(
     server: McpServer,
     name: string,
-    config: ConfirmableToolConfig<S>,
-    tool: ConfirmableTool<z.infer<S>, F>,
-  ): RegisteredTool {
-    type A = z.infer<S>;
+    tool: ConfirmableTool<A, F>,
+    guardOptions: { rethrow?: (error: unknown) => boolean } = {},
+  ): (args: A, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult> {
     const nothingDone = tool.nothingDone ?? 'nothing was done';
 
     const renderAsk = (args: A, fingerprint: F) => {
@@ -374,6 +402,11 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         emit({ type: 'asked-again', tool: name, reason: 'question-changed' });
         return ask(args, ctx);
       }
+      // 2b. The resource the human was asked about must still be the same one; if not, ask again.
+      if (tool.unchanged && !(await tool.unchanged(args, claims.fingerprint as F, ctx))) {
+        emit({ type: 'asked-again', tool: name, reason: 'resource-changed' });
+        return ask(args, ctx);
+      }
       // 3. Spend the jti atomically before reading the answer: accept, decline and cancel all use it up.
       await spend(claims.jti, now());
       // 4. Only an explicit accept with confirmed === true (a boolean) goes on; no answer asks again.
@@ -408,11 +441,21 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         return await flow(args, ctx);
       } catch (e) {
         if (e instanceof ConfirmError) emit({ type: 'refused', tool: name, code: e.code });
+        else if (guardOptions.rethrow?.(e)) throw e;
         else emit({ type: 'internal-error', tool: name, error: e });
         return toToolError(e);
       }
     };
+    return handler;
+  }
 
+  function register<S extends z.ZodObject, F>(
+    server: McpServer,
+    name: string,
+    config: ConfirmableToolConfig<S>,
+    tool: ConfirmableTool<z.infer<S>, F>,
+  ): RegisteredTool {
+    const handler = guard<z.infer<S>, F>(server, name, tool);
     return server.registerTool(
       name,
       { title: config.title, description: config.description, inputSchema: config.inputSchema, annotations: config.annotations },
@@ -420,5 +463,5 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     );
   }
 
-  return { serverOptions: { requestState: { verify } }, register, sealer, ledger, audience, ttlSeconds };
+  return { serverOptions: { requestState: { verify } }, register, guard, sealer, ledger, audience, ttlSeconds };
 }
