@@ -32,7 +32,8 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_CHANGED'
   | 'ERR_CONFIRM_GONE'
   | 'ERR_CONFIRM_OS'
-  | 'ERR_CONFIRM_NO_ELICITATION';
+  | 'ERR_CONFIRM_NO_ELICITATION'
+  | 'ERR_CONFIRM_AUDIT_UNAVAILABLE';
 
 /** Base class of every refusal. `code` is stable; `message` is a fixed sentence. */
 export class ConfirmError extends Error {
@@ -164,6 +165,17 @@ export class ConfirmNoElicitationError extends ConfirmError {
       'ERR_CONFIRM_NO_ELICITATION',
       'This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
     );
+  }
+}
+
+/**
+ * The audit trail (`--audit`, `AuditLog`) could not record a decision line,
+ * so the decision is refused rather than left unrecorded (fail closed): a
+ * confirmed action whose "confirmed" line cannot be written is not done.
+ */
+export class ConfirmAuditUnavailableError extends ConfirmError {
+  constructor(options?: { cause?: unknown }) {
+    super('ERR_CONFIRM_AUDIT_UNAVAILABLE', 'The audit trail could not be written, so nothing was done (a decision is never left unrecorded). Try again later.', options);
   }
 }
 

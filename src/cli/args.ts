@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { HTTP_OPTIONS, HTTP_USAGE, parseHttpSpec, type HttpSpec } from './httpArgs.js';
+import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, parseAuditFlag, type AuditVerifyCommand } from './auditArgs.js';
 
 /** Exit code for a usage or start-up configuration error. */
 export const EXIT_USAGE = 2;
@@ -31,7 +32,9 @@ Options:
   --yes             (demo) Answer the confirmation with yes without asking.
   -h, --help        Show this help.
 
-${HTTP_USAGE}`;
+${HTTP_USAGE}
+
+${AUDIT_USAGE}`;
 
 /** A usage error: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}
@@ -41,6 +44,7 @@ export type Command =
   | { kind: 'help' }
   | { kind: 'demo'; yes: boolean }
   | { kind: 'keygen'; kid: string }
+  | AuditVerifyCommand
   | {
       kind: 'serve';
       roots: string[];
@@ -50,6 +54,8 @@ export type Command =
       ledger: string;
       /** Serve Streamable HTTP instead of stdio (undefined: stdio). */
       http: HttpSpec | undefined;
+      /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
+      audit: string | undefined;
     };
 
 /**
@@ -74,6 +80,7 @@ export function parseCommand(argv: readonly string[]): Command {
         kid: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         ...HTTP_OPTIONS,
+        ...AUDIT_OPTIONS,
       },
     });
   } catch (e) {
@@ -82,9 +89,16 @@ export function parseCommand(argv: readonly string[]): Command {
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
   const [sub, ...rest] = positionals;
+  if (sub === 'audit') {
+    try {
+      return parseAuditCommand(rest, values);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  }
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (sub === 'demo') {
-    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid || values.http) {
+    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid || values.http || values.audit) {
       throw new UsageError('demo takes only --yes');
     }
     return { kind: 'demo', yes: values.yes ?? false };
@@ -111,10 +125,12 @@ export function parseCommand(argv: readonly string[]): Command {
     throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
   }
   let http: HttpSpec | undefined;
+  let audit: string | undefined;
   try {
     http = parseHttpSpec(values);
+    audit = parseAuditFlag(values);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory', http };
+  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory', http, audit };
 }
