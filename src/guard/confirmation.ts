@@ -253,6 +253,15 @@ interface Trail {
   question: string | null;
 }
 
+/** The argument digest for an audit line, or null when the arguments have none (that refusal is the line). */
+function digestOrNull(args: unknown): string | null {
+  try {
+    return canonicalDigest(args);
+  } catch {
+    return null;
+  }
+}
+
 /** Errors whose audit line was already written (by the "failed" line after `act`). */
 const RECORDED = new WeakSet<object>();
 
@@ -489,6 +498,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         if (audit && !(typeof e === 'object' && e !== null && RECORDED.has(e))) {
           // Before the state's own tag is known (round 1 refused before sealing), the tag under the sealing key.
           if (trail.principal === null) trail.principal = principalTagOf(ctx);
+          if (trail.args === null) trail.args = digestOrNull(args);
           await recordAfter('refused', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
         }
         return toToolError(e);
