@@ -4,9 +4,11 @@
  * (in-memory transport); the interval of the refused-state count is injected,
  * so nothing waits for real time.
  */
+import { createHmac, hkdfSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import canonicalize from 'canonicalize';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AuditKeys, AuditLog, createDemoServer, KeyRing, verifyAuditTrail, type KeySpec } from 'mcp-confirm';
 import { ACCEPT, asked, connect, connectV1 } from '../helpers/harness.js';
@@ -143,6 +145,24 @@ describe('the guard hands each decision to the audit trail', () => {
     expect(events()).toEqual(['asked', 'confirmed', 'failed']);
     expect(lines()[2]).toMatchObject({ code: 'ERR_CONFIRM_CHANGED', jti: lines()[0]!['jti'] });
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('changed after the question');
+  });
+
+  it('line 1\'s mac is what the README documents: HMAC-SHA256 under HKDF-SHA256(key, "mcp-confirm/v1/audit-salt", "mcp-confirm/v1/audit-mac") of the RFC 8785 form of ["mcp-confirm/v1/audit-genesis", line without mac]; line 2 chains from line 1', async () => {
+    const { factory } = await audited();
+    const c = await connect(factory);
+    cleanups.push(() => c.close());
+    const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
+    await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: { confirm: { action: 'decline' } }, requestState: state });
+    const macKey = Buffer.from(hkdfSync('sha256', Buffer.from(spec.k, 'base64url'), 'mcp-confirm/v1/audit-salt', 'mcp-confirm/v1/audit-mac', 32));
+    let previous = 'mcp-confirm/v1/audit-genesis';
+    const text = readFileSync(join(R, 'trail.jsonl'), 'utf8').split('\n').slice(0, -1);
+    expect(text).toHaveLength(2);
+    for (const line of text) {
+      const { mac, ...rest } = JSON.parse(line) as Record<string, unknown>;
+      expect(line).toBe(canonicalize({ ...rest, mac }));
+      expect(mac).toBe(createHmac('sha256', macKey).update(canonicalize([previous, rest])!, 'utf8').digest('base64url'));
+      previous = mac as string;
+    }
   });
 
   it('AuditLog.open refuses an existing file (one writer per chain)', async () => {
