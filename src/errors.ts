@@ -38,7 +38,8 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_UPSTREAM_FAILED'
   | 'ERR_CONFIRM_UPSTREAM_TIMEOUT'
   | 'ERR_CONFIRM_UPSTREAM_TOOL_GONE'
-  | 'ERR_CONFIRM_UPSTREAM_INPUT';
+  | 'ERR_CONFIRM_UPSTREAM_INPUT'
+  | 'ERR_CONFIRM_AUDIT_UNAVAILABLE';
 
 /** Base class of every refusal. `code` is stable; `message` is a fixed sentence. */
 export class ConfirmError extends Error {
@@ -234,6 +235,17 @@ export class ConfirmUpstreamInputError extends ConfirmError {
       'ERR_CONFIRM_UPSTREAM_INPUT',
       'The upstream server asked for input of its own (input_required); the proxy refuses to relay it, so no upstream prompt can pose as the confirmation. The call did not complete.',
     );
+  }
+}
+
+/**
+ * The audit trail (`--audit`, `AuditLog`) could not record a decision line,
+ * so the decision is refused rather than left unrecorded (fail closed): a
+ * confirmed action whose "confirmed" line cannot be written is not done.
+ */
+export class ConfirmAuditUnavailableError extends ConfirmError {
+  constructor(options?: { cause?: unknown }) {
+    super('ERR_CONFIRM_AUDIT_UNAVAILABLE', 'The audit trail could not be written, so nothing was done (a decision is never left unrecorded). Try again later.', options);
   }
 }
 

@@ -17,6 +17,9 @@ export {
   type ActContext,
   type ConfirmEvent,
 } from './guard/confirmation.js';
+export { AuditLog, type AuditLogOptions, type AuditSink } from './audit/auditLog.js';
+export { AuditKeys, AUDIT_HKDF_INFO, AUDIT_HKDF_SALT, type AuditKey } from './audit/auditKeys.js';
+export { verifyAuditTrail, AUDIT_GENESIS, type AuditDecision, type AuditEventName, type AuditLine, type AuditVerdict } from './audit/chain.js';
 export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
 export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
 export { canonicalDigest } from './state/digest.js';
@@ -48,6 +51,7 @@ export {
   ConfirmUpstreamTimeoutError,
   ConfirmUpstreamToolGoneError,
   ConfirmUpstreamInputError,
+  ConfirmAuditUnavailableError,
   toToolError,
   type ConfirmErrorCode,
 } from './errors.js';

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { HTTP_OPTIONS, HTTP_USAGE, parseHttpSpec, type HttpSpec } from './httpArgs.js';
+import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, parseAuditFlag, type AuditVerifyCommand } from './auditArgs.js';
 
 /** Exit code for a usage or start-up configuration error. */
 export const EXIT_USAGE = 2;
@@ -34,7 +35,9 @@ Options:
   --version         Print the package version and exit.
   -h, --help        Show this help.
 
-${HTTP_USAGE}`;
+${HTTP_USAGE}
+
+${AUDIT_USAGE}`;
 
 /** A usage error: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}
@@ -45,6 +48,7 @@ export type Command =
   | { kind: 'version' }
   | { kind: 'demo'; yes: boolean }
   | { kind: 'keygen'; kid: string }
+  | AuditVerifyCommand
   | {
       kind: 'serve';
       roots: string[];
@@ -54,6 +58,8 @@ export type Command =
       ledger: string;
       /** Serve Streamable HTTP instead of stdio (undefined: stdio). */
       http: HttpSpec | undefined;
+      /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
+      audit: string | undefined;
     };
 
 /**
@@ -79,6 +85,7 @@ export function parseCommand(argv: readonly string[]): Command {
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean' },
         ...HTTP_OPTIONS,
+        ...AUDIT_OPTIONS,
       },
     });
   } catch (e) {
@@ -88,9 +95,16 @@ export function parseCommand(argv: readonly string[]): Command {
   if (values.help) return { kind: 'help' };
   if (values.version) return { kind: 'version' };
   const [sub, ...rest] = positionals;
+  if (sub === 'audit') {
+    try {
+      return parseAuditCommand(rest, values);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  }
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (sub === 'demo') {
-    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid || values.http) {
+    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid || values.http || values.audit) {
       throw new UsageError('demo takes only --yes');
     }
     return { kind: 'demo', yes: values.yes ?? false };
@@ -117,10 +131,12 @@ export function parseCommand(argv: readonly string[]): Command {
     throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
   }
   let http: HttpSpec | undefined;
+  let audit: string | undefined;
   try {
     http = parseHttpSpec(values);
+    audit = parseAuditFlag(values);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory', http };
+  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory', http, audit };
 }

@@ -67,6 +67,8 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       throw new UsageError(`--key-file: ${(e as Error).message}`);
     }
   }
+  // --audit: this process's trail file (its module loads only when asked for).
+  const audit = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, command.keyFile!, (line) => process.stderr.write(`mcp-confirm: ${line}\n`)) : undefined;
   const opened = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
   // Over HTTP: decisions counted and ledger calls timed for /metrics.
   const metrics = http?.createMetrics();
@@ -81,9 +83,11 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
       ...(keys ? { keys } : {}),
       ...(http ? { principal: http.principal } : {}),
+      ...(audit ? { audit } : {}),
     });
   } catch (e) {
     await ledger.close?.();
+    await audit?.close();
     if (e instanceof RootError) throw new UsageError(e.message);
     throw e;
   }
@@ -92,6 +96,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   }
   if (http && command.http) {
     await http.serveHttp(command.http, built.factory, { ledger: opened, metrics: metrics! }, async () => {
+      await audit?.close();
       await ledger.close?.();
     });
     return;
@@ -101,6 +106,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   });
   const stop = async (): Promise<void> => {
     await handle.close().catch(() => {});
+    await audit?.close().catch(() => {});
     await ledger.close?.().catch(() => {});
     process.exit(0);
   };
@@ -147,6 +153,10 @@ async function main(argv: readonly string[]): Promise<number> {
       case 'keygen':
         process.stdout.write(`${JSON.stringify({ keys: [KeyRing.generateSpec(command.kid)] }, null, 2)}\n`);
         return 0;
+      case 'audit-verify': {
+        const { runAuditVerify } = await import('./auditCli.js');
+        return await runAuditVerify(command.file, command.keyFile);
+      }
       case 'demo': {
         const { runDemo } = await import('./demo.js');
         return await runDemo({ yes: command.yes });

@@ -45,6 +45,8 @@ import {
   type ToolAnnotations,
 } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
+import type { AuditSink } from '../audit/auditLog.js';
+import type { AuditDecision, AuditEventName } from '../audit/chain.js';
 import {
   ConfirmError,
   ConfirmExpiredError,
@@ -118,6 +120,21 @@ export interface ConfirmationOptions {
    * "Internal error in the confirmation layer".
    */
   onEvent?: (event: ConfirmEvent) => void;
+  /**
+   * The audit trail: one line per decision (asked, asked again, confirmed,
+   * declined, cancelled, not confirmed, refused with its code, acted, failed),
+   * each carrying the tool, the principal's salted tag (never the principal),
+   * the `jti`, the argument digest and the question as shown; states refused by
+   * the verify hook are only counted. Usually an {@link AuditLog}.
+   *
+   * Fail closed: every line is awaited before the call answers, and the
+   * "confirmed" line before `act` runs; when it cannot be written the call is
+   * refused with `ERR_CONFIRM_AUDIT_UNAVAILABLE` and nothing is done. The
+   * "acted"/"failed" line is written after `act` (a failure to write it is
+   * reported, not turned into a refusal: the action already happened).
+   * Defaults to none.
+   */
+  audit?: AuditSink;
 }
 
 /** What {@link ConfirmableTool.act} receives besides the arguments. */
@@ -257,6 +274,26 @@ function canElicitForm(server: McpServer, ctx: ServerContext): boolean {
   return elicitation.form !== undefined || elicitation.url === undefined;
 }
 
+/** What the audit line of a call can say so far; filled in as the flow learns it. */
+interface Trail {
+  principal: string | null;
+  jti: string | null;
+  args: string | null;
+  question: string | null;
+}
+
+/** The argument digest for an audit line, or null when the arguments have none (that refusal is the line). */
+function digestOrNull(args: unknown): string | null {
+  try {
+    return canonicalDigest(args);
+  } catch {
+    return null;
+  }
+}
+
+/** Errors whose audit line was already written (by the "failed" line after `act`). */
+const RECORDED = new WeakSet<object>();
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -292,11 +329,20 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   const principalOf = options.principal ?? defaultPrincipal;
   const now = options.now ?? Date.now;
   const onEvent = options.onEvent ?? reportInternalErrors;
+  const audit = options.audit;
   const emit = (event: ConfirmEvent): void => {
     try {
       onEvent(event);
     } catch {
       // A diagnostics sink must never change the outcome.
+    }
+  };
+
+  const principalTagOf = (ctx: ServerContext): string | null => {
+    try {
+      return KeyRing.principalTag(keys.sealing, principalOf(ctx));
+    } catch {
+      return null;
     }
   };
 
@@ -306,6 +352,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       return new OpenedState(sealer.openSync(state, { principal: principalOf(ctx), nowMs: now() }));
     } catch (e) {
       emit({ type: 'state-refused', reason: e instanceof StateRefusedError ? e.reason : 'error' });
+      // No tool or arguments are known here: counted, and written as one line per interval.
+      audit?.countStateRefused();
       throw e;
     }
   };
@@ -323,7 +371,21 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       return { message, requestedSchema: CONFIRM_SCHEMA, digest: canonicalDigest({ message, requestedSchema: CONFIRM_SCHEMA }, 'question') };
     };
 
-    const ask = async (args: A, ctx: ServerContext): Promise<InputRequiredResult> => {
+    /** Writes one audit line (awaited: the call does not answer or act before). */
+    const record = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {}): Promise<void> => {
+      if (!audit) return;
+      await audit.record({ event, tool: name, ...trail, outcome: extra.outcome ?? null, code: extra.code ?? null, count: null });
+    };
+    /** Writes a line whose failure must not change the answer (the action already happened, or it is a refusal anyway). */
+    const recordAfter = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {}): Promise<void> => {
+      try {
+        await record(event, trail, extra);
+      } catch {
+        // Reported by the audit log itself (its onError).
+      }
+    };
+
+    const ask = async (args: A, ctx: ServerContext, trail: Trail, again?: 'no-answer' | 'question-changed' | 'resource-changed'): Promise<InputRequiredResult> => {
       // The client must be able to answer before a jti is issued, so a refused ask leaks no ledger slot.
       if (!canElicitForm(server, ctx)) {
         // 2026-07-28: a stateless ask lets the SDK answer the spec's -32021 with requiredCapabilities.
@@ -336,7 +398,9 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       }
       const fingerprint = tool.fingerprint ? await tool.fingerprint(args, ctx) : (null as F);
       const argsDigest = canonicalDigest(args);
+      trail.args = argsDigest;
       const { message, requestedSchema, digest } = renderAsk(args, fingerprint);
+      trail.question = message;
       const nowMs = now();
       const { state, claims } = sealer.sealSync({
         tool: name,
@@ -347,6 +411,10 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         nowMs,
       });
       await issue(claims, nowMs);
+      trail.jti = claims.jti;
+      trail.principal = claims.sub;
+      // Fail closed: the question goes out only once its line is written.
+      await record(again ? 'asked-again' : 'asked', trail, { outcome: again ?? null });
       emit({ type: 'asked', tool: name });
       return inputRequired({
         inputRequests: { [CONFIRM_KEY]: inputRequired.elicit({ message, requestedSchema }) },
@@ -390,23 +458,29 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       }
     };
 
-    const flow = async (args: A, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
+    const flow = async (args: A, ctx: ServerContext, trail: Trail): Promise<CallToolResult | InputRequiredResult> => {
       const opened = ctx.mcpReq.requestState<unknown>();
       // No verified state: this is round 1, whatever inputResponses came along. Ask.
-      if (!(opened instanceof OpenedState)) return ask(args, ctx);
+      if (!(opened instanceof OpenedState)) return ask(args, ctx, trail);
       const claims = opened.claims;
+      trail.jti = claims.jti;
+      trail.principal = claims.sub;
       // 1. The state serves only the exact call it was minted for; a mismatch leaves the jti unspent.
-      if (claims.tool !== name || claims.args !== canonicalDigest(args)) throw new ConfirmMismatchError();
+      if (claims.tool !== name) throw new ConfirmMismatchError();
+      trail.args = canonicalDigest(args);
+      if (claims.args !== trail.args) throw new ConfirmMismatchError();
       // 2. The question rendered now must be the one the human saw; if the wording or rules changed, ask again.
-      if (renderAsk(args, claims.fingerprint as F).digest !== claims.question) {
+      const shown = renderAsk(args, claims.fingerprint as F);
+      if (shown.digest !== claims.question) {
         emit({ type: 'asked-again', tool: name, reason: 'question-changed' });
-        return ask(args, ctx);
+        return ask(args, ctx, trail, 'question-changed');
       }
       // 2b. The resource the human was asked about must still be the same one; if not, ask again.
       if (tool.unchanged && !(await tool.unchanged(args, claims.fingerprint as F, ctx))) {
         emit({ type: 'asked-again', tool: name, reason: 'resource-changed' });
-        return ask(args, ctx);
+        return ask(args, ctx, trail, 'resource-changed');
       }
+      trail.question = shown.message;
       // 3. Spend the jti atomically before reading the answer: accept, decline and cancel all use it up.
       await spend(claims.jti, now());
       // 4. Only an explicit accept with confirmed === true (a boolean) goes on; no answer asks again.
@@ -415,7 +489,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       const answer = responses !== undefined && Object.hasOwn(responses, CONFIRM_KEY) ? inputResponse(responses, CONFIRM_KEY) : ({ kind: 'missing' } as const);
       if (answer.kind === 'missing') {
         emit({ type: 'asked-again', tool: name, reason: 'no-answer' });
-        return ask(args, ctx);
+        return ask(args, ctx, trail, 'no-answer');
       }
       const confirmed =
         answer.kind === 'elicit' &&
@@ -426,23 +500,42 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       if (!confirmed) {
         const action = answer.kind === 'elicit' ? (['accept', 'decline', 'cancel'].includes(answer.action) ? answer.action : 'other') : 'other';
         emit({ type: 'not-confirmed', tool: name, action });
+        await record(action === 'decline' ? 'declined' : action === 'cancel' ? 'cancelled' : 'not-confirmed', trail, { outcome: action });
         const why =
           action === 'decline' ? 'You declined' : action === 'cancel' ? 'You cancelled' : action === 'accept' ? 'You did not confirm' : 'No valid confirmation was given';
         return { content: [{ type: 'text', text: `${why}; ${nothingDone}.` }] };
       }
-      // 5. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
+      // 5. Fail closed: the "confirmed" line is written before anything is done; if it cannot be, nothing is.
+      await record('confirmed', trail, { outcome: 'accept' });
+      // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
+      let result: CallToolResult;
+      try {
+        result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
+      } catch (e) {
+        await recordAfter('failed', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
+        if (typeof e === 'object' && e !== null) RECORDED.add(e);
+        throw e;
+      }
+      // 7. The "acted" line follows the action (it cannot come first: it records what happened).
+      await recordAfter('acted', trail);
       emit({ type: 'confirmed', tool: name });
       return result;
     };
 
     const handler = async (args: A, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
+      const trail: Trail = { principal: null, jti: null, args: null, question: null };
       try {
-        return await flow(args, ctx);
+        return await flow(args, ctx, trail);
       } catch (e) {
         if (e instanceof ConfirmError) emit({ type: 'refused', tool: name, code: e.code });
         else if (guardOptions.rethrow?.(e)) throw e;
         else emit({ type: 'internal-error', tool: name, error: e });
+        if (audit && !(typeof e === 'object' && e !== null && RECORDED.has(e))) {
+          // Before the state's own tag is known (round 1 refused before sealing), the tag under the sealing key.
+          if (trail.principal === null) trail.principal = principalTagOf(ctx);
+          if (trail.args === null) trail.args = digestOrNull(args);
+          await recordAfter('refused', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
+        }
         return toToolError(e);
       }
     };
