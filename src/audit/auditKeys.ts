@@ -19,7 +19,6 @@
  * @module
  */
 import { createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { KeyRing, type KeySpec } from '../state/keyRing.js';
 
 /** HKDF salt of the audit MAC keys (UTF-8). */
@@ -50,6 +49,21 @@ export class AuditKeys {
   }
 
   /**
+   * Derives the audit keys of a key ring: one per ring key, same kid, same order,
+   * HKDF-SHA256 (RFC 5869) of the ring key with {@link AUDIT_HKDF_SALT} and
+   * {@link AUDIT_HKDF_INFO}, 32 bytes. The ring key itself never MACs a line.
+   *
+   * @param ring - the ring that seals the states (the key file given to `--key-file`).
+   */
+  static fromRing(ring: KeyRing): AuditKeys {
+    const salt = Buffer.from(AUDIT_HKDF_SALT, 'utf8');
+    const info = Buffer.from(AUDIT_HKDF_INFO, 'utf8');
+    return new AuditKeys(
+      ring.kids.map((kid) => ({ kid, key: createSecretKey(Buffer.from(hkdfSync('sha256', ring.get(kid)!.secretKey, salt, info, 32))) })),
+    );
+  }
+
+  /**
    * Derives the audit keys of key specs (the `keys` array of a key file).
    *
    * @param specs - at least one {@link KeySpec}, as {@link KeyRing.fromSpecs} accepts them.
@@ -57,42 +71,18 @@ export class AuditKeys {
    * @throws {RangeError} when a key is not exactly 32 bytes.
    */
   static async fromSpecs(specs: readonly KeySpec[]): Promise<AuditKeys> {
-    // The ring's own checks: one set of rules for what a key is.
-    await KeyRing.fromSpecs(specs);
-    return new AuditKeys(
-      specs.map((spec) => {
-        // Canonical unpadded base64url (checked above), so Buffer decodes exactly these 32 bytes.
-        const raw = Buffer.from(spec.k, 'base64url');
-        const derived = Buffer.from(hkdfSync('sha256', raw, Buffer.from(AUDIT_HKDF_SALT, 'utf8'), Buffer.from(AUDIT_HKDF_INFO, 'utf8'), 32));
-        raw.fill(0);
-        return { kid: spec.kid, key: createSecretKey(derived) };
-      }),
-    );
+    return AuditKeys.fromRing(await KeyRing.fromSpecs(specs));
   }
 
   /**
-   * Reads a key file (`{"keys":[{"kid":…,"k":…}, …]}`) and derives its audit keys.
+   * Reads a key file (`{"keys":[{"kid":…,"k":…}, …]}`, as {@link KeyRing.fromFile} reads it) and derives its audit keys.
    *
    * @param path - the key file, as given to `--key-file`.
    * @throws {TypeError} when the file cannot be read or parsed, or a key is malformed (never echoing key material).
    * @throws {RangeError} when a key is not exactly 32 bytes.
    */
   static async fromFile(path: string): Promise<AuditKeys> {
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (e) {
-      throw new TypeError(`cannot read key file ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new TypeError(`key file ${path} is not valid JSON`);
-    }
-    const keys = (parsed as { keys?: unknown } | null)?.keys;
-    if (!Array.isArray(keys)) throw new TypeError(`key file ${path} must hold {"keys":[{"kid":…,"k":…}, …]}`);
-    return AuditKeys.fromSpecs(keys as KeySpec[]);
+    return AuditKeys.fromRing(await KeyRing.fromFile(path));
   }
 
   /** The key that MACs new lines (the first of the file). */

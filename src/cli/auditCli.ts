@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { AuditKeys } from '../audit/auditKeys.js';
+import type { KeyRing } from '../state/keyRing.js';
 import { AuditLog } from '../audit/auditLog.js';
 import { verifyAuditTrail } from '../audit/chain.js';
 import { EXIT_USAGE, UsageError } from './args.js';
@@ -23,15 +24,11 @@ export function trailFileName(prefix: string, startMs: number, pid: number): str
 /**
  * Creates this process's trail file for `--audit PREFIX`.
  *
- * @throws {UsageError} when the key file or the trail file cannot be used (exit 2, naming why).
+ * @param ring - the key ring already read from `--key-file`; the audit keys are derived from it ({@link AuditKeys.fromRing}).
+ * @throws {UsageError} when the trail file cannot be created (exit 2, naming why).
  */
-export async function openAuditTrail(prefix: string, keyFile: string, log: (line: string) => void): Promise<AuditLog> {
-  let keys: AuditKeys;
-  try {
-    keys = await AuditKeys.fromFile(keyFile);
-  } catch (e) {
-    throw new UsageError(`--key-file: ${(e as Error).message}`);
-  }
+export async function openAuditTrail(prefix: string, ring: KeyRing, log: (line: string) => void): Promise<AuditLog> {
+  const keys = AuditKeys.fromRing(ring);
   const path = trailFileName(prefix, Date.now(), process.pid);
   try {
     const audit = await AuditLog.open({ path, keys, onError: (e) => log(`audit trail ${path}: ${e.message}`) });

@@ -68,7 +68,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     }
   }
   // --audit: this process's trail file (its module loads only when asked for).
-  const audit = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, command.keyFile!, (line) => process.stderr.write(`mcp-confirm: ${line}\n`)) : undefined;
+  const audit = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, (line) => process.stderr.write(`mcp-confirm: ${line}\n`)) : undefined;
   const opened = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
   // Over HTTP: decisions counted and ledger calls timed for /metrics.
   const metrics = http?.createMetrics();
