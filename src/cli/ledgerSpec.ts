@@ -13,6 +13,21 @@ import { UsageError } from './args.js';
 /** How long start-up waits for a first Redis connection before serving anyway, in milliseconds. */
 const STARTUP_WAIT_MS = 3_000;
 
+/** How long start-up waits for a SQLite ledger file that another process holds locked, in milliseconds. */
+const SQLITE_STARTUP_WAIT_MS = 10_000;
+
+/** Between two attempts to open a locked SQLite ledger file, in milliseconds. */
+const SQLITE_RETRY_MS = 25;
+
+/** True when opening failed only because another connection held the file's lock (`SQLITE_BUSY`, `SQLITE_LOCKED`). */
+function lockedByAnother(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true;
+  }
+  return false;
+}
+
 /**
  * Opens the ledger a `--ledger` value names. A Redis ledger waits up to 3 s for
  * its first connection: a reply error then (a database out of range, a wrong
@@ -23,7 +38,11 @@ const STARTUP_WAIT_MS = 3_000;
  * @param spec - `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`.
  * @param audience - the server's audience; namespaces the Redis keys.
  * @param log - where to report connection trouble (stderr).
- * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened, or a Redis that refuses the connection.
+ * A SQLite file that another process holds locked (replicas starting together on a new file) is
+ * retried for up to 10 s.
+ *
+ * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened (or stays locked for
+ *   10 s), or a Redis that refuses the connection.
  */
 export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<Ledger> {
   if (spec === 'memory') return new MemoryLedger();
@@ -31,12 +50,26 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     const path = spec.slice('sqlite:'.length);
     if (path === '') throw new UsageError('--ledger sqlite:PATH needs a file path');
     const { SqliteLedger } = await import('../stores/sqlite.js');
-    try {
-      return new SqliteLedger({ path });
-    } catch (e) {
-      const cause = (e as { cause?: unknown }).cause;
-      const reason = cause instanceof Error ? cause.message : (e as Error).message;
-      throw new UsageError(`--ledger ${spec}: cannot open the SQLite ledger: ${reason}`);
+    // Switching a fresh file to WAL needs its write lock, and SQLite refuses that switch at once
+    // (SQLITE_BUSY, without waiting out busy_timeout) while another connection holds the lock: which
+    // happens whenever replicas start together on a new ledger file. So a locked file is retried,
+    // without blocking the event loop, until SQLITE_STARTUP_WAIT_MS.
+    const deadline = Date.now() + SQLITE_STARTUP_WAIT_MS;
+    let told = false;
+    for (;;) {
+      try {
+        return new SqliteLedger({ path });
+      } catch (e) {
+        if (lockedByAnother(e) && Date.now() < deadline) {
+          if (!told) log(`waiting for the SQLite ledger ${JSON.stringify(path)}: another process holds its lock`);
+          told = true;
+          await new Promise((r) => setTimeout(r, SQLITE_RETRY_MS));
+          continue;
+        }
+        const cause = (e as { cause?: unknown }).cause;
+        const reason = cause instanceof Error ? cause.message : (e as Error).message;
+        throw new UsageError(`--ledger ${spec}: cannot open the SQLite ledger: ${reason}`);
+      }
     }
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
