@@ -4,7 +4,7 @@
  * first (the README's test command does it).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -128,6 +128,43 @@ describe('mcp-confirm --root DIR over stdio', () => {
       kind: 'result',
       isError: false,
     });
+  });
+});
+
+/** The SDK's stdio transport probing in place (a subclass): the one process started is the one traced. */
+class InPlaceStdioTransport extends StdioClientTransport {}
+
+describe('cold start', () => {
+  it('answers the first request without having loaded the stores, their drivers, the demo or the MCP client', async () => {
+    const trace = join(R, 'loaded.txt');
+    writeFileSync(trace, '');
+    const transport = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: ['--import', resolve(import.meta.dirname, '../fixtures/loadTrace.mjs'), MAIN, '--root', root],
+      env: { ...process.env, MCP_CONFIRM_LOAD_TRACE: trace } as Record<string, string>,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+    await client.connect(transport); // resolved by the server's first answer (server/discover)
+    clients.push(client);
+    const loaded = readFileSync(trace, 'utf8').split('\n').filter(Boolean);
+    // Not vacuous: the trace saw the server being loaded.
+    expect(loaded.some((u) => u.endsWith('/dist/cli/main.js'))).toBe(true);
+    expect(loaded.some((u) => u.endsWith('/dist/server/deleteFile.js'))).toBe(true);
+    expect(loaded.filter((u) => /\/dist\/stores\/|\/dist\/cli\/demo\.js$|better-sqlite3|\/node_modules\/(redis|@redis)\/|@modelcontextprotocol\/client\//.test(u))).toEqual([]);
+    // Control: a call that needs a store loads it (--ledger sqlite: on a fresh server).
+    const traced = join(R, 'loaded-sqlite.txt');
+    writeFileSync(traced, '');
+    const withStore = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: ['--import', resolve(import.meta.dirname, '../fixtures/loadTrace.mjs'), MAIN, '--root', root, '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`],
+      env: { ...process.env, MCP_CONFIRM_LOAD_TRACE: traced } as Record<string, string>,
+      stderr: 'pipe',
+    });
+    const other = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+    await other.connect(withStore);
+    clients.push(other);
+    expect(readFileSync(traced, 'utf8').split('\n').some((u) => u.endsWith('/dist/stores/sqlite.js'))).toBe(true);
   });
 });
 
