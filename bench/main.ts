@@ -3,12 +3,15 @@
  * runs), each against its target where it has one. A figure below its target is
  * reported as such. Runs compiled (tsconfig.bench.json), as the published package runs.
  *
+ * Cold start spawns the built CLI (dist/cli/main.js): run `npm run build` first.
+ *
  * Redis: uses REDIS_URL when set; otherwise starts a throwaway redis-server with
  * scripts/start-redis.sh when one is installed, and stops it at the end.
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { benchColdStart } from './coldStart.js';
 import { benchLedger } from './ledger.js';
 import { benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
@@ -56,6 +59,7 @@ try {
   rows.push(...(await benchSeal()));
   rows.push(...(await benchMrtr()));
   rows.push(...(await benchPrompt()));
+  rows.push(...(await benchColdStart()));
 } finally {
   redis?.stop();
 }

@@ -16,6 +16,15 @@ import { Client, ProtocolError, type CallToolResult, type InputRequiredResult } 
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { EXIT_USAGE } from './args.js';
 
+/**
+ * The SDK's stdio transport, probing in place. The base `StdioClientTransport` runs the
+ * `server/discover` probe on a disposable sibling process (a 2025-era server may exit on a request
+ * before `initialize`) and only then starts the session's process: two cold starts before the first
+ * call. The demo talks to its own 2026-era server, which answers the probe, so a subclass (which the
+ * SDK probes on the connection itself) runs exactly one server process per demo.
+ */
+class OwnServerTransport extends StdioClientTransport {}
+
 const out = (line = ''): void => {
   process.stdout.write(`${line}\n`);
 };
@@ -51,7 +60,7 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
   await writeFile(join(root, 'thesis.txt'), thesisText);
 
   const serverMain = fileURLToPath(new URL('./main.js', import.meta.url));
-  const transport = new StdioClientTransport({ command: process.execPath, args: [serverMain, '--root', root], stderr: 'pipe' });
+  const transport = new OwnServerTransport({ command: process.execPath, args: [serverMain, '--root', root], stderr: 'pipe' });
   const client = new Client(
     { name: 'mcp-confirm-demo', version: '0.1.0' },
     {

@@ -26,7 +26,11 @@ const STARTUP_WAIT_MS = 3_000;
  * @param spec - `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`.
  * @param audience - the server's audience; namespaces the Redis keys.
  * @param log - where to report connection trouble (stderr).
- * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened, or a Redis that refuses the connection.
+ * A SQLite file that another process holds locked (replicas starting together on a new file) is
+ * retried for up to 10 s.
+ *
+ * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened (or stays locked for
+ *   10 s), or a Redis that refuses the connection.
  */
 export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<Ledger> {
   if (spec === 'memory') return new MemoryLedger();

@@ -6,15 +6,12 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { KeyRing } from '../state/keyRing.js';
-import { RootError } from '../fs/roots.js';
-import { findQuarantineLeftovers } from '../fs/target.js';
-import { createDemoServer } from '../server/deleteFile.js';
-import { renderPath } from '../prompt/render.js';
+// Cold start: only the argument parser is imported up front. Each command imports what it needs
+// (the demo never loads the server, `serve` never loads the demo or a store it was not given), and
+// the quarantine scan runs once the server already answers (MCP hosts wait for the first answer).
 import type { ConfirmEvent } from '../guard/confirmation.js';
+import type { KeyRing } from '../state/keyRing.js';
 import { EXIT_USAGE, USAGE, UsageError, parseCommand, type Command } from './args.js';
-import { openLedger } from './ledgerSpec.js';
 
 function logEvent(event: ConfirmEvent): void {
   switch (event.type) {
@@ -59,6 +56,13 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   // HTTP serving (--http): its modules load only when asked for, so stdio start-up does not pay for them.
   const http = command.http ? await import('./serveHttp.js') : undefined;
   if (http && command.http) await http.checkHttpAuth(command.http);
+  const [{ serveStdio }, { KeyRing }, { RootError }, { createDemoServer }, { openLedger }] = await Promise.all([
+    import('@modelcontextprotocol/server/stdio'),
+    import('../state/keyRing.js'),
+    import('../fs/roots.js'),
+    import('../server/deleteFile.js'),
+    import('./ledgerSpec.js'),
+  ]);
   let keys: KeyRing | undefined;
   if (command.keyFile !== undefined) {
     try {
@@ -91,10 +95,14 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     if (e instanceof RootError) throw new UsageError(e.message);
     throw e;
   }
-  for (const leftover of await findQuarantineLeftovers(built.roots)) {
-    process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}\n`);
-  }
+  const reportLeftovers = async (): Promise<void> => {
+    const [{ findQuarantineLeftovers }, { renderPath }] = await Promise.all([import('../fs/target.js'), import('../prompt/render.js')]);
+    for (const leftover of await findQuarantineLeftovers(built.roots)) {
+      process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}\n`);
+    }
+  };
   if (http && command.http) {
+    await reportLeftovers();
     await http.serveHttp(command.http, built.factory, { ledger: opened, metrics: metrics! }, async () => {
       await audit?.close();
       await ledger.close?.();
@@ -104,6 +112,8 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   const handle = serveStdio(built.factory, {
     onerror: (error) => process.stderr.write(`mcp-confirm: ${error.message}\n`),
   });
+  // Answering already; the leftovers report (before the "serving" line) only warns.
+  await reportLeftovers();
   const stop = async (): Promise<void> => {
     await handle.close().catch(() => {});
     await audit?.close().catch(() => {});
@@ -150,9 +160,11 @@ async function main(argv: readonly string[]): Promise<number> {
       case 'version':
         process.stdout.write(`${await packageVersion()}\n`);
         return 0;
-      case 'keygen':
+      case 'keygen': {
+        const { KeyRing } = await import('../state/keyRing.js');
         process.stdout.write(`${JSON.stringify({ keys: [KeyRing.generateSpec(command.kid)] }, null, 2)}\n`);
         return 0;
+      }
       case 'audit-verify': {
         const { runAuditVerify } = await import('./auditCli.js');
         return await runAuditVerify(command.file, command.keyFile);

@@ -3,14 +3,16 @@
  * stdio serving, exit codes, the key file, and the demo. Needs `npm run build`
  * first (the README's test command does it).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { runProcess, type Finished } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 let R: string;
@@ -47,8 +49,46 @@ async function spawnServer(args: string[]): Promise<{ client: Client; stderr: ()
   return { client, stderr: () => err };
 }
 
-function run(args: string[], input = '') {
-  return spawnSync(process.execPath, [MAIN, ...args], { input, encoding: 'utf8', timeout: 30_000 });
+/** Runs the CLI to its end (asynchronously: the test's event loop keeps running). */
+function run(args: string[], input = ''): Promise<Finished> {
+  return runProcess(process.execPath, [MAIN, ...args], { input });
+}
+
+/**
+ * Runs `mcp-confirm demo` under script(1), which gives it a real pseudo-terminal as a person running
+ * it has, and types `keys` once the prompt `Confirm? [y/N]` is on the screen: by order, not by time.
+ * (Keys sent before the demo has put the terminal in raw mode are taken by the terminal's line
+ * discipline: a Ctrl-D then becomes an end-of-file the prompt never sees, and script(1) gives up
+ * forwarding its own end-of-file after about 2 s; typed early on a loaded machine, the demo waited
+ * forever.) Resolves when the demo has exited.
+ */
+function demoInTerminal(keys: string): Promise<{ status: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qec', `${process.execPath} ${MAIN} demo`, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let typed = false;
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the demo still runs after ${PROCESS_DEADLINE_MS} ms; it printed ${JSON.stringify(stdout)}`));
+    }, PROCESS_DEADLINE_MS);
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString('utf8');
+      if (!typed && stdout.includes('Confirm? [y/N]')) {
+        typed = true;
+        child.stdin.write(keys);
+      }
+    });
+    child.stdin.on('error', () => {});
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new Error(`script(1) from util-linux is needed: ${e.message}`));
+    });
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      child.stdin.destroy();
+      resolve({ status, stdout });
+    });
+  });
 }
 
 describe('mcp-confirm --root DIR over stdio', () => {
@@ -67,7 +107,7 @@ describe('mcp-confirm --root DIR over stdio', () => {
 
   it('shares a key file between two processes: the state opens on the other, whose memory ledger says it is per process', async () => {
     const keyFile = join(R, 'keys.json');
-    const keygen = run(['keygen', '--kid', 'k1']);
+    const keygen = await run(['keygen', '--kid', 'k1']);
     expect(keygen.status).toBe(0);
     writeFileSync(keyFile, keygen.stdout);
     const a = await spawnServer(['--root', root, '--key-file', keyFile]);
@@ -91,9 +131,46 @@ describe('mcp-confirm --root DIR over stdio', () => {
   });
 });
 
+/** The SDK's stdio transport probing in place (a subclass): the one process started is the one traced. */
+class InPlaceStdioTransport extends StdioClientTransport {}
+
+describe('cold start', () => {
+  it('answers the first request without having loaded the stores, their drivers, the demo or the MCP client', async () => {
+    const trace = join(R, 'loaded.txt');
+    writeFileSync(trace, '');
+    const transport = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: ['--import', resolve(import.meta.dirname, '../fixtures/loadTrace.mjs'), MAIN, '--root', root],
+      env: { ...process.env, MCP_CONFIRM_LOAD_TRACE: trace } as Record<string, string>,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+    await client.connect(transport); // resolved by the server's first answer (server/discover)
+    clients.push(client);
+    const loaded = readFileSync(trace, 'utf8').split('\n').filter(Boolean);
+    // Not vacuous: the trace saw the server being loaded.
+    expect(loaded.some((u) => u.endsWith('/dist/cli/main.js'))).toBe(true);
+    expect(loaded.some((u) => u.endsWith('/dist/server/deleteFile.js'))).toBe(true);
+    expect(loaded.filter((u) => /\/dist\/stores\/|\/dist\/cli\/demo\.js$|better-sqlite3|\/node_modules\/(redis|@redis)\/|@modelcontextprotocol\/client\//.test(u))).toEqual([]);
+    // Control: a call that needs a store loads it (--ledger sqlite: on a fresh server).
+    const traced = join(R, 'loaded-sqlite.txt');
+    writeFileSync(traced, '');
+    const withStore = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: ['--import', resolve(import.meta.dirname, '../fixtures/loadTrace.mjs'), MAIN, '--root', root, '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`],
+      env: { ...process.env, MCP_CONFIRM_LOAD_TRACE: traced } as Record<string, string>,
+      stderr: 'pipe',
+    });
+    const other = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+    await other.connect(withStore);
+    clients.push(other);
+    expect(readFileSync(traced, 'utf8').split('\n').some((u) => u.endsWith('/dist/stores/sqlite.js'))).toBe(true);
+  });
+});
+
 describe('exit codes and messages', () => {
-  it('exits 2 with the usage when no --root is given', () => {
-    const r = run([]);
+  it('exits 2 with the usage when no --root is given', async () => {
+    const r = await run([]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('at least one --root');
     expect(r.stderr).toContain('Usage:');
@@ -107,24 +184,24 @@ describe('exit codes and messages', () => {
       symlinkSync(root, join(R, 'link'));
       return join(R, 'link');
     }],
-  ])('exits 2 naming a root that %s', (_label, make) => {
+  ])('exits 2 naming a root that %s', async (_label, make) => {
     const bad = make();
-    const r = run(['--root', root, '--root', bad]);
+    const r = await run(['--root', root, '--root', bad]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(bad);
     expect(r.stdout).toBe('');
   });
 
-  it.each([['0'], ['-5'], ['abc'], ['1.5']])('exits 2 for --ttl %s', (ttl) => {
-    const r = run(['--root', root, '--ttl', ttl]);
+  it.each([['0'], ['-5'], ['abc'], ['1.5']])('exits 2 for --ttl %s', async (ttl) => {
+    const r = await run(['--root', root, '--ttl', ttl]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--ttl');
   });
 
-  it('exits 2 for a key file with a short key, without echoing the key', () => {
+  it('exits 2 for a key file with a short key, without echoing the key', async () => {
     const keyFile = join(R, 'bad.json');
     writeFileSync(keyFile, JSON.stringify({ keys: [{ kid: 'k1', k: 'c2hvcnRrZXk' }] }));
-    const r = run(['--root', root, '--key-file', keyFile]);
+    const r = await run(['--root', root, '--key-file', keyFile]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('32 bytes');
     expect(r.stderr).not.toContain('c2hvcnRrZXk');
@@ -137,50 +214,50 @@ describe('exit codes and messages', () => {
     ['an --audience with braces', ['--audience', 'a{b}'], '--audience'],
     ['an unknown --ledger', ['--ledger', 'mongodb://x'], '--ledger'],
     ['a --ledger SQLite file in a missing directory', ['--ledger', 'sqlite:/nonexistent-dir/ledger.db'], 'directory does not exist'],
-  ])('exits 2 for %s', (_label, args, mentions) => {
-    const r = run(args[0] === 'keygen' ? args : ['--root', root, ...args]);
+  ])('exits 2 for %s', async (_label, args, mentions) => {
+    const r = await run(args[0] === 'keygen' ? args : ['--root', root, ...args]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(mentions);
     expect(r.stdout).toBe('');
   });
 
-  it('exits 2 for a malformed redis:// URL without echoing its password', () => {
-    const r = run(['--root', root, '--ledger', 'redis://:S3cretPw@localhost:notaport/0']);
+  it('exits 2 for a malformed redis:// URL without echoing its password', async () => {
+    const r = await run(['--root', root, '--ledger', 'redis://:S3cretPw@localhost:notaport/0']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--ledger');
     expect(r.stderr).not.toContain('S3cretPw');
   });
 
-  it('exits 2 when Redis refuses the connection (database out of range), naming the reason', () => {
+  it('exits 2 when Redis refuses the connection (database out of range), naming the reason', async () => {
     const url = process.env.REDIS_URL;
     if (!url) throw new Error('REDIS_URL is not set: the test command starts a redis-server and sets it');
-    const r = run(['--root', root, '--ledger', `${url}/99`]);
+    const r = await run(['--root', root, '--ledger', `${url}/99`]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('DB index is out of range');
   });
 
-  it('exits 2 for an unknown option', () => {
-    const r = run(['--root', root, '--force']);
+  it('exits 2 for an unknown option', async () => {
+    const r = await run(['--root', root, '--force']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--force');
   });
 
-  it('--version prints the version in package.json and exits 0, with nothing on stderr', () => {
+  it('--version prints the version in package.json and exits 0, with nothing on stderr', async () => {
     const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
-    const r = run(['--version']);
+    const r = await run(['--version']);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(`${version}\n`);
     expect(r.stderr).toBe('');
     // Control: a misspelt --version is still an unknown option.
-    const bad = run(['--versoin']);
+    const bad = await run(['--versoin']);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('--versoin');
   });
 });
 
 describe('mcp-confirm demo', () => {
-  it('without a terminal and without --yes says so and exits 2', () => {
-    const r = run(['demo']);
+  it('without a terminal and without --yes says so and exits 2', async () => {
+    const r = await run(['demo']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--yes');
   });
@@ -188,11 +265,9 @@ describe('mcp-confirm demo', () => {
   it.each([
     ['answering n', 'n\n'],
     ['ending input with Ctrl-D', '\u0004'],
-  ])('in a terminal, %s deletes nothing, still refuses the attacks and exits 0', (_label, input) => {
-    // script(1) gives the demo a real pseudo-terminal, as a person running it has.
-    const r = spawnSync('script', ['-qec', `${process.execPath} ${MAIN} demo`, '/dev/null'], { input, encoding: 'utf8', timeout: 30_000 });
-    expect(r.error, 'script(1) from util-linux is needed').toBeUndefined();
-    expect(r.status).toBe(0);
+  ])('in a terminal, %s deletes nothing, still refuses the attacks and exits 0', async (_label, input) => {
+    const r = await demoInTerminal(input);
+    expect(r.status, r.stdout).toBe(0);
     expect(r.stdout).toContain('Confirm? [y/N]');
     expect(r.stdout).toContain('You did not confirm; nothing was deleted.');
     expect(r.stdout).toContain('cache.txt is still there.');

@@ -119,7 +119,7 @@ function quarantinedIn(dir: string): string[] {
 }
 
 describe('non-regular files are refused before asking', () => {
-  it('refuses a FIFO with ERR_CONFIRM_NOT_REGULAR_FILE before asking, without opening it, and uses no ledger slot', { timeout: 10_000 }, async () => {
+  it('refuses a FIFO with ERR_CONFIRM_NOT_REGULAR_FILE before asking, without opening it, and uses no ledger slot', async () => {
     const fifo = join(root, 'a', 'pipe');
     mkfifo(fifo);
     const { c, ledger } = await serve();
@@ -157,7 +157,7 @@ describe('round-2 swaps of a/data.txt (fs-3 and siblings)', () => {
     expect(quarantinedIn(join(root, 'a'))).toEqual([]);
   });
 
-  it('refuses a file swapped for a FIFO between rounds with ERR_CONFIRM_CHANGED (fs-3); the FIFO and data.bak are intact', { timeout: 10_000 }, async () => {
+  it('refuses a file swapped for a FIFO between rounds with ERR_CONFIRM_CHANGED (fs-3); the FIFO and data.bak are intact', async () => {
     const { c } = await serve();
     const { state } = asked(await del(c, 'a/data.txt'));
     renameSync(data(), join(root, 'a', 'data.bak'));
@@ -300,7 +300,7 @@ describe('fs-4: flip race through a real client', () => {
     flipper = undefined;
   });
 
-  it('never deletes the symlink target while another process flips a/data.txt between a file and a symlink to it ~1000 times during fresh accepted confirmations', { timeout: 15_000 }, async () => {
+  it('never deletes the symlink target while another process flips a/data.txt between a file and a symlink to it ~1000 times during fresh accepted confirmations', async () => {
     const dir = join(root, 'a');
     writeFileSync(join(dir, 'data.txt'), 'data\n'); // 5 bytes; the victim is 21
     const victimId = identity(victim);

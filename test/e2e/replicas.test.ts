@@ -23,7 +23,9 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import Database from 'better-sqlite3';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { signalRedis, waitPortClosed, type OwnRedis } from '../stores/redisServer.js';
 
@@ -62,7 +64,7 @@ function redisUrl(): string {
 const audience = (): string => `replicas-${randomUUID()}`;
 
 async function keygen(kid: string): Promise<KeySpec> {
-  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', kid], { encoding: 'utf8', timeout: 15_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', kid], { encoding: 'utf8', timeout: PROCESS_DEADLINE_MS });
   const parsed = JSON.parse(stdout) as { keys: KeySpec[] };
   expect(parsed.keys).toHaveLength(1);
   return parsed.keys[0]!;
@@ -82,7 +84,7 @@ function keyFile(name: string, keys: KeySpec[]): string {
 function startOwnRedis(port?: number): OwnRedis {
   const out = execFileSync('bash', port === undefined ? [START_REDIS] : [START_REDIS, String(port)], {
     encoding: 'utf8',
-    timeout: 15_000,
+    timeout: PROCESS_DEADLINE_MS,
     env: { ...process.env, TMPDIR: R },
   }).trim();
   const [p, pid] = out.split(/\s+/).map(Number);
@@ -107,8 +109,10 @@ async function spawnReplica(name: string, args: string[]): Promise<Replica> {
   try {
     await client.connect(transport);
   } catch (e) {
-    // Say what the server process and the client transport said: a rare start-up failure under load
-    // (seen as "connection closed during the server/discover probe") must be diagnosable from the log.
+    // Say what the server process and the client transport said. Note that the SDK runs the
+    // server/discover probe on a disposable sibling process whose stderr it discards: a sibling that
+    // exits (as one did on a locked new SQLite file) shows here only as "connection closed during
+    // the server/discover probe", with this process's stderr empty.
     await new Promise((r) => setTimeout(r, 300));
     throw new Error(
       `replica ${name} failed to connect: ${(e as Error).message}; transport errors: ${JSON.stringify(clientErrors)}; its stderr: ${JSON.stringify(err)}`,
@@ -155,7 +159,7 @@ function expectStateRefused(reply: Reply): void {
  * refuses with ERR_CONFIRM_LEDGER_UNAVAILABLE until then); every refusal meanwhile
  * must be exactly that code. Returns the state and how many refusals were seen.
  */
-async function askWhenLedgerReady(r: Replica, path: string, timeoutMs = 5_000): Promise<{ state: string; refusals: number }> {
+async function askWhenLedgerReady(r: Replica, path: string, timeoutMs = PROCESS_DEADLINE_MS): Promise<{ state: string; refusals: number }> {
   const until = Date.now() + timeoutMs;
   let refusals = 0;
   for (;;) {
@@ -290,6 +294,58 @@ describe('replicas sharing a key file and a ledger', () => {
   });
 });
 
+/**
+ * The SDK's own stdio transport, probing in place: the base class probes on a disposable sibling
+ * process whose stderr it discards; a subclass probes on the connection itself, so the one process
+ * started is the one whose stderr the test reads.
+ */
+class InPlaceStdioTransport extends StdioClientTransport {}
+
+/** Resolves once `stderr()` contains `text`: by order, bounded only by the generous process deadline. */
+async function stderrSays(stderr: () => string, text: string): Promise<void> {
+  const until = Date.now() + PROCESS_DEADLINE_MS;
+  while (!stderr().includes(text)) {
+    if (Date.now() > until) throw new Error(`stderr never said ${JSON.stringify(text)}: ${JSON.stringify(stderr())}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('replicas starting together on a new SQLite ledger file', () => {
+  // Switching a new file to WAL needs its write lock; SQLite refuses that switch at once
+  // (SQLITE_BUSY, busy_timeout not applied) while another connection holds the lock. Replicas
+  // starting together on a new file did exactly that to each other: one exited with "database is
+  // locked", seen by the SDK client as "connection closed during the server/discover probe". Now the
+  // ledger defers its set-up to the first call (within its deadline) and the server starts at once.
+  it('a replica started while another process holds the new ledger file locked serves at once, says so on stderr, and confirms once the lock is released', async () => {
+    const file = join(R, 'ledger.sqlite');
+    const holder = new Database(file);
+    holder.exec('BEGIN IMMEDIATE');
+    let err = '';
+    const transport = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: [MAIN, '--root', root, '--ledger', `sqlite:${file}`, '--audience', audience()],
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    const client = new Client({ name: 'replicas-test-locked', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+    const replica = { name: 'locked', client, pid: 0, stderr: () => err };
+    try {
+      // The server answers while the file is still locked: the lock delays confirmations, never start-up.
+      await client.connect(transport);
+      replica.pid = transport.pid!;
+      replicas.push(replica);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
+      await stderrSays(() => err, 'is locked by another process');
+    } finally {
+      holder.exec('COMMIT');
+      holder.close();
+    }
+    const { state } = asked(await round1(replica, 'cache.txt'));
+    expectDeleted(await round2(replica, 'cache.txt', state), 'cache.txt', 5);
+    expect(err).toContain('ledger sqlite');
+  });
+});
+
 describe('spend-1 across processes: one accepted round 2 fired 32 times at once over 4 replicas', () => {
   it('deletes exactly once, with 31 ERR_CONFIRM_SPENT, across 4 processes sharing a SQLite ledger', async () => {
     const keys = keyFile('keys.json', [oldKey]);
@@ -314,7 +370,7 @@ describe('spend-1 across processes: one accepted round 2 fired 32 times at once 
 });
 
 describe('spend-4 at the server level: Redis goes away and comes back', () => {
-  it('refuses round 2 and round 1 promptly with ERR_CONFIRM_LEDGER_UNAVAILABLE while Redis is down, keeps serving, recovers after a restart on the same port, and never deletes twice', async () => {
+  it('refuses round 2 and round 1 with ERR_CONFIRM_LEDGER_UNAVAILABLE while Redis is down, keeps serving, recovers after a restart on the same port, and never deletes twice', async () => {
     const redis = startOwnRedis();
     const [server] = await spawnReplicas(['--root', root, '--ledger', redis.url, '--audience', audience()], [['S', []]]);
     const s = server!;
@@ -324,16 +380,11 @@ describe('spend-4 at the server level: Redis goes away and comes back', () => {
     signalRedis(redis, 'SIGKILL');
     await waitPortClosed(redis.port);
 
-    let t0 = performance.now();
+    // (How fast an offline ledger refuses is the store contract's business, proven there by order.)
     expectRefused(await round2(s, 'cache.txt', first), 'ERR_CONFIRM_LEDGER_UNAVAILABLE');
-    const round2Ms = performance.now() - t0;
-    expect(round2Ms).toBeLessThan(1_000); // the ledger's deadline is 2 s; offline fails at once
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('cache');
 
-    t0 = performance.now();
     expectRefused(await round1(s, 'thesis.txt'), 'ERR_CONFIRM_LEDGER_UNAVAILABLE');
-    const round1Ms = performance.now() - t0;
-    expect(round1Ms).toBeLessThan(1_000);
 
     // The server keeps serving the protocol.
     const tools = await s.client.listTools();
@@ -341,7 +392,7 @@ describe('spend-4 at the server level: Redis goes away and comes back', () => {
 
     // Redis comes back empty on the same port; the ledger reconnects on its own.
     startOwnRedis(redis.port);
-    const { state: fresh } = await askWhenLedgerReady(s, 'cache.txt', 5_000);
+    const { state: fresh } = await askWhenLedgerReady(s, 'cache.txt');
 
     // The first state: its jti died with Redis, so it is unknown (refused), not redeemable.
     expectRefused(await round2(s, 'cache.txt', first), 'ERR_CONFIRM_UNKNOWN');

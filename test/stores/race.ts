@@ -6,6 +6,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 
 const WORKER = fileURLToPath(new URL('./raceWorker.ts', import.meta.url));
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -64,7 +65,7 @@ export async function raceSpends(opts: {
     fork(WORKER, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
   );
   try {
-    const ready = children.map((c) => nextReply(c, 20_000));
+    const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
     for (const c of children) c.send({ type: 'open', ...opts.spec });
     for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
 
@@ -73,7 +74,7 @@ export async function raceSpends(opts: {
       const jti = randomUUID();
       const nowMs = Date.now();
       await opts.issuer.issue(jti, 'racer', nowMs + 300_000, nowMs);
-      const replies = children.map((c) => nextReply(c, 20_000));
+      const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
       const startAtMs = Date.now() + 30;
       for (const c of children) c.send({ type: 'go', jti, attempts: opts.attempts, nowMs: nowMs + 1, startAtMs });
       const outcomes: Record<SpendOutcome, number> = { spent: 0, 'already-spent': 0, unknown: 0, expired: 0 };

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 
 const SCRIPT = fileURLToPath(new URL('../../scripts/start-redis.sh', import.meta.url));
 
@@ -18,7 +19,7 @@ export interface OwnRedis {
 export function startRedis(port?: number): OwnRedis {
   const out = execFileSync('bash', port === undefined ? [SCRIPT] : [SCRIPT, String(port)], {
     encoding: 'utf8',
-    timeout: 15_000,
+    timeout: PROCESS_DEADLINE_MS,
   }).trim();
   const [p, pid] = out.split(/\s+/).map(Number);
   if (!Number.isInteger(p) || !Number.isInteger(pid)) throw new Error(`start-redis.sh printed ${JSON.stringify(out)}`);
