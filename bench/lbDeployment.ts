@@ -125,6 +125,8 @@ export interface DeploymentOptions {
   auth?: { issuer: string; jwksPath: string };
   /** Extra CLI arguments for every replica. */
   extraArgs?: string[];
+  /** The CLI entry to run; defaults to {@link MAIN} (`dist/cli/main.js`). */
+  main?: string;
 }
 
 /** The running deployment. */
@@ -136,9 +138,9 @@ export interface Deployment {
   stop(): Promise<void>;
 }
 
-async function startReplica(name: string, args: string[]): Promise<Replica> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
-  const p = track(spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] }), `replica ${name}`);
+async function startReplica(name: string, main: string, args: string[]): Promise<Replica> {
+  if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build first`);
+  const p = track(spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'ignore', 'pipe'] }), `replica ${name}`);
   const m = await p.waitFor(/ at (http:\/\/\S+\/mcp);/);
   return { ...p, name, url: new URL(m[1]!) };
 }
@@ -171,7 +173,7 @@ export async function startDeployment(o: DeploymentOptions): Promise<Deployment>
   try {
     const replicas: Replica[] = [];
     for (const name of ['r1', 'r2']) {
-      const r = await startReplica(name, args);
+      const r = await startReplica(name, o.main ?? MAIN, args);
       started.push(r);
       replicas.push(r);
     }
