@@ -121,7 +121,12 @@ async function main() {
       }),
     );
   } finally {
+    // SIGTERM (the fixture drains for 1 s), then SIGKILL if it is still there 10 s later: never leave it running.
+    const exited = new Promise((resolve) => (fixture.proc.exitCode !== null ? resolve() : fixture.proc.once('exit', () => resolve())));
     fixture.proc.kill('SIGTERM');
+    const timer = setTimeout(() => fixture.proc.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
     rmSync(outRoot, { recursive: true, force: true });
   }
   results.sort((a, b) => SCENARIOS.indexOf(a.name) - SCENARIOS.indexOf(b.name));

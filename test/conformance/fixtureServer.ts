@@ -137,5 +137,5 @@ app = createHttpApp({
   principalOf: () => 'local',
   onerror: (e) => process.stderr.write(`fixture: ${e.message}\n`),
 });
-process.once('SIGTERM', () => void listening.close(1000).then(() => process.exit(0)));
+process.once('SIGTERM', () => void listening.close(1000).finally(() => process.exit(0)));
 process.stderr.write(`conformance fixture at ${url.href}\n`);
