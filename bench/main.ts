@@ -13,6 +13,8 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { benchColdStart } from './coldStart.js';
 import { benchLedger } from './ledger.js';
+import { benchLoadBalancer } from './loadBalancer.js';
+import { haproxyPath } from './lbDeployment.js';
 import { benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
 
@@ -51,6 +53,18 @@ function verdict(row: Row): string {
   return `${target} ${met ? '(met)' : '(**below target**)'}`;
 }
 
+/** 200 concurrent flows through HAProxy and two --http replicas (needs haproxy and Redis). */
+async function loadBalancerRows(): Promise<Row[]> {
+  const name = 'HAProxy + 2 replicas, 200 concurrent flows';
+  try {
+    haproxyPath();
+  } catch {
+    return [{ name, value: 'not measured (no haproxy)', unit: '' }];
+  }
+  if (!redis) return [{ name, value: 'not measured (no redis-server)', unit: '' }];
+  return benchLoadBalancer({ redisUrl: redis.url });
+}
+
 const redis = startRedis();
 const rows: Row[] = [];
 try {
@@ -60,6 +74,7 @@ try {
   rows.push(...(await benchMrtr()));
   rows.push(...(await benchPrompt()));
   rows.push(...(await benchColdStart()));
+  rows.push(...(await loadBalancerRows()));
 } finally {
   redis?.stop();
 }
