@@ -32,7 +32,8 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_CHANGED'
   | 'ERR_CONFIRM_GONE'
   | 'ERR_CONFIRM_OS'
-  | 'ERR_CONFIRM_NO_ELICITATION';
+  | 'ERR_CONFIRM_NO_ELICITATION'
+  | 'ERR_CONFIRM_APPROVAL_EXPIRED';
 
 /** Base class of every refusal. `code` is stable; `message` is a fixed sentence. */
 export class ConfirmError extends Error {
@@ -163,6 +164,20 @@ export class ConfirmNoElicitationError extends ConfirmError {
     super(
       'ERR_CONFIRM_NO_ELICITATION',
       'This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
+    );
+  }
+}
+
+/**
+ * `ERR_CONFIRM_APPROVAL_EXPIRED`: with passkey approval, the approval was given more than 120 s before
+ * the retry that would redeem it, or the approval page's record is gone (expired with the TTL,
+ * or kept by another store). The confirmation is spent; nothing was done.
+ */
+export class ConfirmApprovalExpiredError extends ConfirmError {
+  constructor() {
+    super(
+      'ERR_CONFIRM_APPROVAL_EXPIRED',
+      'The passkey approval has expired (it must be redeemed within 120 seconds of being given, and before the confirmation expires); nothing was done. Call the tool again to be asked again.',
     );
   }
 }
