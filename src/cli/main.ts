@@ -14,6 +14,11 @@ import { renderPath } from '../prompt/render.js';
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import { EXIT_USAGE, USAGE, UsageError, parseCommand, type Command } from './args.js';
 import { openLedger } from './ledgerSpec.js';
+import { Roots } from '../fs/roots.js';
+import { ApproversFileError, loadApproversForServer } from '../approval/approvers.js';
+import { ListenError } from '../approval/http.js';
+import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
+import { isApprovalStore } from '../approval/store.js';
 
 function logEvent(event: ConfirmEvent): void {
   switch (event.type) {
@@ -33,11 +38,54 @@ function logEvent(event: ConfirmEvent): void {
       process.stderr.write(`mcp-confirm: ${event.tool} not confirmed (${event.action})\n`);
       break;
     case 'confirmed':
-      process.stderr.write(`mcp-confirm: ${event.tool} confirmed and done\n`);
+      process.stderr.write(`mcp-confirm: ${event.tool} confirmed and done${event.approver !== undefined ? ` (approved by ${event.approver})` : ''}\n`);
+      break;
+    case 'approval-pending':
+      process.stderr.write(`mcp-confirm: ${event.tool}: no decision on the approval page yet; asked again\n`);
       break;
     case 'internal-error':
       process.stderr.write(`mcp-confirm: internal error in ${event.tool}: ${event.error instanceof Error ? event.error.message : String(event.error)}\n`);
       break;
+  }
+}
+
+function logApprovalEvent(event: ApprovalEvent): void {
+  switch (event.type) {
+    case 'approval-approved':
+      process.stderr.write(`mcp-confirm: approval page: approved by ${event.approver}\n`);
+      break;
+    case 'approval-declined':
+      process.stderr.write('mcp-confirm: approval page: denied\n');
+      break;
+    case 'approval-refused':
+      process.stderr.write(`mcp-confirm: approval page: refused: ${event.reason}\n`);
+      break;
+  }
+}
+
+/** Starts the approval page for `--approval passkey`, or nothing. Start-up errors are exit 2, naming what. */
+async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledger: unknown): Promise<PasskeyApproval | undefined> {
+  if (command.approval !== 'passkey' || command.approvers === undefined) return undefined;
+  if (!isApprovalStore(ledger)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
+  let roots: Roots;
+  try {
+    roots = await Roots.open(command.roots);
+  } catch (e) {
+    if (e instanceof RootError) throw new UsageError(e.message);
+    throw e;
+  }
+  try {
+    const approvers = await loadApproversForServer(command.approvers, roots.list.map((r) => r.realPath));
+    return await PasskeyApproval.start({
+      store: ledger,
+      approvers,
+      port: command.approvalPort,
+      waitSeconds: command.approvalWaitSeconds,
+      onEvent: logApprovalEvent,
+    });
+  } catch (e) {
+    if (e instanceof ApproversFileError || e instanceof ListenError || e instanceof RangeError) throw new UsageError(`--approval passkey: ${e.message}`);
+    throw e;
   }
 }
 
@@ -51,9 +99,17 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     }
   }
   const ledger = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
+  let approval: PasskeyApproval | undefined;
+  try {
+    approval = await startApproval(command, ledger);
+  } catch (e) {
+    await ledger.close?.();
+    throw e;
+  }
   let built;
   try {
     built = await createDemoServer({
+      ...(approval ? { approval } : {}),
       roots: command.roots,
       audience: command.audience,
       ttlSeconds: command.ttlSeconds,
@@ -62,6 +118,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       ...(keys ? { keys } : {}),
     });
   } catch (e) {
+    await approval?.close();
     await ledger.close?.();
     if (e instanceof RootError) throw new UsageError(e.message);
     throw e;
@@ -74,6 +131,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   });
   const stop = async (): Promise<void> => {
     await handle.close().catch(() => {});
+    await approval?.close().catch(() => {});
     await ledger.close?.().catch(() => {});
     process.exit(0);
   };
@@ -81,7 +139,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   process.once('SIGTERM', () => void stop());
   process.stdin.once('end', () => void stop());
   process.stderr.write(
-    `mcp-confirm: serving delete_file over stdio; roots: ${built.roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; keys ${keys ? keys.kids.join(',') : 'random per process'}\n`,
+    `mcp-confirm: serving delete_file over stdio; roots: ${built.roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}\n`,
   );
 }
 
@@ -111,6 +169,12 @@ async function main(argv: readonly string[]): Promise<number> {
       case 'serve':
         await serve(command);
         return -1; // keep running
+      case 'approvers-enroll':
+      case 'approvers-list':
+      case 'approvers-remove': {
+        const { runApprovers } = await import('./approvers.js');
+        return await runApprovers(command);
+      }
     }
   } catch (e) {
     if (e instanceof UsageError) {
