@@ -148,7 +148,8 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
         attestationType: 'none',
         timeout: CHALLENGE_TTL_MS,
         authenticatorSelection: { residentKey: 'preferred', userVerification: 'required' },
-        excludeCredentials: existing.approvers.map((a) => ({ id: a.credentialId, transports: a.transports as never })),
+        // No excludeCredentials: one authenticator may hold passkeys for several approver names; a
+        // credential id already in the file is refused when saving.
       });
       return sendJson(res, 200, { step: 'register', options: opts });
     }

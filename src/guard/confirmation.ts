@@ -386,7 +386,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
 
     const ask = async (args: A, ctx: ServerContext): Promise<InputRequiredResult> => {
       // The client must be able to answer before a jti is issued, so a refused ask leaks no ledger slot.
-      if (!canElicitForm(server, ctx)) {
+      if (!canElicitForm(server, ctx) && !(approval && canElicitUrl(server, ctx))) {
         // 2026-07-28: a stateless ask lets the SDK answer the spec's -32021 with requiredCapabilities.
         if (isModernRequest(ctx)) {
           return inputRequired({
