@@ -303,7 +303,7 @@ export class PasskeyApproval {
     const main = `<h1>Approve this tool call?</h1>
 <dl class="facts">
 <dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
-<dt>Requested by</dt><dd>${escapeHtml(view.principal)}</dd>
+<dt>Principal</dt><dd>${escapeHtml(view.principal)}</dd>
 <dt>Tool</dt><dd><code>${escapeHtml(view.tool)}</code></dd>
 <dt>Time left</dt><dd id="time-left" data-seconds="${Math.max(0, Math.floor((record.expiresAtMs - nowMs) / 1000))}">${minutes(record.expiresAtMs - nowMs)}</dd>
 </dl>

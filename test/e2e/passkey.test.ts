@@ -205,7 +205,7 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(existsSync(target)).toBe(true);
   });
 
-  it('round 2 sent before the approval waits for the page and deletes once it is approved (order: approved, then the answer)', async () => {
+  it('round 2 sent before the approval waits for the page and deletes once it is approved (order: approve clicked, then the answer)', async () => {
     const s = await startServer({ wait: 600 });
     const target = file('wait-for-me.txt');
     const e = elicitation(await s.call('wait-for-me.txt'));
@@ -214,10 +214,13 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       order.push('round 2 answered');
       return r;
     });
-    expect(await approveOnPage(ann, e.url)).toContain('approved');
-    order.push('approved');
+    await ann.page.goto(e.url);
+    order.push('approve clicked');
+    await ann.page.click('#approve');
+    expect(await outcomeOf(ann.page)).toContain('approved');
     const reply = await r2;
-    expect(order).toEqual(['approved', 'round 2 answered']);
+    // Round 2 was sent first and answered only after the human approved.
+    expect(order).toEqual(['approve clicked', 'round 2 answered']);
     expect((reply as { text: string }).text).toMatch(/^Deleted /);
     expect(existsSync(target)).toBe(false);
   });
@@ -444,9 +447,17 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       await page.goto(`${evil.origin}/?frame=${encodeURIComponent(e.url)}`);
       await page.locator('#f').waitFor();
       const frame = page.frames().find((f) => f !== page.mainFrame());
-      await frame?.waitForLoadState().catch(() => {});
-      const framedButtons = frame ? await frame.locator('#approve').count().catch(() => 0) : 0;
-      expect(framedButtons).toBe(0);
+      expect(frame).toBeDefined();
+      await frame!.waitForLoadState();
+      expect(await frame!.locator('#approve').count()).toBe(0);
+      expect(await frame!.locator('#question').count()).toBe(0);
+      // Control for the frame itself: a frame this site may show does render here.
+      await page.goto(`${evil.origin}/?frame=${encodeURIComponent(evil.origin + '/inner')}`);
+      await page.locator('#f').waitFor();
+      const inner = page.frames().find((f) => f !== page.mainFrame());
+      await inner!.waitForLoadState();
+      expect(await inner!.locator('body').textContent()).toContain('evil');
+      // Control for the page: opened directly, it renders.
       await page.goto(e.url);
       expect(await page.locator('#approve').count()).toBe(1);
     } finally {

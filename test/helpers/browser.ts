@@ -133,7 +133,11 @@ export async function startEvilSite(): Promise<{ origin: string; close(): Promis
   const port = (server.address() as { port: number }).port;
   return {
     origin: `http://localhost:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // the browser keeps connections alive
+      }),
   };
 }
 
