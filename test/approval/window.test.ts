@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, InMemoryTransport, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadApproversForServer } from '../../src/approval/approvers.js';
 import { enrollApprover } from '../../src/approval/enroll.js';
@@ -24,6 +26,7 @@ let root: string;
 let browser: Browser;
 let ann: AuthPage;
 let approval: PasskeyApproval;
+let factory: () => import('@modelcontextprotocol/server').McpServer;
 let client: Client;
 let clock = Date.now();
 const close: Array<() => Promise<unknown>> = [];
@@ -59,6 +62,7 @@ beforeAll(async () => {
   approval = await PasskeyApproval.start({ store: ledger, approvers: await loadApproversForServer(approversPath, [root]), waitSeconds: 0, now: () => clock });
   close.push(() => approval.close());
   const built = await createDemoServer({ roots: [root], ledger, approval, now: () => clock, ttlSeconds: 300, onEvent: () => {} });
+  factory = built.factory;
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const handle = serveStdio(built.factory, { transport: serverSide, onerror: () => {} });
   close.push(() => handle.close());
@@ -125,5 +129,43 @@ describe('passkey approval time rules (injected clock)', { timeout: 180_000 }, (
     const r2 = await call('ttl.txt', { inputResponses: ACCEPT, requestState: asked.state });
     expect(r2).toMatchObject({ kind: 'error', code: -32602 });
     expect(existsSync(join(root, 'ttl.txt'))).toBe(true);
+  });
+
+  it('2025-era client with URL mode: the shim sends elicitation/create mode url with the page URL; approved there, deleted; notifications/elicitation/complete names it', async () => {
+    clock = Date.now();
+    const target = join(root, 'legacy.txt');
+    writeFileSync(target, 'x');
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const handle = serveStdio(factory, { transport: serverSide, onerror: () => {} });
+    const v1 = new V1Client({ name: 'legacy-url', version: '0.0.0' }, { capabilities: { elicitation: { url: {} } } });
+    const events: string[] = [];
+    let asked: { mode?: string; url?: string; elicitationId?: string; message?: string } = {};
+    v1.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
+      events.push(`complete ${n.params.elicitationId}`);
+    });
+    v1.setRequestHandler(ElicitRequestSchema, async (req) => {
+      asked = req.params as typeof asked;
+      await ann.page.goto(asked.url!);
+      await ann.page.click('#approve');
+      expect(await outcomeOf(ann.page)).toContain('approved');
+      events.push('approved on the page');
+      return { action: 'accept' };
+    });
+    try {
+      await v1.connect(clientSide as never);
+      const result = (await v1.callTool({ name: 'delete_file', arguments: { path: 'legacy.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+      expect(asked.mode).toBe('url');
+      expect(asked.url).toMatch(/^http:\/\/localhost:[0-9]+\/approve\/[A-Za-z0-9_-]+$/);
+      expect(asked.message).toContain('legacy.txt');
+      expect(result.isError).not.toBe(true);
+      expect(result.content[0]?.text).toMatch(/^Deleted /);
+      expect(existsSync(target)).toBe(false);
+      // The elicitationId is the approval id (the URL's last segment); the page's decision completed it.
+      expect(asked.url!.endsWith(`/${asked.elicitationId}`)).toBe(true);
+      expect(events).toContain(`complete ${asked.elicitationId}`);
+    } finally {
+      await v1.close().catch(() => {});
+      await handle.close().catch(() => {});
+    }
   });
 });
