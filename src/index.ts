@@ -16,6 +16,8 @@ export {
   type ConfirmableToolConfig,
   type ActContext,
   type ConfirmEvent,
+  URL_MODE_SENTENCE,
+  FORM_FALLBACK_SENTENCE,
 } from './guard/confirmation.js';
 export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
 export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
@@ -42,6 +44,7 @@ export {
   ConfirmGoneError,
   ConfirmOsError,
   ConfirmNoElicitationError,
+  ConfirmApprovalExpiredError,
   toToolError,
   type ConfirmErrorCode,
 } from './errors.js';

@@ -80,8 +80,7 @@ export interface PasskeyApprovalOptions {
   onEvent?: (event: ApprovalEvent) => void;
 }
 
-/** An approval must be redeemed within this many milliseconds of being given (and before the TTL). */
-export const REDEEM_WITHIN_MS = 120_000;
+export { REDEEM_WITHIN_MS } from './store.js';
 /** How long a WebAuthn challenge stays usable, in milliseconds. */
 export const CHALLENGE_TTL_MS = 120_000;
 

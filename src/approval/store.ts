@@ -20,6 +20,9 @@
  * @module
  */
 
+/** An approval must be redeemed within this many milliseconds of being given (and before the TTL). */
+export const REDEEM_WITHIN_MS = 120_000;
+
 /** What the page decided. */
 export type ApprovalStatus = 'pending' | 'approved' | 'declined';
 

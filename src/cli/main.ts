@@ -15,9 +15,7 @@ import type { ConfirmEvent } from '../guard/confirmation.js';
 import { EXIT_USAGE, USAGE, UsageError, parseCommand, type Command } from './args.js';
 import { openLedger } from './ledgerSpec.js';
 import { Roots } from '../fs/roots.js';
-import { ApproversFileError, loadApproversForServer } from '../approval/approvers.js';
-import { ListenError } from '../approval/http.js';
-import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
+import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
 import { isApprovalStore } from '../approval/store.js';
 
 function logEvent(event: ConfirmEvent): void {
@@ -74,6 +72,10 @@ async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledge
     if (e instanceof RootError) throw new UsageError(e.message);
     throw e;
   }
+  // Loaded only here, so a form-mode server never loads the WebAuthn library.
+  const { ApproversFileError, loadApproversForServer } = await import('../approval/approvers.js');
+  const { ListenError } = await import('../approval/http.js');
+  const { PasskeyApproval } = await import('../approval/passkey.js');
   try {
     const approvers = await loadApproversForServer(command.approvers, roots.list.map((r) => r.realPath));
     return await PasskeyApproval.start({

@@ -61,7 +61,9 @@ import { MemoryLedger } from '../ledger/memoryLedger.js';
 import { canonicalDigest } from '../state/digest.js';
 import { KeyRing } from '../state/keyRing.js';
 import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
-import { REDEEM_WITHIN_MS, type ApprovalView, type PasskeyApproval } from '../approval/passkey.js';
+// Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
+import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
+import { REDEEM_WITHIN_MS } from '../approval/store.js';
 import { renderValue } from '../prompt/render.js';
 
 /** The sentence after the question in a URL-mode elicitation (passkey approval). */
