@@ -556,5 +556,32 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const names = (JSON.parse(readFileSync(second, 'utf8')) as { approvers: Array<{ name: string }> }).approvers.map((a) => a.name);
     expect(names).toEqual(['ann', 'bob']);
     expect(statSync(second).mode & 0o777).toBe(0o600);
+    // approvers list and remove.
+    const cli = (...args: string[]) => spawnSync(process.execPath, [MAIN, 'approvers', ...args, '--approvers', second], { encoding: 'utf8' });
+    expect(cli('list').stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann', 'bob']);
+    const missing = cli('remove', '--name', 'carol');
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('no approver named "carol"');
+    expect(cli('remove', '--name', 'bob').status).toBe(0);
+    expect(cli('list').stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann']);
+    expect(statSync(second).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses bad passkey options with exit 2 and a message naming them', () => {
+    const run = (...args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', input: '' });
+    for (const [args, says] of [
+      [['--root', root, '--approval', 'passkey'], '--approval passkey needs --approvers PATH'],
+      [['--root', root, '--approvers', approversPath], 'need --approval passkey'],
+      [['--root', root, '--approval', 'yes'], '--approval must be form or passkey'],
+      [['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-wait', '-1'], '--approval-wait'],
+      [['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', '70000'], '--approval-port'],
+      [['approvers', 'enroll', '--name', 'x'], 'approvers needs --approvers PATH'],
+      [['approvers', 'enroll', '--approvers', approversPath], 'approvers enroll needs --name NAME'],
+      [['approvers', 'wipe', '--approvers', approversPath], 'approvers takes enroll, list or remove'],
+    ] as const) {
+      const r = run(...args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(says);
+    }
   });
 });
