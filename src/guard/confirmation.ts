@@ -24,6 +24,13 @@
  * anything else: nothing is done; no answer: asked again); then the tool
  * acts, re-checking its resource first.
  *
+ * With `approval` (a {@link PasskeyApproval}), round 1 opens an approval (a
+ * random id bound to the `jti` in the ledger store) and asks with a URL-mode
+ * elicitation to its page (or, to a client without URL mode, a form
+ * elicitation carrying the URL); round 2 waits for the page's decision: still
+ * pending → asked again with the same URL and state, nothing spent; approved
+ * (within 120 s) → spent, then the tool acts; declined → spent, nothing done.
+ *
  * > [!WARNING]
  * > A form elicitation proves only that the *client* said yes (spec,
  * > client/elicitation, "Security Considerations"). A compromised or
@@ -280,7 +287,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * @param options - see {@link ConfirmationOptions}.
  * @returns the {@link Confirmation}.
  * @throws {RangeError} when `ttlSeconds` is not a whole number from 1 to 86,400 (0, negative, `Infinity`, `NaN`, fractional, over a day).
- * @throws {TypeError} when `audience` is empty.
+ * @throws {TypeError} when `audience` is empty, or `approval` is given with a `ledger` that is not its `store`.
  * @example
  * const confirmation = await createConfirmation({ audience: 'files' });
  * serveStdio(() => {

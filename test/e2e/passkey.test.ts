@@ -10,6 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -565,6 +566,31 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(cli('remove', '--name', 'bob').status).toBe(0);
     expect(cli('list').stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann']);
     expect(statSync(second).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses to start (exit 2, naming the address) when the approval port is taken on 127.0.0.1 or on ::1; control: a free port starts', async () => {
+    const hold = (host: string, port = 0) =>
+      new Promise<TcpServer>((res, rej) => {
+        const srv = createTcpServer();
+        srv.once('error', rej);
+        srv.listen({ host, port, ipv6Only: host === '::1' }, () => res(srv));
+      });
+    const start = (port: number) =>
+      spawnSync(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', String(port)], { encoding: 'utf8', input: '' });
+    for (const host of ['127.0.0.1', '::1']) {
+      const held = await hold(host);
+      const port = (held.address() as { port: number }).port;
+      try {
+        const r = start(port);
+        expect(r.status).toBe(2);
+        expect(r.stderr).toContain(`cannot listen on ${host === '::1' ? `[::1]:${port}` : `127.0.0.1:${port}`}: EADDRINUSE`);
+      } finally {
+        await new Promise((r) => held.close(r));
+      }
+      const ok = start(port);
+      expect(ok.stderr).toContain(`page on http://localhost:${port}`);
+      expect(ok.status).toBe(0);
+    }
   });
 
   it('refuses bad passkey options with exit 2 and a message naming them', () => {
