@@ -15,7 +15,7 @@ import { PAGE_CSS, PAGE_JS } from './assets.js';
 
 /** The Content-Security-Policy of every page: no inline script, nothing from elsewhere, never framed. */
 export const PAGE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 /** Headers on every answer (W3C CSP 3; RFC 9111 §5.2.2.5 no-store; Referrer Policy; MIME sniffing off). */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {

@@ -30,7 +30,7 @@ import {
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const DOCS = resolve(import.meta.dirname, '../../docs');
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 const URL_RE = /http:\/\/localhost:[0-9]+\/approve\/[A-Za-z0-9_-]+/;
 
 let dir: string;
