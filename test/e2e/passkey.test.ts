@@ -194,6 +194,21 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(s.stderr()).toContain('approved by ann');
   });
 
+  it('the page shows a hostile, long name uncut and escaped: no markup, no raw bidi control, no cut', async () => {
+    const s = await startServer();
+    const name = `<img id="inj" src=x>-${'long-'.repeat(40)}\u202Eevil.txt`;
+    file(name);
+    const e = elicitation(await s.call(name));
+    expect(e.message).toContain('…'); // the question itself is cut …
+    await ann.page.goto(e.url);
+    const values = (await ann.page.locator('#values').textContent()) ?? '';
+    expect(values).toContain(`<img id="inj" src=x>-${'long-'.repeat(40)}⟨U+202E⟩evil.txt`); // … the page is not
+    expect(values).not.toContain('\u202E');
+    expect(await ann.page.locator('#inj').count()).toBe(0);
+    await ann.page.click('#deny');
+    expect(await outcomeOf(ann.page)).toContain('denied');
+  });
+
   it('deny on the page keeps the file: "You declined; nothing was deleted."', async () => {
     const s = await startServer();
     const target = file('deny-me.txt');
