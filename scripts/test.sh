@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command. On a fresh Debian/Ubuntu machine it installs what the tests need
-# (redis-server and haproxy with apt-get when missing; npm packages with npm ci), typechecks, builds, starts a
+# (redis-server, haproxy and chromium with apt-get when missing; npm packages with npm ci), typechecks, builds, starts a
 # throwaway Redis on a free loopback port, runs every test with vitest, stops Redis, and ends with
 # one plain line "N passed, N failed" derived from vitest's JSON report:
 # failed = failed tests + test files that failed to load + skipped/todo tests (a skip is a defect).
@@ -28,6 +28,13 @@ if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
   echo "installing haproxy with apt-get" >&2
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends haproxy; } >&2 \
     || fail_early "apt-get install haproxy"
+fi
+
+# The passkey tests drive Debian's chromium (headless) with playwright-core; they fail without it.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  echo "installing chromium with apt-get" >&2
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends chromium; } >&2 \
+    || fail_early "apt-get install chromium"
 fi
 
 if [ "${MCP_CONFIRM_SKIP_NPM_CI:-}" != "1" ] || [ ! -d node_modules ]; then

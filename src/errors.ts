@@ -39,7 +39,8 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_UPSTREAM_TIMEOUT'
   | 'ERR_CONFIRM_UPSTREAM_TOOL_GONE'
   | 'ERR_CONFIRM_UPSTREAM_INPUT'
-  | 'ERR_CONFIRM_AUDIT_UNAVAILABLE';
+  | 'ERR_CONFIRM_AUDIT_UNAVAILABLE'
+  | 'ERR_CONFIRM_APPROVAL_EXPIRED';
 
 /** Base class of every refusal. `code` is stable; `message` is a fixed sentence. */
 export class ConfirmError extends Error {
@@ -234,6 +235,20 @@ export class ConfirmUpstreamInputError extends ConfirmError {
     super(
       'ERR_CONFIRM_UPSTREAM_INPUT',
       'The upstream server asked for input of its own (input_required); the proxy refuses to relay it, so no upstream prompt can pose as the confirmation. The call did not complete.',
+    );
+  }
+}
+
+/**
+ * `ERR_CONFIRM_APPROVAL_EXPIRED`: with passkey approval, the approval was given more than 120 s before
+ * the retry that would redeem it, or the approval page's record is gone (expired with the TTL,
+ * or kept by another store). The confirmation is spent; nothing was done.
+ */
+export class ConfirmApprovalExpiredError extends ConfirmError {
+  constructor() {
+    super(
+      'ERR_CONFIRM_APPROVAL_EXPIRED',
+      'The passkey approval has expired (it must be redeemed within 120 seconds of being given, and before the confirmation expires); nothing was done. Call the tool again to be asked again.',
     );
   }
 }

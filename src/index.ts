@@ -16,6 +16,8 @@ export {
   type ConfirmableToolConfig,
   type ActContext,
   type ConfirmEvent,
+  URL_MODE_SENTENCE,
+  FORM_FALLBACK_SENTENCE,
 } from './guard/confirmation.js';
 export { AuditLog, type AuditLogOptions, type AuditSink } from './audit/auditLog.js';
 export { AuditKeys, AUDIT_HKDF_INFO, AUDIT_HKDF_SALT, type AuditKey } from './audit/auditKeys.js';
@@ -52,6 +54,7 @@ export {
   ConfirmUpstreamToolGoneError,
   ConfirmUpstreamInputError,
   ConfirmAuditUnavailableError,
+  ConfirmApprovalExpiredError,
   toToolError,
   type ConfirmErrorCode,
 } from './errors.js';

@@ -64,4 +64,14 @@ describe('package exports', () => {
     // control: the walker does find jose where it is used, behind --http
     expect(importGraph(join(DIST, 'http', 'jwtAuth.js')).bare.has('jose')).toBe(true);
   });
+
+  it('resolves mcp-confirm/approval, and the root import does not reach the WebAuthn library', async () => {
+    const { PasskeyApproval, loadApproversForServer } = await import('mcp-confirm/approval');
+    expect(typeof PasskeyApproval.start).toBe('function');
+    expect(typeof loadApproversForServer).toBe('function');
+    const { bare } = importGraph(join(DIST, 'index.js'));
+    expect([...bare].filter((b) => b.startsWith('@simplewebauthn/'))).toEqual([]);
+    // Control: the walker sees it from the subpath's entry.
+    expect(importGraph(join(DIST, 'approval/index.js')).bare.has('@simplewebauthn/server')).toBe(true);
+  });
 });

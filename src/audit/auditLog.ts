@@ -180,7 +180,7 @@ export class AuditLog implements AuditSink {
     if (count === 0 || this.#closed) return;
     this.#statesRefused = 0;
     try {
-      await this.record({ event: 'states-refused', tool: null, principal: null, jti: null, args: null, question: null, outcome: null, code: null, count });
+      await this.record({ event: 'states-refused', tool: null, principal: null, jti: null, args: null, question: null, outcome: null, code: null, count, approver: null });
     } catch (e) {
       this.#statesRefused += count;
       throw e;

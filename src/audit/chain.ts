@@ -64,6 +64,8 @@ export interface AuditDecision {
   code: string | null;
   /** How many states were refused (only `states-refused`). */
   count: number | null;
+  /** With passkey approval: the enrolled approver whose passkey approved (only `confirmed`), else `null`. */
+  approver: string | null;
 }
 
 /** One line of the trail. */

@@ -14,6 +14,12 @@ export const USAGE = `Usage:
   mcp-confirm --root DIR [--root DIR ...] [--audience NAME] [--ttl SECONDS]
               [--key-file PATH] [--ledger memory|sqlite:PATH|redis://HOST:PORT[/DB]]
       Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
+              [--approval form|passkey] [--approvers PATH] [--approval-port PORT]
+              [--approval-wait SECONDS]
+  mcp-confirm approvers enroll --approvers PATH --name NAME [--port PORT] [--timeout SECONDS] [--replace]
+      Enrol a passkey: prints the enrolment page's URL (with a one-time secret) as the first line.
+  mcp-confirm approvers list --approvers PATH
+  mcp-confirm approvers remove --approvers PATH --name NAME
   mcp-confirm demo [--yes]
       Run the demo: a real server and client, a confirmed deletion, three refused attacks.
   mcp-confirm proxy [OPTIONS] -- COMMAND [ARG ...]
@@ -31,6 +37,11 @@ Options:
                     the first key seals, every key opens. Default: one random key per process.
   --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
                     sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts).
+  --approval MODE   form (default: the client's yes is taken as given) or passkey (the human
+                    approves on a local page with an enrolled passkey; needs --approvers).
+  --approvers PATH  The approvers file (mcp-confirm approvers enroll). Mode 0600, outside every root.
+  --approval-port PORT  The approval page's port on 127.0.0.1 and ::1. Default: a random free port.
+  --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: 60.
   --yes             (demo) Answer the confirmation with yes without asking.
   --version         Print the package version and exit.
   -h, --help        Show this help.
@@ -49,6 +60,9 @@ export type Command =
   | { kind: 'demo'; yes: boolean }
   | { kind: 'keygen'; kid: string }
   | AuditVerifyCommand
+  | { kind: 'approvers-enroll'; approvers: string; name: string; port: number; timeoutSeconds: number; replace: boolean }
+  | { kind: 'approvers-list'; approvers: string }
+  | { kind: 'approvers-remove'; approvers: string; name: string }
   | {
       kind: 'serve';
       roots: string[];
@@ -60,7 +74,18 @@ export type Command =
       http: HttpSpec | undefined;
       /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
       audit: string | undefined;
+      approval: 'form' | 'passkey';
+      approvers: string | undefined;
+      approvalPort: number;
+      approvalWaitSeconds: number;
     };
+
+function wholeNumber(flag: string, text: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(text)}`);
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got ${text}`);
+  return n;
+}
 
 /**
  * Parses `argv` (without the node and script paths).
@@ -86,6 +111,14 @@ export function parseCommand(argv: readonly string[]): Command {
         version: { type: 'boolean' },
         ...HTTP_OPTIONS,
         ...AUDIT_OPTIONS,
+        approval: { type: 'string' },
+        approvers: { type: 'string' },
+        'approval-port': { type: 'string' },
+        'approval-wait': { type: 'string' },
+        name: { type: 'string' },
+        port: { type: 'string' },
+        timeout: { type: 'string' },
+        replace: { type: 'boolean' },
       },
     });
   } catch (e) {
@@ -102,6 +135,41 @@ export function parseCommand(argv: readonly string[]): Command {
       throw new UsageError((e as Error).message);
     }
   }
+  const serveOnly = ['approval', 'approval-port', 'approval-wait'] as const;
+  const approversOnly = ['name', 'port', 'timeout', 'replace'] as const;
+  if (sub === 'approvers') {
+    const [action, ...extra] = rest;
+    if (extra.length > 0) throw new UsageError(`unexpected argument: ${extra[0]}`);
+    for (const k of ['root', 'audience', 'ttl', 'key-file', 'ledger', 'yes', 'kid', ...serveOnly] as const) {
+      if (values[k] !== undefined) throw new UsageError(`approvers ${action ?? ''} does not take --${k}`);
+    }
+    const approvers = values.approvers;
+    if (approvers === undefined || approvers === '') throw new UsageError('approvers needs --approvers PATH');
+    if (action === 'enroll') {
+      if (values.name === undefined) throw new UsageError('approvers enroll needs --name NAME');
+      return {
+        kind: 'approvers-enroll',
+        approvers,
+        name: values.name,
+        port: values.port === undefined ? 0 : wholeNumber('--port', values.port, 1, 65_535),
+        timeoutSeconds: values.timeout === undefined ? 300 : wholeNumber('--timeout', values.timeout, 1, 86_400),
+        replace: values.replace ?? false,
+      };
+    }
+    if (values.port !== undefined || values.timeout !== undefined || values.replace !== undefined) {
+      throw new UsageError('--port, --timeout and --replace belong to approvers enroll');
+    }
+    if (action === 'list') {
+      if (values.name !== undefined) throw new UsageError('approvers list does not take --name');
+      return { kind: 'approvers-list', approvers };
+    }
+    if (action === 'remove') {
+      if (values.name === undefined) throw new UsageError('approvers remove needs --name NAME');
+      return { kind: 'approvers-remove', approvers, name: values.name };
+    }
+    throw new UsageError('approvers takes enroll, list or remove');
+  }
+  for (const k of approversOnly) if (values[k] !== undefined) throw new UsageError(`--${k} belongs to approvers enroll`);
   if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
   if (sub === 'demo') {
     if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid || values.http || values.audit) {
@@ -130,6 +198,14 @@ export function parseCommand(argv: readonly string[]): Command {
   if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
     throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
   }
+  const approval = values.approval ?? 'form';
+  if (approval !== 'form' && approval !== 'passkey') throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
+  if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {
+    throw new UsageError('--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)');
+  }
+  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined)) {
+    throw new UsageError('--approvers, --approval-port and --approval-wait need --approval passkey');
+  }
   let http: HttpSpec | undefined;
   let audit: string | undefined;
   try {
@@ -138,5 +214,20 @@ export function parseCommand(argv: readonly string[]): Command {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  return { kind: 'serve', roots, audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? 'memory', http, audit };
+  // The approval page over --http needs --public-url and the HTTP principal's approvers: not built yet.
+  if (approval === 'passkey' && http !== undefined) throw new UsageError('--approval passkey is available over stdio only for now (not with --http)');
+  return {
+    kind: 'serve',
+    roots,
+    audience,
+    ttlSeconds,
+    keyFile: values['key-file'],
+    ledger: values.ledger ?? 'memory',
+    http,
+    audit,
+    approval,
+    approvers: values.approvers,
+    approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
+    approvalWaitSeconds: values['approval-wait'] === undefined ? 60 : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
+  };
 }

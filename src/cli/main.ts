@@ -11,7 +11,9 @@ import { readFile } from 'node:fs/promises';
 // the quarantine scan runs once the server already answers (MCP hosts wait for the first answer).
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { KeyRing } from '../state/keyRing.js';
+import type { Roots } from '../fs/roots.js';
 import { EXIT_USAGE, USAGE, UsageError, parseCommand, type Command } from './args.js';
+import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
 
 function logEvent(event: ConfirmEvent): void {
   switch (event.type) {
@@ -31,7 +33,10 @@ function logEvent(event: ConfirmEvent): void {
       process.stderr.write(`mcp-confirm: ${event.tool} not confirmed (${event.action})\n`);
       break;
     case 'confirmed':
-      process.stderr.write(`mcp-confirm: ${event.tool} confirmed and done\n`);
+      process.stderr.write(`mcp-confirm: ${event.tool} confirmed and done${event.approver !== undefined ? ` (approved by ${event.approver})` : ''}\n`);
+      break;
+    case 'approval-pending':
+      process.stderr.write(`mcp-confirm: ${event.tool}: no decision on the approval page yet; asked again\n`);
       break;
     case 'internal-error':
       process.stderr.write(`mcp-confirm: internal error in ${event.tool}: ${event.error instanceof Error ? event.error.message : String(event.error)}\n`);
@@ -50,6 +55,52 @@ async function packageVersion(): Promise<string> {
   const { version } = JSON.parse(text) as { version?: unknown };
   if (typeof version !== 'string') throw new Error('package.json has no version');
   return version;
+}
+
+function logApprovalEvent(event: ApprovalEvent): void {
+  switch (event.type) {
+    case 'approval-approved':
+      process.stderr.write(`mcp-confirm: approval page: approved by ${event.approver}\n`);
+      break;
+    case 'approval-declined':
+      process.stderr.write('mcp-confirm: approval page: denied\n');
+      break;
+    case 'approval-refused':
+      process.stderr.write(`mcp-confirm: approval page: refused: ${event.reason}\n`);
+      break;
+  }
+}
+
+/** Starts the approval page for `--approval passkey`, or nothing. Start-up errors are exit 2, naming what. */
+async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledger: unknown): Promise<PasskeyApproval | undefined> {
+  if (command.approval !== 'passkey' || command.approvers === undefined) return undefined;
+  const [{ isApprovalStore }, rootsModule] = await Promise.all([import('../approval/store.js'), import('../fs/roots.js')]);
+  const { RootError } = rootsModule;
+  if (!isApprovalStore(ledger)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
+  let roots: Roots;
+  try {
+    roots = await rootsModule.Roots.open(command.roots);
+  } catch (e) {
+    if (e instanceof RootError) throw new UsageError(e.message);
+    throw e;
+  }
+  // Loaded only here, so a form-mode server never loads the WebAuthn library.
+  const { ApproversFileError, loadApproversForServer } = await import('../approval/approvers.js');
+  const { ListenError } = await import('../approval/http.js');
+  const { PasskeyApproval } = await import('../approval/passkey.js');
+  try {
+    const approvers = await loadApproversForServer(command.approvers, roots.list.map((r) => r.realPath));
+    return await PasskeyApproval.start({
+      store: ledger,
+      approvers,
+      port: command.approvalPort,
+      waitSeconds: command.approvalWaitSeconds,
+      onEvent: logApprovalEvent,
+    });
+  } catch (e) {
+    if (e instanceof ApproversFileError || e instanceof ListenError || e instanceof RangeError) throw new UsageError(`--approval passkey: ${e.message}`);
+    throw e;
+  }
 }
 
 async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void> {
@@ -77,9 +128,18 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   // Over HTTP: decisions counted and ledger calls timed for /metrics.
   const metrics = http?.createMetrics();
   const ledger = metrics ? metrics.instrument(opened) : opened;
+  let approval: PasskeyApproval | undefined;
+  try {
+    approval = await startApproval(command, opened);
+  } catch (e) {
+    await ledger.close?.();
+    await audit?.close();
+    throw e;
+  }
   let built;
   try {
     built = await createDemoServer({
+      ...(approval ? { approval } : {}),
       roots: command.roots,
       audience: command.audience,
       ttlSeconds: command.ttlSeconds,
@@ -90,6 +150,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
       ...(audit ? { audit } : {}),
     });
   } catch (e) {
+    await approval?.close();
     await ledger.close?.();
     await audit?.close();
     if (e instanceof RootError) throw new UsageError(e.message);
@@ -117,6 +178,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   const stop = async (): Promise<void> => {
     await handle.close().catch(() => {});
     await audit?.close().catch(() => {});
+    await approval?.close().catch(() => {});
     await ledger.close?.().catch(() => {});
     process.exit(0);
   };
@@ -124,7 +186,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   process.once('SIGTERM', () => void stop());
   process.stdin.once('end', () => void stop());
   process.stderr.write(
-    `mcp-confirm: serving delete_file over stdio; roots: ${built.roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; keys ${keys ? keys.kids.join(',') : 'random per process'}\n`,
+    `mcp-confirm: serving delete_file over stdio; roots: ${built.roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}\n`,
   );
 }
 
@@ -176,6 +238,12 @@ async function main(argv: readonly string[]): Promise<number> {
       case 'serve':
         await serve(command);
         return -1; // keep running
+      case 'approvers-enroll':
+      case 'approvers-list':
+      case 'approvers-remove': {
+        const { runApprovers } = await import('./approvers.js');
+        return await runApprovers(command);
+      }
     }
   } catch (e) {
     if (e instanceof UsageError) {

@@ -24,6 +24,13 @@
  * anything else: nothing is done; no answer: asked again); then the tool
  * acts, re-checking its resource first.
  *
+ * With `approval` (a {@link PasskeyApproval}), round 1 opens an approval (a
+ * random id bound to the `jti` in the ledger store) and asks with a URL-mode
+ * elicitation to its page (or, to a client without URL mode, a form
+ * elicitation carrying the URL); round 2 waits for the page's decision: still
+ * pending → asked again with the same URL and state, nothing spent; approved
+ * (within 120 s) → spent, then the tool acts; declined → spent, nothing done.
+ *
  * > [!WARNING]
  * > A form elicitation proves only that the *client* said yes (spec,
  * > client/elicitation, "Security Considerations"). A compromised or
@@ -48,6 +55,7 @@ import type { z } from 'zod';
 import type { AuditSink } from '../audit/auditLog.js';
 import type { AuditDecision, AuditEventName } from '../audit/chain.js';
 import {
+  ConfirmApprovalExpiredError,
   ConfirmError,
   ConfirmExpiredError,
   ConfirmLedgerUnavailableError,
@@ -62,6 +70,15 @@ import { MemoryLedger } from '../ledger/memoryLedger.js';
 import { canonicalDigest } from '../state/digest.js';
 import { KeyRing } from '../state/keyRing.js';
 import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
+// Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
+import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
+import { REDEEM_WITHIN_MS } from '../approval/store.js';
+import { renderValue } from '../prompt/render.js';
+
+/** The sentence after the question in a URL-mode elicitation (passkey approval). */
+export const URL_MODE_SENTENCE = 'Open the link to approve or deny this on the approval page with your passkey.';
+/** The sentence after the approval URL in a form elicitation to a client without URL mode (passkey approval). */
+export const FORM_FALLBACK_SENTENCE = 'Approve on that page with your passkey, then confirm here.';
 
 /** The key under which the confirmation is asked in `inputRequests` (and answered in `inputResponses`). */
 export const CONFIRM_KEY = 'confirm';
@@ -93,7 +110,8 @@ export type ConfirmEvent =
   | { type: 'refused'; tool: string; code: string }
   | { type: 'state-refused'; reason: string }
   | { type: 'not-confirmed'; tool: string; action: string }
-  | { type: 'confirmed'; tool: string }
+  | { type: 'confirmed'; tool: string; approver?: string }
+  | { type: 'approval-pending'; tool: string }
   | { type: 'internal-error'; tool: string; error: unknown };
 
 /** Options of {@link createConfirmation}. */
@@ -135,6 +153,14 @@ export interface ConfirmationOptions {
    * Defaults to none.
    */
   audit?: AuditSink;
+  /**
+   * Passkey approval ({@link PasskeyApproval.start}): round 1 sends the human to an approval page
+   * (URL-mode elicitation, or a form elicitation carrying the URL for clients without URL mode), and
+   * round 2 acts only on an approval the page recorded after verifying an enrolled approver's passkey.
+   * Give the same object as `ledger` and as `approval.store` (the store keeps both). Defaults to none
+   * (form elicitation only: the client's yes is taken as given).
+   */
+  approval?: PasskeyApproval;
 }
 
 /** What {@link ConfirmableTool.act} receives besides the arguments. */
@@ -179,6 +205,12 @@ export interface ConfirmableTool<A, F = null> {
   act(args: A, context: ActContext<F>): CallToolResult | Promise<CallToolResult>;
   /** Tail of the sentence when nothing is done, e.g. `'nothing was deleted'`. Defaults to `'nothing was done'`. */
   nothingDone?: string;
+  /**
+   * With passkey approval: the raw values the approval page shows uncut below the question, each
+   * with a label (rendered there like the question's values, never cut). Defaults to every
+   * top-level string argument, labelled by its name.
+   */
+  pageValues?(args: A, fingerprint: F): Array<{ label: string; value: string }>;
 }
 
 /** The tool's registration, as for `McpServer.registerTool`, with a required zod object schema. */
@@ -233,7 +265,14 @@ export interface Confirmation {
 
 /** The value the verify hook hands to the handler: the opened claims, branded by class. */
 export class OpenedState {
-  constructor(readonly claims: ConfirmClaims) {}
+  /**
+   * @param claims - the opened claims.
+   * @param state - the sealed `requestState` as received (to ask again with the same state).
+   */
+  constructor(
+    readonly claims: ConfirmClaims,
+    readonly state: string = '',
+  ) {}
 }
 
 /**
@@ -294,6 +333,16 @@ function digestOrNull(args: unknown): string | null {
 /** Errors whose audit line was already written (by the "failed" line after `act`). */
 const RECORDED = new WeakSet<object>();
 
+/** Whether the client declared URL-mode elicitation (`elicitation.url`). */
+function canElicitUrl(server: McpServer, ctx: ServerContext): boolean {
+  const fromEnvelope = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as
+    | { elicitation?: { url?: unknown } }
+    | undefined;
+  const caps = isModernRequest(ctx) ? fromEnvelope : server.server.getClientCapabilities();
+  const url = caps?.elicitation?.url;
+  return url !== undefined && url !== null && typeof url === 'object';
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -304,7 +353,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * @param options - see {@link ConfirmationOptions}.
  * @returns the {@link Confirmation}.
  * @throws {RangeError} when `ttlSeconds` is not a whole number from 1 to 86,400 (0, negative, `Infinity`, `NaN`, fractional, over a day).
- * @throws {TypeError} when `audience` is empty.
+ * @throws {TypeError} when `audience` is empty, or `approval` is given with a `ledger` that is not its `store`.
  * @example
  * const confirmation = await createConfirmation({ audience: 'files' });
  * serveStdio(() => {
@@ -325,11 +374,15 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   }
   const keys = options.keys ?? (await KeyRing.random());
   const sealer = new Sealer({ keys, audience, ttlSeconds });
-  const ledger = options.ledger ?? new MemoryLedger();
+  const ledger = options.ledger ?? ((options.approval?.store as unknown as Ledger | undefined) ?? new MemoryLedger());
   const principalOf = options.principal ?? defaultPrincipal;
   const now = options.now ?? Date.now;
   const onEvent = options.onEvent ?? reportInternalErrors;
   const audit = options.audit;
+  const approval = options.approval;
+  if (approval !== undefined && (approval.store as unknown) !== (ledger as unknown)) {
+    throw new TypeError('with approval, give the same store object as ledger and as approval.store (approvals are bound to the ledger\'s jti)');
+  }
   const emit = (event: ConfirmEvent): void => {
     try {
       onEvent(event);
@@ -349,7 +402,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   // Opened synchronously (node:crypto, no thread-pool hop); the hook keeps its Promise type.
   const verify = async (state: string, ctx: ServerContext): Promise<OpenedState> => {
     try {
-      return new OpenedState(sealer.openSync(state, { principal: principalOf(ctx), nowMs: now() }));
+      return new OpenedState(sealer.openSync(state, { principal: principalOf(ctx), nowMs: now() }), state);
     } catch (e) {
       emit({ type: 'state-refused', reason: e instanceof StateRefusedError ? e.reason : 'error' });
       // No tool or arguments are known here: counted, and written as one line per interval.
@@ -368,13 +421,76 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
 
     const renderAsk = (args: A, fingerprint: F) => {
       const message = tool.question(args, fingerprint);
-      return { message, requestedSchema: CONFIRM_SCHEMA, digest: canonicalDigest({ message, requestedSchema: CONFIRM_SCHEMA }, 'question') };
+      // With passkey approval the elicitation carries a per-ask URL, so the digest covers the question and the channel.
+      const digest = approval
+        ? canonicalDigest({ message, approval: 'passkey' }, 'question')
+        : canonicalDigest({ message, requestedSchema: CONFIRM_SCHEMA }, 'question');
+      return { message, requestedSchema: CONFIRM_SCHEMA, digest };
+    };
+
+    /** The elicitation that sends the human to the approval page: URL mode when the client has it, else a form carrying the URL. */
+    const approvalRequest = (question: string, url: string, id: string, ctx: ServerContext) => {
+      if (canElicitUrl(server, ctx)) {
+        const request = inputRequired.elicitUrl({ message: `${question}\n\n${URL_MODE_SENTENCE}`, url });
+        // 2025-era connections: our approval id as the elicitationId, so notifications/elicitation/complete can name it.
+        if (!isModernRequest(ctx)) (request as { params: Record<string, unknown> }).params.elicitationId = id;
+        return request;
+      }
+      return inputRequired.elicit({
+        message: `${question}\n\nApproval page: ${renderValue(url)}\n${FORM_FALLBACK_SENTENCE}`,
+        requestedSchema: CONFIRM_SCHEMA,
+      });
+    };
+
+    /** The page's view of one call: every value uncut. */
+    const pageView = (args: A, fingerprint: F, question: string, ctx: ServerContext): ApprovalView => {
+      const raw =
+        tool.pageValues?.(args, fingerprint) ??
+        Object.entries(args as Record<string, unknown>)
+          .filter((e): e is [string, string] => typeof e[1] === 'string')
+          .map(([label, value]) => ({ label, value }));
+      return {
+        audience,
+        principal: principalOf(ctx),
+        tool: name,
+        question,
+        values: raw.map((v) => ({ label: v.label, text: renderValue(v.value, { maxGraphemes: Number.MAX_SAFE_INTEGER, segments: '/' }) })),
+      };
+    };
+
+    /** Tells a 2025-era URL-mode client that the page was decided (spec 2025-11-25, notifications/elicitation/complete). */
+    const notifyOnDecision = (id: string, ctx: ServerContext, expiresAtMs: number): void => {
+      if (approval === undefined || isModernRequest(ctx) || !canElicitUrl(server, ctx)) return;
+      let notify: () => Promise<void>;
+      try {
+        notify = server.server.createElicitationCompletionNotifier(id);
+      } catch {
+        return;
+      }
+      approval.onDecided(id, () => void notify().catch(() => {}), Math.max(0, expiresAtMs - now()));
     };
 
     /** Writes one audit line (awaited: the call does not answer or act before). */
-    const record = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {}): Promise<void> => {
+    const record = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'approver'>> = {}): Promise<void> => {
       if (!audit) return;
-      await audit.record({ event, tool: name, ...trail, outcome: extra.outcome ?? null, code: extra.code ?? null, count: null });
+      await audit.record({ event, tool: name, ...trail, outcome: extra.outcome ?? null, code: extra.code ?? null, count: null, approver: extra.approver ?? null });
+    };
+    const record_ = record;
+    /**
+     * Runs `act` and writes its "failed" or "acted" line (after the action: it records what happened;
+     * a failure to write it is reported, not turned into a refusal).
+     */
+    const actRecorded = async (args: A, claims: ConfirmClaims, ctx: ServerContext, trail: Trail): Promise<CallToolResult> => {
+      let result: CallToolResult;
+      try {
+        result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
+      } catch (e) {
+        await recordAfter('failed', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
+        if (typeof e === 'object' && e !== null) RECORDED.add(e);
+        throw e;
+      }
+      await recordAfter('acted', trail);
+      return result;
     };
     /** Writes a line whose failure must not change the answer (the action already happened, or it is a refusal anyway). */
     const recordAfter = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {}): Promise<void> => {
@@ -387,7 +503,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
 
     const ask = async (args: A, ctx: ServerContext, trail: Trail, again?: 'no-answer' | 'question-changed' | 'resource-changed'): Promise<InputRequiredResult> => {
       // The client must be able to answer before a jti is issued, so a refused ask leaks no ledger slot.
-      if (!canElicitForm(server, ctx)) {
+      if (!canElicitForm(server, ctx) && !(approval && canElicitUrl(server, ctx))) {
         // 2026-07-28: a stateless ask lets the SDK answer the spec's -32021 with requiredCapabilities.
         if (isModernRequest(ctx)) {
           return inputRequired({
@@ -415,11 +531,91 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       trail.principal = claims.sub;
       // Fail closed: the question goes out only once its line is written.
       await record(again ? 'asked-again' : 'asked', trail, { outcome: again ?? null });
+      if (approval) {
+        let opened: { id: string; url: string };
+        try {
+          opened = await approval.open(
+            { jti: claims.jti, principal: principalOf(ctx), view: pageView(args, fingerprint, message, ctx), expiresAtMs: claims.exp * 1000 },
+            nowMs,
+          );
+        } catch (e) {
+          // Free the ledger slot of a question that can never be approved.
+          await ledger.spend(claims.jti, nowMs).catch(() => {});
+          if (e instanceof ConfirmError) throw e;
+          throw new ConfirmLedgerUnavailableError({ cause: e });
+        }
+        notifyOnDecision(opened.id, ctx, claims.exp * 1000);
+        emit({ type: 'asked', tool: name });
+        return inputRequired({ inputRequests: { [CONFIRM_KEY]: approvalRequest(message, opened.url, opened.id, ctx) }, requestState: state });
+      }
       emit({ type: 'asked', tool: name });
       return inputRequired({
         inputRequests: { [CONFIRM_KEY]: inputRequired.elicit({ message, requestedSchema }) },
         requestState: state,
       });
+    };
+
+    /**
+     * Round 2 with passkey approval, after the digests matched. The client's accept means only that the
+     * human opened the page (URL mode) or says they approved there (form fallback): the page's record decides.
+     */
+    const redeemApproval = async (
+      args: A,
+      ctx: ServerContext,
+      opened: OpenedState,
+      answer: ReturnType<typeof inputResponse>,
+      pa: PasskeyApproval,
+      trail: Trail,
+    ): Promise<CallToolResult | InputRequiredResult> => {
+      const claims = opened.claims;
+      const content = answer.kind === 'elicit' ? answer.content : undefined;
+      const accepted =
+        answer.kind === 'elicit' &&
+        answer.action === 'accept' &&
+        (content === undefined || (isPlainObject(content) && Object.hasOwn(content, 'confirmed') && content.confirmed === true));
+      if (!accepted) {
+        // Decline, cancel or anything else: spend, nothing done; the page shows it as denied.
+        await spend(claims.jti, now());
+        const record = await pa.store.approvalByJti(claims.jti, now()).catch(() => undefined);
+        if (record?.status === 'pending') await pa.store.decideApproval(record.id, { status: 'declined', approver: '', credentialId: '' }, now()).catch(() => {});
+        const action = answer.kind === 'elicit' ? (['accept', 'decline', 'cancel'].includes(answer.action) ? answer.action : 'other') : 'other';
+        emit({ type: 'not-confirmed', tool: name, action });
+        await record_(action === 'decline' ? 'declined' : action === 'cancel' ? 'cancelled' : 'not-confirmed', trail, { outcome: action });
+        const why =
+          action === 'decline' ? 'You declined' : action === 'cancel' ? 'You cancelled' : action === 'accept' ? 'You did not confirm' : 'No valid confirmation was given';
+        return { content: [{ type: 'text', text: `${why}; ${nothingDone}.` }] };
+      }
+      // 1. Wait for the page's decision (up to --approval-wait); reading it changes nothing.
+      let record;
+      try {
+        record = await pa.waitForDecision(claims.jti, ctx.mcpReq.signal);
+      } catch (e) {
+        if (e instanceof ConfirmError) throw e;
+        throw new ConfirmLedgerUnavailableError({ cause: e });
+      }
+      // 2. Still pending: ask again with the same URL and the same state; nothing is spent.
+      if (record?.status === 'pending' && opened.state !== '') {
+        emit({ type: 'approval-pending', tool: name });
+        const question = tool.question(args, claims.fingerprint as F);
+        return inputRequired({ inputRequests: { [CONFIRM_KEY]: approvalRequest(question, pa.urlFor(record.id), record.id, ctx) }, requestState: opened.state });
+      }
+      // 3. Decided (or gone): the jti is spent atomically now, whatever the decision.
+      const nowMs = now();
+      await spend(claims.jti, nowMs);
+      if (record === undefined || record.status === 'pending') throw new ConfirmApprovalExpiredError();
+      if (record.status === 'declined') {
+        emit({ type: 'not-confirmed', tool: name, action: 'decline' });
+        await record_('declined', trail, { outcome: 'decline' });
+        return { content: [{ type: 'text', text: `You declined; ${nothingDone}.` }] };
+      }
+      // 4. An approval is redeemable for 120 s after it was given (and, by the state's TTL, never after expiry).
+      if (nowMs >= record.decidedAtMs + REDEEM_WITHIN_MS || nowMs >= record.expiresAtMs) throw new ConfirmApprovalExpiredError();
+      // 5. Fail closed: the "confirmed" line, with the approver, is written before anything is done.
+      await record_('confirmed', trail, { outcome: 'accept', approver: record.approver });
+      // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
+      const result = await actRecorded(args, claims, ctx, trail);
+      emit({ type: 'confirmed', tool: name, approver: record.approver });
+      return result;
     };
 
     const issue = async (claims: ConfirmClaims, nowMs: number): Promise<void> => {
@@ -481,12 +677,14 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         return ask(args, ctx, trail, 'resource-changed');
       }
       trail.question = shown.message;
-      // 3. Spend the jti atomically before reading the answer: accept, decline and cancel all use it up.
-      await spend(claims.jti, now());
-      // 4. Only an explicit accept with confirmed === true (a boolean) goes on; no answer asks again.
       // Only an own entry counts: a "__proto__" key in the client's JSON can become an inherited one.
       const responses = ctx.mcpReq.inputResponses;
       const answer = responses !== undefined && Object.hasOwn(responses, CONFIRM_KEY) ? inputResponse(responses, CONFIRM_KEY) : ({ kind: 'missing' } as const);
+      // With passkey approval an answer is settled by the page's record (see redeemApproval).
+      if (approval && answer.kind !== 'missing') return redeemApproval(args, ctx, opened, answer, approval, trail);
+      // 3. Spend the jti atomically before reading the answer: accept, decline and cancel all use it up.
+      await spend(claims.jti, now());
+      // 4. Only an explicit accept with confirmed === true (a boolean) goes on; no answer asks again.
       if (answer.kind === 'missing') {
         emit({ type: 'asked-again', tool: name, reason: 'no-answer' });
         return ask(args, ctx, trail, 'no-answer');
@@ -508,16 +706,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // 5. Fail closed: the "confirmed" line is written before anything is done; if it cannot be, nothing is.
       await record('confirmed', trail, { outcome: 'accept' });
       // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      let result: CallToolResult;
-      try {
-        result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
-      } catch (e) {
-        await recordAfter('failed', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
-        if (typeof e === 'object' && e !== null) RECORDED.add(e);
-        throw e;
-      }
-      // 7. The "acted" line follows the action (it cannot come first: it records what happened).
-      await recordAfter('acted', trail);
+      const result = await actRecorded(args, claims, ctx, trail);
       emit({ type: 'confirmed', tool: name });
       return result;
     };

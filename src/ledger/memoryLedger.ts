@@ -12,6 +12,14 @@
  * @module
  */
 import { ConfirmCapacityError } from '../errors.js';
+import {
+  checkNewApproval,
+  counterAccepted,
+  type ApprovalRecord,
+  type ApprovalStore,
+  type DecideOutcome,
+  type NewApproval,
+} from '../approval/store.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import { positiveInteger } from './ledger.js';
 
@@ -39,7 +47,7 @@ interface Entry {
  * await ledger.spend(jti, Date.now()); // 'spent'
  * await ledger.spend(jti, Date.now()); // 'already-spent'
  */
-export class MemoryLedger implements Ledger {
+export class MemoryLedger implements Ledger, ApprovalStore {
   readonly kind = 'memory';
   readonly shared = false;
   readonly maxPerPrincipal: number;
@@ -144,6 +152,95 @@ export class MemoryLedger implements Ledger {
   }
 
   async close(): Promise<void> {}
+
+  // ---- ApprovalStore (see approval/store.ts): each method runs to its end without awaiting, so it is atomic.
+
+  readonly #approvals = new Map<string, ApprovalRecord>();
+  readonly #approvalOfJti = new Map<string, string>();
+  readonly #challenges = new Map<string, { id: string; expiresAtMs: number }>();
+  readonly #counters = new Map<string, number>();
+
+  /** {@link ApprovalStore.openApproval}; bounded by `maxTotal` (expired approvals swept first). */
+  async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
+    checkNewApproval(approval);
+    if (this.#approvals.has(approval.id) || this.#approvalOfJti.has(approval.jti)) throw new RangeError('approval already opened');
+    if (this.#approvals.size >= this.maxTotal) {
+      for (const [id, r] of this.#approvals) if (nowMs >= r.expiresAtMs) this.#dropApproval(id, r);
+      if (this.#approvals.size >= this.maxTotal) throw new ConfirmCapacityError('total');
+    }
+    const record: ApprovalRecord = { ...approval, status: 'pending', decidedAtMs: 0, approver: '', credentialId: '' };
+    this.#approvals.set(approval.id, record);
+    this.#approvalOfJti.set(approval.jti, approval.id);
+  }
+
+  /** {@link ApprovalStore.approvalById}. */
+  async approvalById(id: string, nowMs: number): Promise<ApprovalRecord | undefined> {
+    const r = this.#approvals.get(id);
+    if (r === undefined) return undefined;
+    if (nowMs >= r.expiresAtMs) {
+      this.#dropApproval(id, r);
+      return undefined;
+    }
+    return { ...r };
+  }
+
+  /** {@link ApprovalStore.approvalByJti}. */
+  async approvalByJti(jti: string, nowMs: number): Promise<ApprovalRecord | undefined> {
+    const id = this.#approvalOfJti.get(jti);
+    return id === undefined ? undefined : this.approvalById(id, nowMs);
+  }
+
+  /** {@link ApprovalStore.decideApproval}. */
+  async decideApproval(
+    id: string,
+    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
+    nowMs: number,
+  ): Promise<DecideOutcome> {
+    const r = this.#approvals.get(id);
+    if (r === undefined) return 'unknown';
+    if (nowMs >= r.expiresAtMs) return 'expired';
+    if (r.status !== 'pending') return 'already-decided';
+    r.status = decision.status;
+    r.approver = decision.approver;
+    r.credentialId = decision.credentialId;
+    r.decidedAtMs = nowMs;
+    return 'decided';
+  }
+
+  /** {@link ApprovalStore.putChallenge}; at most `maxTotal` live challenges (expired ones swept, then the oldest dropped). */
+  async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
+    if (this.#challenges.size >= this.maxTotal) {
+      for (const [c, v] of this.#challenges) if (nowMs >= v.expiresAtMs) this.#challenges.delete(c);
+      while (this.#challenges.size >= this.maxTotal) {
+        const oldest = this.#challenges.keys().next();
+        if (oldest.done) break;
+        this.#challenges.delete(oldest.value);
+      }
+    }
+    if (this.#challenges.has(challenge)) throw new RangeError('challenge already issued');
+    this.#challenges.set(challenge, { id, expiresAtMs });
+  }
+
+  /** {@link ApprovalStore.takeChallenge}. */
+  async takeChallenge(challenge: string, nowMs: number): Promise<string | undefined> {
+    const v = this.#challenges.get(challenge);
+    if (v === undefined) return undefined;
+    this.#challenges.delete(challenge);
+    return nowMs < v.expiresAtMs ? v.id : undefined;
+  }
+
+  /** {@link ApprovalStore.advanceCounter}. */
+  async advanceCounter(credentialId: string, newCounter: number, enrolledCounter: number): Promise<boolean> {
+    const stored = this.#counters.get(credentialId) ?? enrolledCounter;
+    if (!counterAccepted(stored, newCounter)) return false;
+    this.#counters.set(credentialId, newCounter);
+    return true;
+  }
+
+  #dropApproval(id: string, r: ApprovalRecord): void {
+    this.#approvals.delete(id);
+    if (this.#approvalOfJti.get(r.jti) === id) this.#approvalOfJti.delete(r.jti);
+  }
 
   readonly #isLive = (jti: string, entry: Entry): boolean => this.#entries.get(jti) === entry;
 

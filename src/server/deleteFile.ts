@@ -83,6 +83,11 @@ export function registerDeleteFile(confirmation: Confirmation, server: McpServer
         return { content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }] };
       },
       nothingDone: 'nothing was deleted',
+      // The approval page shows both uncut: the file it resolved to and the argument as sent.
+      pageValues: (args, fp) => [
+        { label: 'file', value: fp.path },
+        { label: 'requested as', value: args.path },
+      ],
     },
   );
 }

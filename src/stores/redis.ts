@@ -82,6 +82,15 @@ import { performance } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+import {
+  checkNewApproval,
+  counterAccepted,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type ApprovalStore,
+  type DecideOutcome,
+  type NewApproval,
+} from '../approval/store.js';
 import { positiveInteger } from '../ledger/ledger.js';
 
 /**
@@ -200,6 +209,75 @@ const sha1 = (text: string): string => createHash('sha1').update(text).digest('h
 const ISSUE_SHA = sha1(ISSUE_SCRIPT);
 const SPEND_SHA = sha1(SPEND_SCRIPT);
 
+/** Open an approval. KEYS: ap:ID, apj:JTI. ARGV: id, jti, principal, view, expiresAtMs, px. */
+const APPROVAL_OPEN_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 'duplicate' end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'jti', ARGV[2], 'principal', ARGV[3], 'view', ARGV[4], 'exp', ARGV[5],
+  'status', 'pending', 'dec', '0', 'approver', '', 'cred', '')
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[6])
+return 'opened'
+`;
+
+/**
+ * Read an approval as JSON text. KEYS: ap:ID (ARGV[1] '') or apj:JTI (ARGV[1] the ap: prefix, to follow the index).
+ */
+const APPROVAL_READ_SCRIPT = `
+local key = KEYS[1]
+if ARGV[1] ~= '' then
+  local id = redis.call('GET', key)
+  if not id then return 'none' end
+  key = ARGV[1] .. id
+end
+local v = redis.call('HGETALL', key)
+if #v == 0 then return 'none' end
+local o = {}
+for i = 1, #v, 2 do o[v[i]] = v[i + 1] end
+return cjson.encode(o)
+`;
+
+/** Decide an approval once. KEYS: ap:ID. ARGV: status, approver, credentialId, nowMs. */
+const APPROVAL_DECIDE_SCRIPT = `
+local v = redis.call('HMGET', KEYS[1], 'status', 'exp')
+if not v[1] then return 'unknown' end
+if tonumber(ARGV[4]) >= tonumber(v[2]) then return 'expired' end
+if v[1] ~= 'pending' then return 'already-decided' end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'approver', ARGV[2], 'cred', ARGV[3], 'dec', ARGV[4])
+return 'decided'
+`;
+
+/** Store a challenge once. KEYS: ch:CHALLENGE. ARGV: "expiresAtMs|id", px. */
+const CHALLENGE_PUT_SCRIPT = `
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'duplicate' end
+return 'put'
+`;
+
+/** Take a challenge once. KEYS: ch:CHALLENGE. */
+const CHALLENGE_TAKE_SCRIPT = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 'none' end
+redis.call('DEL', KEYS[1])
+return v
+`;
+
+/** Move a signature counter forward. KEYS: ctr:CREDENTIAL. ARGV: newCounter, enrolledCounter. */
+const COUNTER_SCRIPT = `
+local stored = tonumber(redis.call('GET', KEYS[1]) or ARGV[2])
+local nextValue = tonumber(ARGV[1])
+if (nextValue == 0 and stored == 0) or nextValue > stored then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return 'advanced'
+end
+return 'refused'
+`;
+
+const APPROVAL_OPEN_SHA = sha1(APPROVAL_OPEN_SCRIPT);
+const APPROVAL_READ_SHA = sha1(APPROVAL_READ_SCRIPT);
+const APPROVAL_DECIDE_SHA = sha1(APPROVAL_DECIDE_SCRIPT);
+const CHALLENGE_PUT_SHA = sha1(CHALLENGE_PUT_SCRIPT);
+const CHALLENGE_TAKE_SHA = sha1(CHALLENGE_TAKE_SCRIPT);
+const COUNTER_SHA = sha1(COUNTER_SCRIPT);
+
 /** Per-command options: no driver timeout (node-redis 6 defaults to 5 s, at ~3× the CPU cost). */
 const COMMAND_OPTIONS = { timeout: 0 } as const;
 
@@ -268,7 +346,7 @@ type OwnedClient = ReturnType<typeof ownedClient>;
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
  */
-export class RedisLedger implements Ledger {
+export class RedisLedger implements Ledger, ApprovalStore {
   readonly kind = 'redis';
   readonly shared = true;
   readonly namespace: string;
@@ -431,6 +509,120 @@ export class RedisLedger implements Ledger {
     );
     if (reply !== undefined && SPEND_OUTCOMES.has(reply)) return reply as SpendOutcome;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to spend') });
+  }
+
+  // ---- ApprovalStore (see approval/store.ts). Additive: own keys, one Lua script per step.
+
+  /** {@link ApprovalStore.openApproval}: one script (`ap:ID` hash and `apj:JTI` index, both new or nothing). */
+  async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
+    checkNewApproval(approval);
+    finiteMs('nowMs', nowMs);
+    const px = Math.max(1, Math.ceil(approval.expiresAtMs - nowMs) + this.clockSkewMs);
+    const reply = await this.#script(
+      APPROVAL_OPEN_SHA,
+      APPROVAL_OPEN_SCRIPT,
+      [this.#prefix + 'ap:' + approval.id, this.#prefix + 'apj:' + approval.jti],
+      [approval.id, approval.jti, approval.principal, approval.view, String(approval.expiresAtMs), String(px)],
+    );
+    if (reply === 'opened') return;
+    if (reply === 'duplicate') throw new RangeError('approval already opened');
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to openApproval') });
+  }
+
+  /** {@link ApprovalStore.approvalById}. */
+  async approvalById(id: string, nowMs: number): Promise<ApprovalRecord | undefined> {
+    finiteMs('nowMs', nowMs);
+    return this.#readApproval([this.#prefix + 'ap:' + id, ''], nowMs);
+  }
+
+  /** {@link ApprovalStore.approvalByJti}. */
+  async approvalByJti(jti: string, nowMs: number): Promise<ApprovalRecord | undefined> {
+    finiteMs('nowMs', nowMs);
+    return this.#readApproval([this.#prefix + 'apj:' + jti, this.#prefix + 'ap:'], nowMs);
+  }
+
+  /** {@link ApprovalStore.decideApproval}: one script (pending and unexpired, else nothing changes). */
+  async decideApproval(
+    id: string,
+    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
+    nowMs: number,
+  ): Promise<DecideOutcome> {
+    finiteMs('nowMs', nowMs);
+    const reply = await this.#script(
+      APPROVAL_DECIDE_SHA,
+      APPROVAL_DECIDE_SCRIPT,
+      [this.#prefix + 'ap:' + id],
+      [decision.status, decision.approver, decision.credentialId, String(nowMs)],
+    );
+    if (reply === 'decided' || reply === 'already-decided' || reply === 'unknown' || reply === 'expired') return reply;
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to decideApproval') });
+  }
+
+  /** {@link ApprovalStore.putChallenge}: `SET NX PX` (the Redis TTL only collects it; expiry is decided by `nowMs`). */
+  async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
+    finiteMs('expiresAtMs', expiresAtMs);
+    finiteMs('nowMs', nowMs);
+    const px = Math.max(1, Math.ceil(expiresAtMs - nowMs) + this.clockSkewMs);
+    const reply = await this.#script(
+      CHALLENGE_PUT_SHA,
+      CHALLENGE_PUT_SCRIPT,
+      [this.#prefix + 'ch:' + challenge],
+      [`${expiresAtMs}|${id}`, String(px)],
+    );
+    if (reply === 'put') return;
+    if (reply === 'duplicate') throw new RangeError('challenge already issued');
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to putChallenge') });
+  }
+
+  /** {@link ApprovalStore.takeChallenge}: `GETDEL` inside one script. */
+  async takeChallenge(challenge: string, nowMs: number): Promise<string | undefined> {
+    finiteMs('nowMs', nowMs);
+    const reply = await this.#script(CHALLENGE_TAKE_SHA, CHALLENGE_TAKE_SCRIPT, [this.#prefix + 'ch:' + challenge], []);
+    if (reply === 'none') return undefined;
+    const bar = reply === undefined ? -1 : reply.indexOf('|');
+    if (reply === undefined || bar < 1) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takeChallenge') });
+    const expiresAtMs = Number(reply.slice(0, bar));
+    return nowMs < expiresAtMs ? reply.slice(bar + 1) : undefined;
+  }
+
+  /** {@link ApprovalStore.advanceCounter}: read, compare and write in one script. */
+  async advanceCounter(credentialId: string, newCounter: number, enrolledCounter: number): Promise<boolean> {
+    if (!counterAccepted(-1, newCounter) || !Number.isSafeInteger(enrolledCounter) || enrolledCounter < 0) return false;
+    const reply = await this.#script(
+      COUNTER_SHA,
+      COUNTER_SCRIPT,
+      [this.#prefix + 'ctr:' + credentialId],
+      [String(newCounter), String(enrolledCounter)],
+    );
+    if (reply === 'advanced') return true;
+    if (reply === 'refused') return false;
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to advanceCounter') });
+  }
+
+  async #readApproval(keys: [string, string], nowMs: number): Promise<ApprovalRecord | undefined> {
+    const reply = await this.#script(APPROVAL_READ_SHA, APPROVAL_READ_SCRIPT, [keys[0]], [keys[1]]);
+    if (reply === 'none') return undefined;
+    let record: ApprovalRecord;
+    try {
+      const o = JSON.parse(reply ?? '') as Record<string, unknown>;
+      const status = o.status as ApprovalStatus;
+      if (status !== 'pending' && status !== 'approved' && status !== 'declined') throw new TypeError('status');
+      record = {
+        id: String(o.id),
+        jti: String(o.jti),
+        principal: String(o.principal),
+        view: String(o.view),
+        expiresAtMs: Number(o.exp),
+        status,
+        decidedAtMs: Number(o.dec),
+        approver: String(o.approver),
+        credentialId: String(o.cred),
+      };
+      if (!Number.isFinite(record.expiresAtMs) || !Number.isFinite(record.decidedAtMs)) throw new TypeError('times');
+    } catch (cause) {
+      throw new ConfirmLedgerUnavailableError({ cause });
+    }
+    return nowMs < record.expiresAtMs ? record : undefined;
   }
 
   /**

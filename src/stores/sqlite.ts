@@ -59,6 +59,15 @@
 import Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+import {
+  checkNewApproval,
+  counterAccepted,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type ApprovalStore,
+  type DecideOutcome,
+  type NewApproval,
+} from '../approval/store.js';
 import { positiveInteger } from '../ledger/ledger.js';
 import { BusyRetry, isBusy } from './busyRetry.js';
 
@@ -186,7 +195,7 @@ interface Statements {
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' in exactly one process
  */
-export class SqliteLedger implements Ledger {
+export class SqliteLedger implements Ledger, ApprovalStore {
   readonly kind = 'sqlite';
   /** Every process on this host that opens the same file sees the same entries. */
   readonly shared = true;
@@ -439,6 +448,118 @@ export class SqliteLedger implements Ledger {
     }
   }
 
+  // ---- ApprovalStore (see approval/store.ts). Additive: own tables, created on first use; every
+  // statement runs through #approvalOp, which retries on SQLITE_BUSY without blocking (BusyRetry).
+
+  #approval: ApprovalStatements | undefined;
+
+  /**
+   * Runs one approval-store step: creates the tables on first use, fails closed on any driver error.
+   *
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure or a closed ledger.
+   */
+  async #approvalOp<T>(step: (stmts: ApprovalStatements, db: Database.Database) => T): Promise<T> {
+    if (this.#closed) throw new ConfirmLedgerUnavailableError();
+    try {
+      // The same non-blocking retry as issue and spend: SQLITE_BUSY reruns the whole step from a timer until the deadline.
+      return await this.#retry.run(() => {
+        this.#approval ??= prepareApprovalStatements(this.#db);
+        return step(this.#approval, this.#db);
+      });
+    } catch (error) {
+      if (error instanceof RangeError) throw error;
+      throw unavailable(error);
+    }
+  }
+
+  /** {@link ApprovalStore.openApproval}: one `INSERT` (the id and the jti are both unique). */
+  async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
+    checkNewApproval(approval);
+    finiteMs('nowMs', nowMs);
+    await this.#approvalOp((st) => {
+      st.sweepApprovals.run(nowMs);
+      try {
+        st.insertApproval.run(approval.id, approval.jti, approval.principal, approval.view, approval.expiresAtMs);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new RangeError('approval already opened');
+        throw error;
+      }
+    });
+  }
+
+  /** {@link ApprovalStore.approvalById}. */
+  async approvalById(id: string, nowMs: number): Promise<ApprovalRecord | undefined> {
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((st) => toRecord(st.approvalById.get(id, nowMs)));
+  }
+
+  /** {@link ApprovalStore.approvalByJti}. */
+  async approvalByJti(jti: string, nowMs: number): Promise<ApprovalRecord | undefined> {
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((st) => toRecord(st.approvalByJti.get(jti, nowMs)));
+  }
+
+  /** {@link ApprovalStore.decideApproval}: one `UPDATE … WHERE status = 'pending' … RETURNING`. */
+  async decideApproval(
+    id: string,
+    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
+    nowMs: number,
+  ): Promise<DecideOutcome> {
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((st) => {
+      const row = st.decide.get(decision.status, decision.approver, decision.credentialId, nowMs, id, nowMs);
+      if (row !== undefined) return 'decided';
+      const existing = st.approvalState.get(id);
+      if (existing === undefined) return 'unknown';
+      if (nowMs >= existing.expires_at_ms) return 'expired';
+      return 'already-decided';
+    });
+  }
+
+  /** {@link ApprovalStore.putChallenge}; expired challenges are swept, beyond `maxTotal` the oldest dropped. */
+  async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
+    finiteMs('expiresAtMs', expiresAtMs);
+    finiteMs('nowMs', nowMs);
+    await this.#approvalOp((st, db) =>
+      db
+        .transaction(() => {
+          st.sweepChallenges.run(nowMs);
+          const excess = (st.challengeCount.get()?.n ?? 0) - this.maxTotal + 1;
+          if (excess > 0) st.capChallenges.run(excess);
+          try {
+            st.insertChallenge.run(challenge, id, expiresAtMs);
+          } catch (error) {
+            if (isUniqueViolation(error)) throw new RangeError('challenge already issued');
+            throw error;
+          }
+        })
+        .immediate(),
+    );
+  }
+
+  /** {@link ApprovalStore.takeChallenge}: one `DELETE … RETURNING`. */
+  async takeChallenge(challenge: string, nowMs: number): Promise<string | undefined> {
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((st) => {
+      const row = st.takeChallenge.get(challenge);
+      return row !== undefined && nowMs < row.expires_at_ms ? row.approval_id : undefined;
+    });
+  }
+
+  /** {@link ApprovalStore.advanceCounter}: read, compare and write in one `BEGIN IMMEDIATE` transaction. */
+  async advanceCounter(credentialId: string, newCounter: number, enrolledCounter: number): Promise<boolean> {
+    return this.#approvalOp((st, db) =>
+      db
+        .transaction(() => {
+          const stored = st.counter.get(credentialId)?.counter ?? enrolledCounter;
+          if (!counterAccepted(stored, newCounter)) return false;
+          st.setCounter.run(credentialId, newCounter);
+          return true;
+        })
+        .immediate(),
+    );
+  }
+
   /**
    * Every {@link MAINTENANCE_EVERY} calls, one attempt at housekeeping, never waited
    * for: under another connection's lock it fails at once (`busy_timeout` 0) and is
@@ -455,4 +576,105 @@ export class SqliteLedger implements Ledger {
       this.#maintenanceDue = isBusy(error) && !this.#closed;
     }
   }
+}
+
+const APPROVALS = 'mcp_confirm_approvals';
+const CHALLENGES = 'mcp_confirm_challenges';
+const COUNTERS = 'mcp_confirm_counters';
+
+const APPROVAL_SCHEMA = `
+CREATE TABLE IF NOT EXISTS ${APPROVALS} (
+  id TEXT NOT NULL PRIMARY KEY,
+  jti TEXT NOT NULL UNIQUE,
+  principal TEXT NOT NULL,
+  view TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'declined')),
+  decided_at_ms INTEGER NOT NULL DEFAULT 0,
+  approver TEXT NOT NULL DEFAULT '',
+  credential_id TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ${APPROVALS}_expiry ON ${APPROVALS} (expires_at_ms);
+CREATE TABLE IF NOT EXISTS ${CHALLENGES} (
+  challenge TEXT NOT NULL PRIMARY KEY,
+  approval_id TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ${CHALLENGES}_expiry ON ${CHALLENGES} (expires_at_ms);
+CREATE TABLE IF NOT EXISTS ${COUNTERS} (
+  credential_id TEXT NOT NULL PRIMARY KEY,
+  counter INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
+interface ApprovalRow {
+  id: string;
+  jti: string;
+  principal: string;
+  view: string;
+  expires_at_ms: number;
+  status: string;
+  decided_at_ms: number;
+  approver: string;
+  credential_id: string;
+}
+
+interface ApprovalStatements {
+  insertApproval: Statement<[string, string, string, string, number], unknown>;
+  sweepApprovals: Statement<[number], unknown>;
+  approvalById: Statement<[string, number], ApprovalRow>;
+  approvalByJti: Statement<[string, number], ApprovalRow>;
+  decide: Statement<[string, string, string, number, string, number], { id: string }>;
+  approvalState: Statement<[string], { expires_at_ms: number }>;
+  insertChallenge: Statement<[string, string, number], unknown>;
+  sweepChallenges: Statement<[number], unknown>;
+  challengeCount: Statement<[], { n: number }>;
+  capChallenges: Statement<[number], unknown>;
+  takeChallenge: Statement<[string], { approval_id: string; expires_at_ms: number }>;
+  counter: Statement<[string], { counter: number }>;
+  setCounter: Statement<[string, number], unknown>;
+}
+
+function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
+  db.transaction(() => db.exec(APPROVAL_SCHEMA)).immediate();
+  const columns = 'id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id';
+  return {
+    insertApproval: db.prepare(`INSERT INTO ${APPROVALS} (id, jti, principal, view, expires_at_ms) VALUES (?, ?, ?, ?, ?)`),
+    sweepApprovals: db.prepare(`DELETE FROM ${APPROVALS} WHERE expires_at_ms <= ?`),
+    approvalById: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE id = ? AND expires_at_ms > ?`),
+    approvalByJti: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE jti = ? AND expires_at_ms > ?`),
+    decide: db.prepare(
+      `UPDATE ${APPROVALS} SET status = ?, approver = ?, credential_id = ?, decided_at_ms = ?
+        WHERE id = ? AND status = 'pending' AND expires_at_ms > ? RETURNING id`,
+    ),
+    approvalState: db.prepare(`SELECT expires_at_ms FROM ${APPROVALS} WHERE id = ?`),
+    insertChallenge: db.prepare(`INSERT INTO ${CHALLENGES} (challenge, approval_id, expires_at_ms) VALUES (?, ?, ?)`),
+    sweepChallenges: db.prepare(`DELETE FROM ${CHALLENGES} WHERE expires_at_ms <= ?`),
+    challengeCount: db.prepare(`SELECT count(*) AS n FROM ${CHALLENGES}`),
+    capChallenges: db.prepare(
+      `DELETE FROM ${CHALLENGES} WHERE challenge IN (SELECT challenge FROM ${CHALLENGES} ORDER BY expires_at_ms LIMIT ?)`,
+    ),
+    takeChallenge: db.prepare(`DELETE FROM ${CHALLENGES} WHERE challenge = ? RETURNING approval_id, expires_at_ms`),
+    counter: db.prepare(`SELECT counter FROM ${COUNTERS} WHERE credential_id = ?`),
+    setCounter: db.prepare(
+      `INSERT INTO ${COUNTERS} (credential_id, counter) VALUES (?, ?) ON CONFLICT (credential_id) DO UPDATE SET counter = excluded.counter`,
+    ),
+  };
+}
+
+function toRecord(row: ApprovalRow | undefined): ApprovalRecord | undefined {
+  if (row === undefined) return undefined;
+  const status = row.status as ApprovalStatus;
+  if (status !== 'pending' && status !== 'approved' && status !== 'declined') throw new TypeError('unexpected approval status');
+  return {
+    id: row.id,
+    jti: row.jti,
+    principal: row.principal,
+    view: row.view,
+    expiresAtMs: row.expires_at_ms,
+    status,
+    decidedAtMs: row.decided_at_ms,
+    approver: row.approver,
+    credentialId: row.credential_id,
+  };
 }

@@ -66,7 +66,7 @@ function lines(): Array<Record<string, unknown>> {
 
 /** Lets the flush started by a tick finish: it queued its line, and the line's write resolves in order. */
 async function settled(audit: AuditLog): Promise<void> {
-  await audit.record({ event: 'refused', tool: 'marker', principal: null, jti: null, args: null, question: null, outcome: null, code: null, count: null });
+  await audit.record({ event: 'refused', tool: 'marker', principal: null, jti: null, args: null, question: null, outcome: null, code: null, count: null, approver: null });
 }
 
 describe('refused states are counted and written as one line per interval', () => {

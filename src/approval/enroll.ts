@@ -1,0 +1,257 @@
+/**
+ * Enrolment of an approver's passkey (W3C Web Authentication Level 3, §7.1,
+ * registration with user verification required): a one-shot page on both
+ * loopback addresses whose URL carries a one-time secret. It accepts exactly
+ * one registration, writes the public-key credential to the approvers file
+ * (mode 0600; never a private key) and stops. When the file already holds
+ * approvers, the page first asks for an existing approver's passkey.
+ *
+ * @module
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+  type AuthenticationResponseJSON,
+  type RegistrationResponseJSON,
+} from '@simplewebauthn/server';
+import { MemoryLedger } from '../ledger/memoryLedger.js';
+import { checkApproverName, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
+import { escapeHtml, hostMatches, layout, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
+import { CHALLENGE_TTL_MS } from './passkey.js';
+
+/** Enrolment did not save a passkey: refused before starting, timed out, or the listener failed. */
+export class EnrollError extends Error {
+  override name = 'EnrollError';
+}
+
+/** Options of {@link enrollApprover}. */
+export interface EnrollOptions {
+  /** The approvers file (created when missing). */
+  approversPath: string;
+  /** The new approver's name. */
+  name: string;
+  /** Replace an approver of the same name. Defaults to false (refused). */
+  replace?: boolean;
+  /** The port on 127.0.0.1 and ::1. Defaults to 0 (random free port). */
+  port?: number;
+  /** How long to wait for the registration, in whole seconds. Defaults to 300. */
+  timeoutSeconds?: number;
+  /** The principals the approver may approve for. Defaults to `['local']` (stdio). */
+  principals?: string[];
+  /** Called with the enrolment URL (with its one-time secret) once the page listens. */
+  onUrl: (url: string) => void;
+  /** Diagnostics (stderr). */
+  onLog?: (line: string) => void;
+}
+
+const RP_ID = 'localhost';
+
+/**
+ * Runs one enrolment to its end.
+ *
+ * @returns the saved approver.
+ * @throws {EnrollError} when `--name` exists without `replace`, the file is unusable, the port is taken, or no
+ *   registration arrived within `timeoutSeconds`.
+ */
+export async function enrollApprover(options: EnrollOptions): Promise<Approver> {
+  let name: string;
+  try {
+    name = checkApproverName(options.name);
+  } catch (e) {
+    throw new EnrollError((e as Error).message);
+  }
+  const timeoutSeconds = options.timeoutSeconds ?? 300;
+  if (!Number.isSafeInteger(timeoutSeconds) || timeoutSeconds <= 0 || timeoutSeconds > 86_400) {
+    throw new EnrollError('--timeout must be a whole number of seconds from 1 to 86400');
+  }
+  let existing: ApproversFile;
+  try {
+    existing = await readApprovers(options.approversPath, RP_ID);
+  } catch (e) {
+    throw new EnrollError((e as Error).message);
+  }
+  if (existing.rpId !== RP_ID) throw new EnrollError(`the approvers file was made for RP ID ${JSON.stringify(existing.rpId)}, not ${RP_ID}`);
+  if (existing.approvers.some((a) => a.name === name) && options.replace !== true) {
+    throw new EnrollError(`an approver named ${JSON.stringify(name)} already exists in ${options.approversPath}; use --replace to replace it`);
+  }
+  const log = options.onLog ?? (() => {});
+  const secret = randomBytes(24).toString('base64url');
+  const challenges = new MemoryLedger();
+  // With approvers already enrolled, one of them must approve this enrolment first.
+  let authorized = existing.approvers.length === 0;
+  let registering = false;
+  let finish!: (result: { ok: true; approver: Approver } | { ok: false; error: EnrollError }) => void;
+  const finished = new Promise<{ ok: true; approver: Approver } | { ok: false; error: EnrollError }>((resolve) => (finish = resolve));
+  let origin = '';
+
+  const secretMatches = (given: string): boolean => {
+    const a = Buffer.from(given);
+    const b = Buffer.from(secret);
+    return a.length === b.length && timingSafeEqual(a, b);
+  };
+  const refuse = (res: ServerResponse, status: number, reason: string): void => {
+    log(`enrolment request refused: ${reason}`);
+    sendJson(res, status, { outcome: 'refused', message: `${reason}; nothing was enrolled` });
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (!hostMatches(req, origin)) return send(res, 421, 'text/plain; charset=utf-8', 'wrong host');
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (serveAsset(req, res, path)) return;
+    const m = /^\/enroll\/([^/]*)(\/options|\/authenticate|\/register)?$/.exec(path);
+    // 1. Without the one-time secret there is nothing here (and nothing is said about why).
+    if (m === null || !secretMatches(m[1]!)) {
+      return send(res, 404, 'text/html; charset=utf-8', layout('Not found', '', '<h1>Enrol a passkey</h1>\n<p id="outcome" class="outcome refused">refused: this enrolment link is not valid.</p>'));
+    }
+    const action = m[2];
+    if (action === undefined) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed');
+      const main = `<h1>Enrol a passkey for mcp-confirm</h1>
+<dl class="facts">
+<dt>Approver</dt><dd>${escapeHtml(name)}</dd>
+<dt>May approve for</dt><dd>${escapeHtml((options.principals ?? ['local']).join(', '))}</dd>
+<dt>Approvers file</dt><dd><code>${escapeHtml(options.approversPath)}</code></dd>
+</dl>
+${existing.approvers.length > 0 ? '<p class="note">This file already holds approvers: one of them must first confirm with their passkey.</p>' : ''}
+<div class="actions"><button id="enroll" type="button">Enrol passkey</button></div>
+<p id="outcome" class="outcome" role="status"></p>`;
+      return send(res, 200, 'text/html; charset=utf-8', layout('Enrol a passkey', `data-base="/enroll/${secret}"`, main));
+    }
+    if (req.method !== 'POST') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed');
+    if (!originMatches(req, origin)) return refuse(res, 403, 'this request did not come from the enrolment page');
+    const body = await readJson(req);
+    if (!body.ok) return refuse(res, 400, `bad request body (${body.reason})`);
+    if (action === '/options') {
+      const challenge = randomBytes(32);
+      const nowMs = Date.now();
+      await challenges.putChallenge(challenge.toString('base64url'), authorized ? 'register' : 'authenticate', nowMs + CHALLENGE_TTL_MS, nowMs);
+      if (!authorized) {
+        const opts = await generateAuthenticationOptions({
+          rpID: RP_ID,
+          challenge: new Uint8Array(challenge),
+          userVerification: 'required',
+          timeout: CHALLENGE_TTL_MS,
+          allowCredentials: existing.approvers.map((a) => ({ id: a.credentialId, transports: a.transports as never })),
+        });
+        return sendJson(res, 200, { step: 'authenticate', options: opts });
+      }
+      const opts = await generateRegistrationOptions({
+        rpName: 'mcp-confirm',
+        rpID: RP_ID,
+        userName: name,
+        userID: new Uint8Array(randomBytes(16)),
+        challenge: new Uint8Array(challenge),
+        attestationType: 'none',
+        timeout: CHALLENGE_TTL_MS,
+        authenticatorSelection: { residentKey: 'preferred', userVerification: 'required' },
+        // No excludeCredentials: one authenticator may hold passkeys for several approver names; a
+        // credential id already in the file is refused when saving.
+      });
+      return sendJson(res, 200, { step: 'register', options: opts });
+    }
+    const clientChallenge = (() => {
+      try {
+        const r = body.value.response as { clientDataJSON?: unknown } | undefined;
+        const cd = JSON.parse(Buffer.from(String(r?.clientDataJSON ?? ''), 'base64url').toString('utf8')) as { challenge?: unknown };
+        return typeof cd.challenge === 'string' ? cd.challenge : undefined;
+      } catch {
+        return undefined;
+      }
+    })();
+    if (clientChallenge === undefined) return refuse(res, 400, 'no valid WebAuthn response');
+    const purpose = await challenges.takeChallenge(clientChallenge, Date.now());
+    if (action === '/authenticate') {
+      if (purpose !== 'authenticate') return refuse(res, 403, 'unknown, used or expired challenge');
+      const response = body.value as unknown as AuthenticationResponseJSON;
+      const approver = existing.approvers.find((a) => a.credentialId === response.id);
+      if (approver === undefined) return refuse(res, 403, 'this passkey is not an enrolled approver');
+      try {
+        const v = await verifyAuthenticationResponse({
+          response,
+          expectedChallenge: clientChallenge,
+          expectedOrigin: origin,
+          expectedRPID: RP_ID,
+          expectedType: 'webauthn.get',
+          requireUserVerification: true,
+          credential: { id: approver.credentialId, publicKey: new Uint8Array(Buffer.from(approver.publicKey, 'base64url')), counter: approver.counter },
+        });
+        if (!v.verified || !v.authenticationInfo.userVerified) return refuse(res, 403, 'the passkey assertion did not verify');
+        if (!(await challenges.advanceCounter(approver.credentialId, v.authenticationInfo.newCounter, approver.counter))) {
+          return refuse(res, 403, 'the signature counter did not move forward');
+        }
+      } catch (e) {
+        return refuse(res, 403, `the passkey assertion did not verify (${(e as Error).message.slice(0, 200)})`);
+      }
+      authorized = true;
+      log(`enrolment authorized by approver ${approver.name}`);
+      return sendJson(res, 200, { outcome: 'authorized', message: `authorized by ${approver.name}` });
+    }
+    // /register
+    if (!authorized) return refuse(res, 403, "an existing approver's passkey must approve this enrolment first");
+    if (purpose !== 'register') return refuse(res, 403, 'unknown, used or expired challenge');
+    if (registering) return refuse(res, 409, 'a registration is already being saved');
+    registering = true;
+    try {
+      const v = await verifyRegistrationResponse({
+        response: body.value as unknown as RegistrationResponseJSON,
+        expectedChallenge: clientChallenge,
+        expectedOrigin: origin,
+        expectedRPID: RP_ID,
+        requireUserVerification: true,
+      });
+      if (!v.verified || v.registrationInfo === undefined || !v.registrationInfo.userVerified) {
+        registering = false;
+        return refuse(res, 403, 'the passkey registration did not verify');
+      }
+      const cred = v.registrationInfo.credential;
+      const approver: Approver = {
+        name,
+        credentialId: cred.id,
+        publicKey: Buffer.from(cred.publicKey).toString('base64url'),
+        counter: cred.counter,
+        transports: (cred.transports ?? []).map(String),
+        principals: options.principals ?? ['local'],
+        enrolledAt: new Date().toISOString(),
+      };
+      // Re-read just before writing, so an approver saved meanwhile is kept.
+      const current = await readApprovers(options.approversPath, RP_ID);
+      if (current.approvers.some((a) => a.credentialId === approver.credentialId)) {
+        registering = false;
+        return refuse(res, 409, 'this passkey is already enrolled');
+      }
+      await writeApprovers(options.approversPath, { version: 1, rpId: RP_ID, approvers: [...current.approvers.filter((a) => a.name !== name), approver] });
+      res.once('finish', () => finish({ ok: true, approver }));
+      sendJson(res, 200, { outcome: 'enrolled', message: `passkey of ${name} saved; you can close this page` });
+    } catch (e) {
+      registering = false;
+      return refuse(res, 403, `the passkey registration did not verify (${(e as Error).message.slice(0, 200)})`);
+    }
+  };
+
+  let listener;
+  try {
+    listener = await listenLoopback(options.port ?? 0, (req, res) => {
+      void handle(req, res).catch((e: unknown) => {
+        log(`internal error: ${(e as Error).message}`);
+        if (!res.headersSent) sendJson(res, 500, { outcome: 'refused', message: 'internal error; nothing was enrolled' });
+      });
+    });
+  } catch (e) {
+    throw new EnrollError((e as Error).message);
+  }
+  origin = listener.origin;
+  const timer = setTimeout(
+    () => finish({ ok: false, error: new EnrollError(`no passkey was enrolled within ${timeoutSeconds} s; nothing was saved`) }),
+    timeoutSeconds * 1000,
+  );
+  options.onUrl(`${origin}/enroll/${secret}`);
+  const result = await finished;
+  clearTimeout(timer);
+  await listener.close();
+  if (!result.ok) throw result.error;
+  return result.approver;
+}

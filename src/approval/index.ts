@@ -1,0 +1,19 @@
+/**
+ * `mcp-confirm/approval`: passkey approval (MCP spec 2026-07-28, client/elicitation URL mode; W3C Web
+ * Authentication Level 3). A subpath export, so the root import never loads the WebAuthn library.
+ *
+ * @module
+ */
+export { PasskeyApproval, REDEEM_WITHIN_MS, CHALLENGE_TTL_MS, type PasskeyApprovalOptions, type ApprovalView, type ApprovalEvent } from './passkey.js';
+export {
+  loadApproversForServer,
+  readApprovers,
+  writeApprovers,
+  approversFor,
+  ApproversFileError,
+  type Approver,
+  type ApproversFile,
+} from './approvers.js';
+export { enrollApprover, EnrollError, type EnrollOptions } from './enroll.js';
+export { ListenError } from './http.js';
+export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from './store.js';

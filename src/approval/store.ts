@@ -1,0 +1,136 @@
+/**
+ * The approval store: the server-side half of passkey approval, kept in the
+ * same store as the ledger (memory, SQLite, Redis) so that any replica can
+ * serve the approval page, check a challenge, and redeem an approval.
+ *
+ * Three kinds of record, each changed only by one atomic step:
+ * - an **approval** per `jti`: a random `id` (the URL's last segment, at least
+ *   128 bits), what the page shows (`view`, JSON text), and its decision:
+ *   `pending` until the page records `approved` (with the approver's name and
+ *   credential id) or `declined`; decided once (a second decision is refused).
+ * - a **challenge** (WebAuthn, W3C Web Authentication Level 3, §13.4.3): issued for
+ *   one approval `id`, taken at most once, refused after its expiry.
+ * - a **signature counter** per credential id (§6.1.1): moved forward
+ *   atomically; a counter of 0 is accepted while the stored one is 0 (synced
+ *   passkeys always send 0), anything not above a non-zero stored one is refused.
+ *
+ * Times are the caller's (`nowMs`, Unix milliseconds), compared inside the
+ * atomic step, as for the {@link Ledger}.
+ *
+ * @module
+ */
+
+/** An approval must be redeemed within this many milliseconds of being given (and before the TTL). */
+export const REDEEM_WITHIN_MS = 120_000;
+
+/** What the page decided. */
+export type ApprovalStatus = 'pending' | 'approved' | 'declined';
+
+/** One approval, as stored. */
+export interface ApprovalRecord {
+  /** The random id in the page's URL (base64url, at least 128 bits). */
+  id: string;
+  /** The confirmation it belongs to (one approval per `jti`). */
+  jti: string;
+  /** Who asked (the principal string, not the sealed tag): approvers are allowed per principal. */
+  principal: string;
+  /** What the page shows, JSON text (see `ApprovalView` in page.ts). Opaque to the store. */
+  view: string;
+  /** Unix ms at which the approval expires (the confirmation's TTL). */
+  expiresAtMs: number;
+  status: ApprovalStatus;
+  /** Unix ms of the decision (0 while pending). */
+  decidedAtMs: number;
+  /** The approver's name (approved only; '' otherwise). */
+  approver: string;
+  /** The approver's credential id, base64url (approved only; '' otherwise). */
+  credentialId: string;
+}
+
+/** The outcome of {@link ApprovalStore.decideApproval}. Only `'decided'` recorded the decision. */
+export type DecideOutcome = 'decided' | 'already-decided' | 'unknown' | 'expired';
+
+/** A new approval as given to {@link ApprovalStore.openApproval}. */
+export type NewApproval = Pick<ApprovalRecord, 'id' | 'jti' | 'principal' | 'view' | 'expiresAtMs'>;
+
+/** Approvals, challenges and signature counters, each changed atomically. */
+export interface ApprovalStore {
+  /**
+   * Records a pending approval bound to its `jti`.
+   *
+   * @throws {RangeError} when the `id` or the `jti` already has an approval.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
+   */
+  openApproval(approval: NewApproval, nowMs: number): Promise<void>;
+
+  /**
+   * Reads an approval by its URL id; `undefined` when unknown or expired
+   * (`nowMs >= expiresAtMs`). Changes nothing.
+   */
+  approvalById(id: string, nowMs: number): Promise<ApprovalRecord | undefined>;
+
+  /** Reads the approval of a `jti`; `undefined` when there is none or it expired. Changes nothing. */
+  approvalByJti(jti: string, nowMs: number): Promise<ApprovalRecord | undefined>;
+
+  /**
+   * Records the page's decision, once: only a pending, unexpired approval changes.
+   *
+   * @param decision - `approved` with `approver` and `credentialId`, or `declined` (both '').
+   */
+  decideApproval(
+    id: string,
+    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
+    nowMs: number,
+  ): Promise<DecideOutcome>;
+
+  /** Stores a single-use challenge for the approval (or enrolment) `id`, until `expiresAtMs`. */
+  putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void>;
+
+  /**
+   * Takes a challenge: of any number of concurrent calls at most one gets the
+   * `id` it was issued for; later ones, and any after its expiry, get `undefined`.
+   */
+  takeChallenge(challenge: string, nowMs: number): Promise<string | undefined>;
+
+  /**
+   * Moves a credential's signature counter forward, atomically.
+   *
+   * @param credentialId - base64url credential id.
+   * @param newCounter - the counter the authenticator sent (a non-negative integer).
+   * @param enrolledCounter - the counter recorded at enrolment, used while the store has none.
+   * @returns `true` when accepted (`newCounter` above the stored one, or both 0); `false` otherwise
+   *   (a cloned authenticator or a replayed assertion).
+   */
+  advanceCounter(credentialId: string, newCounter: number, enrolledCounter: number): Promise<boolean>;
+}
+
+/** Whether a ledger object also implements {@link ApprovalStore}. */
+export function isApprovalStore(value: unknown): value is ApprovalStore {
+  const v = value as Partial<ApprovalStore> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.openApproval === 'function' &&
+    typeof v.approvalById === 'function' &&
+    typeof v.approvalByJti === 'function' &&
+    typeof v.decideApproval === 'function' &&
+    typeof v.putChallenge === 'function' &&
+    typeof v.takeChallenge === 'function' &&
+    typeof v.advanceCounter === 'function'
+  );
+}
+
+/** The counter rule of W3C WebAuthn §6.1.1 (step 22 of §7.2) with 0 accepted while both are 0. */
+export function counterAccepted(stored: number, next: number): boolean {
+  if (!Number.isSafeInteger(next) || next < 0) return false;
+  if (next === 0 && stored === 0) return true;
+  return next > stored;
+}
+
+/** Checks the fields of a new approval. @throws {RangeError} naming the bad field. */
+export function checkNewApproval(a: NewApproval): void {
+  for (const k of ['id', 'jti', 'principal', 'view'] as const) {
+    if (typeof a[k] !== 'string' || (k !== 'principal' && a[k] === '')) throw new RangeError(`approval ${k} must be a non-empty string`);
+  }
+  if (!Number.isFinite(a.expiresAtMs)) throw new RangeError('approval expiresAtMs must be a finite number of milliseconds');
+}

@@ -1,0 +1,63 @@
+/**
+ * `mcp-confirm approvers enroll|list|remove`: managing the approvers file of passkey approval.
+ * Enrol prints the enrolment URL as the first line of stdout (the contract for outside tests);
+ * everything else goes to stderr, except `list`, whose listing is its output.
+ *
+ * @module
+ */
+import { ApproversFileError, checkApproverName, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { EnrollError, enrollApprover } from '../approval/enroll.js';
+import { EXIT_USAGE, type Command } from './args.js';
+
+type ApproversCommand = Extract<Command, { kind: 'approvers-enroll' | 'approvers-list' | 'approvers-remove' }>;
+
+/** Runs one approvers command; returns the exit code (0 done, 1 refused or timed out, 2 usage). */
+export async function runApprovers(command: ApproversCommand): Promise<number> {
+  const err = (line: string): void => void process.stderr.write(`mcp-confirm: ${line}\n`);
+  try {
+    switch (command.kind) {
+      case 'approvers-enroll': {
+        const approver = await enrollApprover({
+          approversPath: command.approvers,
+          name: command.name,
+          replace: command.replace,
+          port: command.port,
+          timeoutSeconds: command.timeoutSeconds,
+          onUrl: (url) => {
+            process.stdout.write(`${url}\n`);
+            err(`open the URL above in a browser on this machine and press "Enrol passkey" (waiting up to ${command.timeoutSeconds} s)`);
+          },
+          onLog: err,
+        });
+        err(`enrolled ${approver.name} (credential ${approver.credentialId.slice(0, 12)}…) in ${command.approvers}`);
+        return 0;
+      }
+      case 'approvers-list': {
+        const file = await readApprovers(command.approvers);
+        for (const a of file.approvers) {
+          process.stdout.write(`${a.name}\tcredential ${a.credentialId}\tprincipals ${a.principals.join(',')}\tenrolled ${a.enrolledAt}\n`);
+        }
+        if (file.approvers.length === 0) err(`no approvers in ${command.approvers}`);
+        return 0;
+      }
+      case 'approvers-remove': {
+        const name = checkApproverName(command.name);
+        const file = await readApprovers(command.approvers);
+        const kept = file.approvers.filter((a) => a.name !== name);
+        if (kept.length === file.approvers.length) {
+          err(`no approver named ${JSON.stringify(name)} in ${command.approvers}`);
+          return 1;
+        }
+        await writeApprovers(command.approvers, { ...file, approvers: kept });
+        err(`removed ${name}; ${kept.length} approver(s) left${kept.length === 0 ? ' (a server with --approval passkey now refuses to start with this file)' : ''}`);
+        return 0;
+      }
+    }
+  } catch (e) {
+    if (e instanceof EnrollError || e instanceof ApproversFileError) {
+      err(e.message);
+      return e instanceof ApproversFileError && command.kind !== 'approvers-enroll' ? EXIT_USAGE : 1;
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,12 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { SqliteLedger } from '../../src/stores/sqlite.js';
+import { approvalStoreContract } from './storeContract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-approval-sqlite-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+approvalStoreContract('SqliteLedger', () => new SqliteLedger({ path: join(dir, `${randomUUID()}.db`) }));

@@ -1,0 +1,137 @@
+/**
+ * The contract every {@link ApprovalStore} passes (memory, SQLite, Redis): call
+ * `approvalStoreContract(name, make)` at the top level of a `*.test.ts` file.
+ * Times are injected around `t0`, a fixed point near the real clock (Redis keeps
+ * keys for the remaining lifetime plus a skew margin).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ApprovalStore } from '../../src/approval/store.js';
+import type { Ledger } from '../../src/ledger/ledger.js';
+
+export type MakeStore = () => (ApprovalStore & Ledger) | Promise<ApprovalStore & Ledger>;
+
+const TTL = 300_000;
+
+export function approvalStoreContract(name: string, makeStore: MakeStore): void {
+  describe(`ApprovalStore contract: ${name}`, () => {
+    const open: Ledger[] = [];
+    const t0 = Date.now();
+    const newId = (): string => randomUUID();
+    async function make(): Promise<ApprovalStore & Ledger> {
+      const s = await makeStore();
+      open.push(s);
+      return s;
+    }
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((l) => l.close?.()));
+    });
+    const approval = (over: Partial<{ id: string; jti: string; expiresAtMs: number }> = {}) => ({
+      id: newId(),
+      jti: newId(),
+      principal: 'local',
+      view: JSON.stringify({ question: 'Delete `a.txt`?', values: ['é 🙂 | {x}'] }),
+      expiresAtMs: t0 + TTL,
+      ...over,
+    });
+
+    it('opens a pending approval readable by id and by jti, view kept byte for byte', async () => {
+      const s = await make();
+      const a = approval();
+      await s.openApproval(a, t0);
+      const byId = await s.approvalById(a.id, t0 + 1);
+      expect(byId).toEqual({ ...a, status: 'pending', decidedAtMs: 0, approver: '', credentialId: '' });
+      expect(await s.approvalByJti(a.jti, t0 + 1)).toEqual(byId);
+      expect(await s.approvalById(newId(), t0 + 1)).toBeUndefined();
+      expect(await s.approvalByJti(newId(), t0 + 1)).toBeUndefined();
+    });
+
+    it('refuses a second approval for the same id or the same jti with RangeError', async () => {
+      const s = await make();
+      const a = approval();
+      await s.openApproval(a, t0);
+      await expect(s.openApproval(approval({ id: a.id }), t0)).rejects.toBeInstanceOf(RangeError);
+      await expect(s.openApproval(approval({ jti: a.jti }), t0)).rejects.toBeInstanceOf(RangeError);
+      // The control: a fresh id and jti open.
+      await s.openApproval(approval(), t0);
+    });
+
+    it('hides an approval at exactly its expiry and refuses to decide it (expired)', async () => {
+      const s = await make();
+      const a = approval({ expiresAtMs: t0 + 1_000 });
+      await s.openApproval(a, t0);
+      expect((await s.approvalById(a.id, t0 + 999))?.status).toBe('pending');
+      expect(await s.approvalById(a.id, t0 + 1_000)).toBeUndefined();
+      expect(await s.approvalByJti(a.jti, t0 + 1_000)).toBeUndefined();
+      const b = approval({ expiresAtMs: t0 + 1_000 });
+      await s.openApproval(b, t0);
+      expect(await s.decideApproval(b.id, { status: 'approved', approver: 'ann', credentialId: 'c1' }, t0 + 1_000)).toBe('expired');
+    });
+
+    it('records a decision once: approved with approver, credential and time; a second decision is refused', async () => {
+      const s = await make();
+      const a = approval();
+      await s.openApproval(a, t0);
+      expect(await s.decideApproval(a.id, { status: 'approved', approver: 'ann', credentialId: 'cred-1' }, t0 + 5)).toBe('decided');
+      expect(await s.decideApproval(a.id, { status: 'declined', approver: '', credentialId: '' }, t0 + 6)).toBe('already-decided');
+      const r = await s.approvalByJti(a.jti, t0 + 7);
+      expect(r).toMatchObject({ status: 'approved', approver: 'ann', credentialId: 'cred-1', decidedAtMs: t0 + 5 });
+      expect(await s.decideApproval(newId(), { status: 'declined', approver: '', credentialId: '' }, t0)).toBe('unknown');
+    });
+
+    it('gives exactly one decided to 16 concurrent decisions', async () => {
+      const s = await make();
+      const a = approval();
+      await s.openApproval(a, t0);
+      const outcomes = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          s.decideApproval(a.id, i % 2 ? { status: 'declined', approver: '', credentialId: '' } : { status: 'approved', approver: `a${i}`, credentialId: 'c' }, t0 + 1),
+        ),
+      );
+      expect(outcomes.filter((o) => o === 'decided')).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'already-decided')).toHaveLength(15);
+    });
+
+    it('hands a challenge out once: the second take and a take after expiry get nothing', async () => {
+      const s = await make();
+      const c = newId();
+      await s.putChallenge(c, 'approval-1', t0 + 60_000, t0);
+      expect(await s.takeChallenge(c, t0 + 1)).toBe('approval-1');
+      expect(await s.takeChallenge(c, t0 + 2)).toBeUndefined();
+      const late = newId();
+      await s.putChallenge(late, 'approval-1', t0 + 60_000, t0);
+      expect(await s.takeChallenge(late, t0 + 60_000)).toBeUndefined();
+      expect(await s.takeChallenge(newId(), t0)).toBeUndefined();
+    });
+
+    it('gives a challenge to exactly one of 16 concurrent takes', async () => {
+      const s = await make();
+      const c = newId();
+      await s.putChallenge(c, 'x', t0 + 60_000, t0);
+      const got = await Promise.all(Array.from({ length: 16 }, () => s.takeChallenge(c, t0 + 1)));
+      expect(got.filter((g) => g === 'x')).toHaveLength(1);
+    });
+
+    it('moves a signature counter only forward, from the enrolled value; 0 stays accepted while both are 0', async () => {
+      const s = await make();
+      const cred = newId();
+      expect(await s.advanceCounter(cred, 5, 5)).toBe(false); // not above the enrolled counter
+      expect(await s.advanceCounter(cred, 6, 5)).toBe(true);
+      expect(await s.advanceCounter(cred, 6, 5)).toBe(false); // a replay
+      expect(await s.advanceCounter(cred, 0, 5)).toBe(false);
+      expect(await s.advanceCounter(cred, 9, 5)).toBe(true);
+      const synced = newId();
+      expect(await s.advanceCounter(synced, 0, 0)).toBe(true);
+      expect(await s.advanceCounter(synced, 0, 0)).toBe(true);
+      expect(await s.advanceCounter(synced, 1, 0)).toBe(true);
+      expect(await s.advanceCounter(synced, 0, 0)).toBe(false);
+    });
+
+    it('lets exactly one of 16 concurrent advances to the same counter value through', async () => {
+      const s = await make();
+      const cred = newId();
+      const ok = await Promise.all(Array.from({ length: 16 }, () => s.advanceCounter(cred, 7, 1)));
+      expect(ok.filter(Boolean)).toHaveLength(1);
+    });
+  });
+}
