@@ -173,9 +173,16 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   const handle = serveStdio(built.factory, {
     onerror: (error) => process.stderr.write(`mcp-confirm: ${error.message}\n`),
   });
-  // Answering already; the leftovers report (before the "serving" line) only warns.
-  await reportLeftovers();
+  // Answering already. The leftovers report and then the "serving" line follow; a stop (an early end of
+  // stdin, a signal) waits for them, so neither is lost.
+  const started = (async (): Promise<void> => {
+    await reportLeftovers();
+    process.stderr.write(
+      `mcp-confirm: serving delete_file over stdio; roots: ${built.roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}\n`,
+    );
+  })();
   const stop = async (): Promise<void> => {
+    await started.catch(() => {});
     await handle.close().catch(() => {});
     await audit?.close().catch(() => {});
     await approval?.close().catch(() => {});
@@ -185,9 +192,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
   process.stdin.once('end', () => void stop());
-  process.stderr.write(
-    `mcp-confirm: serving delete_file over stdio; roots: ${built.roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}\n`,
-  );
+  await started;
 }
 
 async function main(argv: readonly string[]): Promise<number> {

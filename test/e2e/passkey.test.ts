@@ -6,7 +6,7 @@
  * Not here: an approver allowed for principal U1 approving U2's call over HTTP waits
  * for HTTP serving (issue 10); over stdio every caller is the principal `local`.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,6 +15,7 @@ import { createInterface } from 'node:readline';
 import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../helpers/processes.js';
 import { callTool, type Reply } from '../helpers/harness.js';
 import {
   assertionIn,
@@ -154,7 +155,7 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const text = readFileSync(approversPath, 'utf8');
     expect(text).not.toContain(cred!.privateKey);
     expect(text).not.toMatch(/private/i);
-    const list = spawnSync(process.execPath, [MAIN, 'approvers', 'list', '--approvers', approversPath], { encoding: 'utf8' });
+    const list = await runProcess(process.execPath, [MAIN, 'approvers', 'list', '--approvers', approversPath]);
     expect(list.status).toBe(0);
     expect(list.stdout).toMatch(/^ann\tcredential /);
   });
@@ -499,8 +500,8 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(await outcomeOf(ann.page)).toContain('expired');
   });
 
-  it('refuses at start-up (exit 2, naming it) an approvers file missing, empty, inside a root, or writable by group or others', () => {
-    const start = (path: string) => spawnSync(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', path], { encoding: 'utf8', input: '' });
+  it('refuses at start-up (exit 2, naming it) an approvers file missing, empty, inside a root, or writable by group or others', async () => {
+    const start = (path: string) => runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', path]);
     const missing = join(dir, 'none.json');
     const empty = join(dir, 'empty.json');
     writeFileSync(empty, JSON.stringify({ version: 1, rpId: 'localhost', approvers: [] }), { mode: 0o600 });
@@ -516,20 +517,20 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       [inside, 'inside the root'],
       [loose, 'writable by group or others'],
     ] as const) {
-      const r = start(path);
+      const r = await start(path);
       expect(r.status).toBe(2);
       expect(r.stderr).toContain(path);
       expect(r.stderr).toContain(why);
     }
     rmSync(inside);
     // Control: the enrolled file starts (stdin closed: it serves, then stops with status 0).
-    const ok = start(approversPath);
+    const ok = await start(approversPath);
     expect(ok.stderr).toContain('approval passkey, page on http://localhost:');
     expect(ok.status).toBe(0);
   });
 
   it('refuses an enrolment whose --name exists unless --replace', async () => {
-    const r = spawnSync(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', 'ann', '--timeout', '5'], { encoding: 'utf8' });
+    const r = await runProcess(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', 'ann', '--timeout', '5']);
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('already exists');
@@ -573,13 +574,13 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(names).toEqual(['ann', 'bob']);
     expect(statSync(second).mode & 0o777).toBe(0o600);
     // approvers list and remove.
-    const cli = (...args: string[]) => spawnSync(process.execPath, [MAIN, 'approvers', ...args, '--approvers', second], { encoding: 'utf8' });
-    expect(cli('list').stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann', 'bob']);
-    const missing = cli('remove', '--name', 'carol');
+    const cli = (...args: string[]) => runProcess(process.execPath, [MAIN, 'approvers', ...args, '--approvers', second]);
+    expect((await cli('list')).stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann', 'bob']);
+    const missing = await cli('remove', '--name', 'carol');
     expect(missing.status).toBe(1);
     expect(missing.stderr).toContain('no approver named "carol"');
-    expect(cli('remove', '--name', 'bob').status).toBe(0);
-    expect(cli('list').stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann']);
+    expect((await cli('remove', '--name', 'bob')).status).toBe(0);
+    expect((await cli('list')).stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann']);
     expect(statSync(second).mode & 0o777).toBe(0o600);
   });
 
@@ -591,25 +592,25 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
         srv.listen({ host, port, ipv6Only: host === '::1' }, () => res(srv));
       });
     const start = (port: number) =>
-      spawnSync(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', String(port)], { encoding: 'utf8', input: '' });
+      runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', String(port)]);
     for (const host of ['127.0.0.1', '::1']) {
       const held = await hold(host);
       const port = (held.address() as { port: number }).port;
       try {
-        const r = start(port);
+        const r = await start(port);
         expect(r.status).toBe(2);
         expect(r.stderr).toContain(`cannot listen on ${host === '::1' ? `[::1]:${port}` : `127.0.0.1:${port}`}: EADDRINUSE`);
       } finally {
         await new Promise((r) => held.close(r));
       }
-      const ok = start(port);
+      const ok = await start(port);
       expect(ok.stderr).toContain(`page on http://localhost:${port}`);
       expect(ok.status).toBe(0);
     }
   });
 
-  it('refuses bad passkey options with exit 2 and a message naming them', () => {
-    const run = (...args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', input: '' });
+  it('refuses bad passkey options with exit 2 and a message naming them', async () => {
+    const run = (...args: string[]) => runProcess(process.execPath, [MAIN, ...args]);
     for (const [args, says] of [
       [['--root', root, '--approval', 'passkey'], '--approval passkey needs --approvers PATH'],
       [['--root', root, '--approvers', approversPath], 'need --approval passkey'],
@@ -620,7 +621,7 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       [['approvers', 'enroll', '--approvers', approversPath], 'approvers enroll needs --name NAME'],
       [['approvers', 'wipe', '--approvers', approversPath], 'approvers takes enroll, list or remove'],
     ] as const) {
-      const r = run(...args);
+      const r = await run(...args);
       expect(r.status, args.join(' ')).toBe(2);
       expect(r.stderr).toContain(says);
     }
