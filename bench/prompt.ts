@@ -12,7 +12,10 @@
  *   normalising took 27 s on 400 KB before the normal-form checks were bounded), runs of 30
  *   reordering marks (the longest run still normalised), a million escapes, and a path of
  *   mixed-script components checked per component. The server refuses paths over 4,096 code
- *   units; these figures are the renderer's own bound.
+ *   units; these figures are the renderer's own bound;
+ * - the time ratio of rendering the reported shape at 4× the length (200,000 and 800,000 marks):
+ *   4 for linear time, 16 for quadratic. The tests prove linearity by counting the work
+ *   (test/prompt/linear.test.ts); this is the same claim in time, which only a bench may measure.
  */
 import { renderValue, type RenderOptions } from '../src/prompt/render.js';
 
@@ -21,6 +24,10 @@ export interface PromptFigure {
   name: string;
   value: string;
   unit: string;
+  /** A bound the figure should meet. */
+  target?: number;
+  /** Whether {@link target} is a minimum or a maximum. */
+  targetKind?: 'min' | 'max';
 }
 
 /** Deterministic pseudo-random numbers (a 32-bit LCG), so every run measures the same inputs. */
@@ -123,6 +130,8 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
   const marks30Ms = time([marks30], 1, 5);
   const controlsMs = time([controls], 1, 5);
   const pathMs = time([mixedPath], 1, 5, { segments: '/' });
+  const reported = (marks: number): string => `x${'\u0301'.repeat(marks / 2)}${'\u0316'.repeat(marks / 2)}/../cache.txt`;
+  const linearRatio = time([reported(800_000)], 1, 7) / time([reported(200_000)], 1, 7);
   const mbps = (bytes: number, ms: number): string => (bytes / 1e6 / (ms / 1e3)).toFixed(1);
 
   return [
@@ -135,5 +144,12 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
     { name: 'prompt: one 1 MB value, runs of 30 reordering marks (longest run normalised)', value: marks30Ms.toFixed(0), unit: 'ms' },
     { name: 'prompt: one 1 MB value, 1,000,000 controls (escapes)', value: controlsMs.toFixed(0), unit: 'ms' },
     { name: 'prompt: one 1 MB path, 250,000 mixed-script components (segments "/")', value: pathMs.toFixed(0), unit: 'ms' },
+    {
+      name: 'prompt: time at 4× the length, reported shape (800,000 / 200,000 marks; linear 4, quadratic 16)',
+      value: linearRatio.toFixed(2),
+      unit: 'ratio',
+      target: 8,
+      targetKind: 'max',
+    },
   ];
 }
