@@ -3,12 +3,12 @@
  * run of combining marks took 27 s and blocked the server). Proved by counting, not timing: the
  * work of a render (code units read, and what Node's ICU is charged for segmenting and
  * normalising, see work.ts) is counted at 4× the length and must be at most 4× plus a constant,
- * which a quadratic step fails by far (the controls below). Timings belong in the bench
+ * which a quadratic step fails by far (the controls below); the segmenter's work must not grow
+ * at all, since the cut segments bounded windows only. Timings belong in the bench
  * (bench/prompt.ts: 1 MB rows and the 4× time ratio).
  */
 import { describe, expect, it } from 'vitest';
-import { windowUnits } from '../../src/prompt/cut.js';
-import { DEFAULT_MAX_GRAPHEMES, MAX_MARK_RUN, WARNING, renderValueParts, valueWarnings } from '../../src/prompt/render.js';
+import { MAX_MARK_RUN, WARNING, renderValueParts, valueWarnings } from '../../src/prompt/render.js';
 import { FORBIDDEN, LINE_BREAK } from './helpers.js';
 import { countWork } from './work.js';
 
@@ -17,12 +17,14 @@ const MB = 1_000_000;
 const fill = (unit: string, units: number): string => unit.repeat(Math.ceil(units / unit.length));
 
 /**
- * Slack of `count(4n) <= 4 × count(n) + SLACK`: the cut handles a bounded window at each end of
- * a long run differently from the rest (it segments the window, and skips the code points it
- * cuts out), so a linear count may have a negative constant term; that term is bounded by a
- * few passes over the two windows, whatever the length.
+ * Slack of `count(4n) <= 4 × count(n) + SLACK`, in code units: the cut handles a bounded window
+ * at each end of a long run differently from the rest (it segments the window, and skips the
+ * code points it cuts out), so a linear count may have a negative constant term; that term is a
+ * few passes over the two windows (each at most 7,808 code units at the default 120 graphemes,
+ * see `windowUnits`), whatever the length. A plain number, so that a change to the windows
+ * cannot widen it.
  */
-const SLACK = 4 * windowUnits(DEFAULT_MAX_GRAPHEMES);
+const SLACK = 32_768;
 
 /** The reported shape: n/2 combining marks in reverse canonical order, n/2 more, then a path. */
 const reported = (units: number): string => `x${'\u0301'.repeat(units / 2)}${'\u0316'.repeat(units / 2)}/../cache.txt`;
@@ -54,6 +56,9 @@ describe('rendering work is linear in the value length (counted, not timed)', ()
       // Every code unit is read at least once (escaping), so the count is not vacuous.
       expect(work.total).toBeGreaterThanOrEqual(MB);
       expect(work.total).toBeLessThanOrEqual(4 * quarter.total + SLACK);
+      // The cut segments bounded windows only (Node's segmenter costs the whole string's length
+      // per step): the segmenter's work does not grow with the length at all.
+      expect(work.segmentCharge).toBeLessThanOrEqual(quarter.segmentCharge + SLACK);
       expect(parts.cut).toBe(true);
       expect(LINE_BREAK.test(parts.text)).toBe(false);
       expect(FORBIDDEN.test(parts.text)).toBe(false);
@@ -66,6 +71,7 @@ describe('rendering work is linear in the value length (counted, not timed)', ()
     const counts = [25_000, 100_000, 400_000].map((n) => countWork(() => renderValueParts(reported(2 * n))).work);
     for (let k = 1; k < counts.length; k++) {
       expect(counts[k]!.total).toBeLessThanOrEqual(4 * counts[k - 1]!.total + SLACK);
+      expect(counts[k]!.segmentCharge).toBeLessThanOrEqual(counts[k - 1]!.segmentCharge + SLACK);
     }
     // The bound on mark runs keeps the quadratic normalisation out entirely.
     expect(counts.map((w) => w.normalizeCalls)).toEqual([0, 0, 0]);
