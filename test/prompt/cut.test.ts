@@ -80,7 +80,11 @@ describe('windowed cut equals the cut over whole runs', () => {
           // The drawn budget, and for a run longer than the smallest window the largest budget
           // whose window is still shorter than the run, so that the windows are always used.
           const budgets = [budget];
-          if (u.text.length > windowUnits(1)) budgets.push(Math.min(70, Math.floor((u.text.length - 129) / 64)));
+          if (u.text.length > windowUnits(1)) {
+            let b = 70;
+            while (windowUnits(b) >= u.text.length) b -= 1;
+            budgets.push(b);
+          }
           for (const b of budgets) {
             if (u.text.length > windowUnits(b)) windowed += 1;
             else whole += 1;
