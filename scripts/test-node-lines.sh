@@ -70,6 +70,16 @@ for line in "${lines[@]}"; do
     RESULT[$line]="Node $version: no summary (see ${log#"$ROOT"/})"
     status=1
   fi
+  # The failed tests by name (vitest's JSON report of that run).
+  if [ -f "$copy/.vitest.json" ]; then
+    failed=$(node -e '
+      const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      for (const f of r.testResults ?? [])
+        for (const a of f.assertionResults ?? [])
+          if (a.status !== "passed") console.log(`  ${a.status}: ${f.name.slice(process.argv[2].length + 1)} > ${a.fullName}`);
+    ' "$copy/.vitest.json" "$copy" 2>/dev/null)
+    [ -z "$failed" ] || RESULT[$line]+=$'\n'"$failed"
+  fi
 done
 
 for line in "${lines[@]}"; do echo "${RESULT[$line]}"; done
