@@ -15,6 +15,9 @@
  *   virama and vowel signs), Khmer (coeng subscripts) and Myanmar (stacked consonants, medials,
  *   asat): scripts whose graphemes join several code points, so the cut segments them. The
  *   server refuses paths over 4,096 code units; these figures are the renderer's own bound.
+ * - the time ratio of rendering the reported shape at 4× the length (200,000 and 800,000 marks):
+ *   4 for linear time, 16 for quadratic. The tests prove linearity by counting the work
+ *   (test/prompt/linear.test.ts); this is the same claim in time, which only a bench may measure.
  *
  * Run alone with `npm run bench:prompt` (`npm run bench` runs it with the ledger rows).
  */
@@ -27,6 +30,10 @@ export interface PromptFigure {
   name: string;
   value: string;
   unit: string;
+  /** A bound the figure should meet. */
+  target?: number;
+  /** Whether {@link target} is a minimum or a maximum. */
+  targetKind?: 'min' | 'max';
 }
 
 /** Deterministic pseudo-random numbers (a 32-bit LCG), so every run measures the same inputs. */
@@ -141,6 +148,8 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
   const devanagariMs = time([devanagari], 1, 5);
   const khmerMs = time([khmer], 1, 5);
   const myanmarMs = time([myanmar], 1, 5);
+  const reported = (marks: number): string => `x${'\u0301'.repeat(marks / 2)}${'\u0316'.repeat(marks / 2)}/../cache.txt`;
+  const linearRatio = time([reported(800_000)], 1, 7) / time([reported(200_000)], 1, 7);
   const mbps = (bytes: number, ms: number): string => (bytes / 1e6 / (ms / 1e3)).toFixed(1);
 
   return [
@@ -156,6 +165,13 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
     { name: 'prompt: one 1 MB value of Devanagari conjuncts with virama and vowel signs', value: devanagariMs.toFixed(0), unit: 'ms' },
     { name: 'prompt: one 1 MB value of Khmer clusters with coeng subscripts', value: khmerMs.toFixed(0), unit: 'ms' },
     { name: 'prompt: one 1 MB value of Myanmar clusters (medials, asat, stacked consonants)', value: myanmarMs.toFixed(0), unit: 'ms' },
+    {
+      name: 'prompt: time at 4× the length, reported shape (800,000 / 200,000 marks; linear 4, quadratic 16)',
+      value: linearRatio.toFixed(2),
+      unit: 'ratio',
+      target: 8,
+      targetKind: 'max',
+    },
   ];
 }
 

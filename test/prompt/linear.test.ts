@@ -1,43 +1,64 @@
 /**
- * Rendering time is linear in the value's length (a security tester's finding: normalising a
- * 400 KB run of combining marks took 27 s and blocked the server). Each hostile shape below is
- * about 1 MB; each must render in well under a second (asserted at 2 s so that a slow CI
- * machine does not flake; bench/prompt.ts reports the real figure).
+ * Rendering is linear in the value's length (a security tester's finding: normalising a 400 KB
+ * run of combining marks took 27 s and blocked the server). Proved by counting, not timing: the
+ * work of a render (code units read, and what Node's ICU is charged for segmenting and
+ * normalising, see work.ts) is counted at 4× the length and must be at most 4× plus a constant,
+ * which a quadratic step fails by far (the controls below); the segmenter's work must not grow
+ * at all, since the cut segments bounded windows only. Timings belong in the bench
+ * (bench/prompt.ts: 1 MB rows and the 4× time ratio).
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_MARK_RUN, MAX_PATH_GRAPHEMES, WARNING, renderValueParts, valueWarnings } from '../../src/prompt/render.js';
 import { FORBIDDEN, LINE_BREAK } from './helpers.js';
+import { countWork } from './work.js';
 
 const MB = 1_000_000;
 /** Repeats `unit` until the UTF-16 length reaches about `units`. */
 const fill = (unit: string, units: number): string => unit.repeat(Math.ceil(units / unit.length));
 
-/** About 1 MB (UTF-16 code units) of each hostile shape. */
-const shapes: Array<readonly [string, string]> = [
-  ['the reported one: 500,000 combining marks in reverse canonical order, then a path', `x${'\u0301'.repeat(MB / 2)}${'\u0316'.repeat(MB / 2)}/../cache.txt`],
-  ['marks that reorder, 30 in a row (the most the normal-form checks accept) between letters', fill(`a${'\u0301\u0316'.repeat(15)}`, MB)],
-  ['half-width voiced marks (NFKC: a non-starter) between marks of a lower class', fill('\uFF9E\u0334', MB)],
-  ['one control per code unit (a million escapes)', fill('\u0001', MB)],
-  ['one grapheme of conjoining jamo', fill('\u1100', MB)],
-  ['Hangul syllables', fill('\u1100\u1161', MB)],
-  ['letters with one combining mark each', fill('e\u0301', MB)],
-  ['emoji with skin tones', fill('👍🏽', MB)],
-  ['regional indicators (flags), odd count', `${fill('🇦', MB)}🇧`],
-  ['Devanagari conjuncts', fill('\u0915\u094D\u0937', MB)],
-  ['letters from many scripts', fill('aаαաაשبकকกᚠᎠᐁ𐌰', MB)],
-  ['right-to-left words, digits and brackets', fill('א/ב (1) ملف ٢ ', MB)],
-  ['backticks and escape look-alikes', fill('`〈U+202E〉❬❭', MB)],
-  ['full-width and mathematical letters', fill('ｃａｃｈｅ𝚌𝚊𝚌𝚑𝚎', MB)],
-  ['path separators with a mixed-script name between each', fill('/pаy', MB)],
+/**
+ * Slack of `count(4n) <= 4 × count(n) + SLACK`, in code units: the cut handles a bounded window
+ * at each end of a long run differently from the rest (it segments the window, and skips the
+ * code points it cuts out), so a linear count may have a negative constant term; that term is a
+ * few passes over the two windows (each at most 7,808 code units at the default 120 graphemes,
+ * see `windowUnits`), whatever the length. A plain number, so that a change to the windows
+ * cannot widen it.
+ */
+const SLACK = 32_768;
+
+/** The reported shape: n/2 combining marks in reverse canonical order, n/2 more, then a path. */
+const reported = (units: number): string => `x${'\u0301'.repeat(units / 2)}${'\u0316'.repeat(units / 2)}/../cache.txt`;
+
+/** Each hostile shape, at about `units` UTF-16 code units. */
+const shapes: Array<readonly [string, (units: number) => string]> = [
+  ['the reported one: 500,000 combining marks in reverse canonical order, then a path', reported],
+  ['marks that reorder, 30 in a row (the most the normal-form checks accept) between letters', (n) => fill(`a${'\u0301\u0316'.repeat(15)}`, n)],
+  ['half-width voiced marks (NFKC: a non-starter) between marks of a lower class', (n) => fill('\uFF9E\u0334', n)],
+  ['one control per code unit (a million escapes)', (n) => fill('\u0001', n)],
+  ['one grapheme of conjoining jamo', (n) => fill('\u1100', n)],
+  ['Hangul syllables', (n) => fill('\u1100\u1161', n)],
+  ['letters with one combining mark each', (n) => fill('e\u0301', n)],
+  ['emoji with skin tones', (n) => fill('👍🏽', n)],
+  ['regional indicators (flags), odd count', (n) => `${fill('🇦', n)}🇧`],
+  ['Devanagari conjuncts', (n) => fill('\u0915\u094D\u0937', n)],
+  ['letters from many scripts', (n) => fill('aаαաაשبकকกᚠᎠᐁ𐌰', n)],
+  ['right-to-left words, digits and brackets', (n) => fill('א/ב (1) ملف ٢ ', n)],
+  ['backticks and escape look-alikes', (n) => fill('`〈U+202E〉❬❭', n)],
+  ['full-width and mathematical letters', (n) => fill('ｃａｃｈｅ𝚌𝚊𝚌𝚑𝚎', n)],
+  ['path separators with a mixed-script name between each', (n) => fill('/pаy', n)],
 ];
 
-describe('rendering time is linear in the value length', () => {
-  it.each(shapes)('renders ~1 MB of %s in well under a second, one line, bounded', (_name, value) => {
+describe('rendering work is linear in the value length (counted, not timed)', () => {
+  it.each(shapes)('renders ~1 MB of %s with at most 4× the work of ~250 KB, one line, bounded', (_name, shape) => {
     for (const options of [{}, { segments: '/' }]) {
-      const t0 = performance.now();
-      const parts = renderValueParts(value, options);
-      const ms = performance.now() - t0;
-      expect(ms).toBeLessThan(2000);
+      const quarter = countWork(() => renderValueParts(shape(MB / 4), options)).work;
+      const { result: parts, work } = countWork(() => renderValueParts(shape(MB), options));
+      // Every code unit is read at least once (escaping), so the count is not vacuous.
+      expect(work.total).toBeGreaterThanOrEqual(MB);
+      expect(work.total).toBeLessThanOrEqual(4 * quarter.total + SLACK);
+      // The cut segments bounded windows only (Node's segmenter costs the whole string's length
+      // per step): the segmenter's work does not grow with the length at all.
+      expect(work.segmentCharge).toBeLessThanOrEqual(quarter.segmentCharge + SLACK);
       expect(parts.cut).toBe(true);
       expect(LINE_BREAK.test(parts.text)).toBe(false);
       expect(FORBIDDEN.test(parts.text)).toBe(false);
@@ -47,17 +68,36 @@ describe('rendering time is linear in the value length', () => {
     }
   });
 
-  it('grows linearly: 4× the length costs well under 16× the time (the reported shape)', () => {
-    const at = (n: number): number => {
-      const value = `x${'\u0301'.repeat(n)}${'\u0316'.repeat(n)}/../cache.txt`;
-      renderValueParts(value); // warm-up
-      const t0 = performance.now();
-      for (let i = 0; i < 3; i++) renderValueParts(value);
-      return (performance.now() - t0) / 3;
-    };
-    const small = Math.max(at(25_000), 1);
-    const large = at(100_000);
-    expect(large / small).toBeLessThan(12);
+  it('grows linearly: 4× the length costs at most 4× the counted work (the reported shape, 50,000 to 800,000 marks)', () => {
+    const counts = [50_000, 200_000, 800_000].map((n) => countWork(() => renderValueParts(reported(n))).work);
+    for (let k = 1; k < counts.length; k++) {
+      expect(counts[k]!.total).toBeLessThanOrEqual(4 * counts[k - 1]!.total + SLACK);
+      expect(counts[k]!.segmentCharge).toBeLessThanOrEqual(counts[k - 1]!.segmentCharge + SLACK);
+    }
+    // The bound on mark runs keeps the quadratic normalisation out entirely.
+    expect(counts.map((w) => w.normalizeCalls)).toEqual([0, 0, 0]);
+  });
+
+  it('control: the count charges quadratic work as such (normalising a whole run of reversed marks, or segmenting a whole run grapheme by grapheme, costs over 4× for 4× the length)', () => {
+    const normalizing = (n: number): number => countWork(() => reported(2 * n).normalize('NFC')).work.total;
+    expect(normalizing(8_000)).toBeGreaterThan(4 * normalizing(2_000) + SLACK);
+    const seg = new Intl.Segmenter('und', { granularity: 'grapheme' });
+    const segmenting = (n: number): number =>
+      countWork(() => {
+        let graphemes = 0;
+        for (const _ of seg.segment('e\u0301'.repeat(n))) graphemes += 1;
+        return graphemes;
+      }).work.total;
+    expect(segmenting(8_000)).toBeGreaterThan(4 * segmenting(2_000) + SLACK);
+    // And a linear pass is charged linearly.
+    const reading = (n: number): number =>
+      countWork(() => {
+        const s = 'ab'.repeat(n);
+        let sum = 0;
+        for (let i = 0; i < s.length; i++) sum += s.charCodeAt(i);
+        return sum;
+      }).work.total;
+    expect(reading(8_000)).toBe(4 * reading(2_000));
   });
 
   it(`skips the normal-form checks, saying so, above ${MAX_MARK_RUN} combining marks in a row`, () => {
