@@ -160,14 +160,23 @@ type Statement<P extends unknown[], R> = Database.Statement<P, R>;
 
 /** What the ledger runs once the schema exists: prepared statements and transactions. */
 interface Ops {
-  issue: (jti: string, principal: string, expiresAtMs: number, nowMs: number) => void;
-  spend: (jti: string, nowMs: number) => SpendOutcome;
+  /** One statement: inserts when both counts are below their bounds; `false` when it did not (a bound reached). */
+  tryIssue: (jti: string, principal: string, expiresAtMs: number) => boolean;
+  /** One transaction: at a bound, sweeps expired rows and decides again; throws ConfirmCapacityError or inserts. */
+  issueAtBound: (jti: string, principal: string, expiresAtMs: number, nowMs: number) => void;
+  /** One statement: marks an outstanding row spent; its expiry, or `undefined` when no outstanding row matched. */
+  spend: (jti: string) => number | undefined;
+  /** One statement: drops the tombstone of an entry found expired at its spend. */
+  dropExpired: (jti: string) => void;
+  /** One read: `'already-spent'` when a tombstone is there, else `'unknown'`. */
+  notOutstanding: (jti: string) => SpendOutcome;
   maintain: (nowMs: number) => void;
 }
 
 interface Statements {
   counts: Statement<[string], { held: number | null; total: number | null }>;
   insert: Statement<[string, string, number], unknown>;
+  insertBelowBounds: Statement<[string, string, number, string, number, number], unknown>;
   spend: Statement<[string], { expires_at_ms: number }>;
   state: Statement<[string], { spent: number }>;
   dropSpent: Statement<[string], unknown>;
@@ -285,6 +294,11 @@ export class SqliteLedger implements Ledger {
                 (SELECT n FROM ${COUNTS} WHERE scope = 'total' AND name = '') AS total`,
       ),
       insert: db.prepare(`INSERT INTO ${TABLE} (jti, principal, expires_at_ms, spent) VALUES (?, ?, ?, 0)`),
+      insertBelowBounds: db.prepare(
+        `INSERT INTO ${TABLE} (jti, principal, expires_at_ms, spent) SELECT ?, ?, ?, 0
+           WHERE coalesce((SELECT n FROM ${COUNTS} WHERE scope = 'principal' AND name = ?), 0) < ?
+             AND coalesce((SELECT n FROM ${COUNTS} WHERE scope = 'total' AND name = ''), 0) < ?`,
+      ),
       spend: db.prepare(`UPDATE ${TABLE} SET spent = 1 WHERE jti = ? AND spent = 0 RETURNING expires_at_ms`),
       state: db.prepare(`SELECT spent FROM ${TABLE} WHERE jti = ?`),
       dropSpent: db.prepare(`DELETE FROM ${TABLE} WHERE jti = ? AND spent = 1`),
@@ -299,7 +313,14 @@ export class SqliteLedger implements Ledger {
     const maxPerPrincipal = this.maxPerPrincipal;
     const maxTotal = this.maxTotal;
     const ops: Ops = {
-      issue: db.transaction((jti: string, principal: string, expiresAtMs: number, nowMs: number) => {
+      // Each of these runs as ONE statement in autocommit mode: a write statement takes the database's write
+      // lock before it reads anything (SQLite C API, "Transaction": a write statement in autocommit mode is its
+      // own transaction), so its reads and its write are one atomic step across processes, without the two
+      // extra statements of BEGIN IMMEDIATE … COMMIT. The counter table is kept by the triggers of SCHEMA
+      // inside the same statement.
+      tryIssue: (jti, principal, expiresAtMs) =>
+        stmts.insertBelowBounds.run(jti, principal, expiresAtMs, principal, maxPerPrincipal, maxTotal).changes === 1,
+      issueAtBound: db.transaction((jti: string, principal: string, expiresAtMs: number, nowMs: number) => {
         let c = stmts.counts.get(principal);
         if ((c?.held ?? 0) >= maxPerPrincipal || (c?.total ?? 0) >= maxTotal) {
           // Only at a bound pay for a sweep; then decide.
@@ -310,21 +331,16 @@ export class SqliteLedger implements Ledger {
         }
         stmts.insert.run(jti, principal, expiresAtMs);
       }).immediate,
-      // One transaction, so a SQLITE_BUSY anywhere in it leaves nothing done and the whole spend is retried.
-      spend: db.transaction((jti: string, nowMs: number): SpendOutcome => {
+      spend: (jti) => {
         const row = stmts.spend.get(jti);
-        if (row !== undefined) {
-          if (typeof row.expires_at_ms !== 'number') throw new TypeError('unexpected expires_at_ms');
-          if (nowMs >= row.expires_at_ms) {
-            // Consumed by the UPDATE above; drop the tombstone so a replay is 'unknown', as in the memory ledger.
-            stmts.dropSpent.run(jti);
-            return 'expired';
-          }
-          return 'spent';
-        }
-        const state = stmts.state.get(jti);
-        return state !== undefined && state.spent === 1 ? 'already-spent' : 'unknown';
-      }).immediate,
+        if (row === undefined) return undefined;
+        if (typeof row.expires_at_ms !== 'number') throw new TypeError('unexpected expires_at_ms');
+        return row.expires_at_ms;
+      },
+      dropExpired: (jti) => {
+        stmts.dropSpent.run(jti);
+      },
+      notOutstanding: (jti) => (stmts.state.get(jti)?.spent === 1 ? 'already-spent' : 'unknown'),
       maintain: db.transaction((nowMs: number) => {
         stmts.sweep.run(nowMs);
         const excess = (stmts.spentCount.get()?.n ?? 0) - maxTotal;
@@ -373,7 +389,9 @@ export class SqliteLedger implements Ledger {
     finiteMs('nowMs', nowMs);
     if (this.#closed) throw new ConfirmLedgerUnavailableError();
     try {
-      await this.#retry.run(() => this.#setup().issue(jti, principal, expiresAtMs, nowMs));
+      // Below both bounds (the common case) one INSERT … SELECT; at a bound, the sweeping transaction.
+      const issued = await this.#retry.run(() => this.#setup().tryIssue(jti, principal, expiresAtMs));
+      if (!issued) await this.#retry.run(() => this.#setup().issueAtBound(jti, principal, expiresAtMs, nowMs));
     } catch (error) {
       if (isUniqueViolation(error)) throw new RangeError('jti already issued');
       throw unavailable(error);
@@ -398,7 +416,17 @@ export class SqliteLedger implements Ledger {
     if (this.#closed) throw new ConfirmLedgerUnavailableError();
     let outcome: SpendOutcome;
     try {
-      outcome = await this.#retry.run(() => this.#setup().spend(jti, nowMs));
+      // Each step is retried on its own: the UPDATE that spends is never run twice once it succeeded.
+      const expiresAtMs = await this.#retry.run(() => this.#setup().spend(jti));
+      if (expiresAtMs === undefined) {
+        outcome = await this.#retry.run(() => this.#setup().notOutstanding(jti));
+      } else if (nowMs >= expiresAtMs) {
+        // Consumed by the UPDATE above; drop the tombstone so a replay is 'unknown', as in the memory ledger.
+        await this.#retry.run(() => this.#setup().dropExpired(jti));
+        outcome = 'expired';
+      } else {
+        outcome = 'spent';
+      }
     } catch (error) {
       throw unavailable(error);
     }
