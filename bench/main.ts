@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { benchLedger } from './ledger.js';
-import { benchMrtr, benchSeal } from './mrtr.js';
+import { benchGarbage, benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
 
 interface Row {
@@ -55,6 +55,7 @@ try {
   if (!redis) rows.push({ name: 'ledger: redis', value: 'not measured (no redis-server)', unit: '' });
   rows.push(...(await benchSeal()));
   rows.push(...(await benchMrtr()));
+  rows.push(...(await benchGarbage()));
   rows.push(...(await benchPrompt()));
 } finally {
   redis?.stop();
