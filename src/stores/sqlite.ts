@@ -12,18 +12,26 @@
  * ```
  * The counts are kept by triggers inside the same statement that inserts, spends
  * or deletes a row, so they can never drift from the rows, and a bound check is
- * two primary-key reads instead of a `count(*)`.
+ * two primary-key reads instead of a `count(*)`. (Triggers rather than separate
+ * statements: they run inside the statement, and separate statements would need the
+ * explicit transaction this ledger avoids on its common paths.)
  *
- * - **spend** is ONE `BEGIN IMMEDIATE` transaction around one statement, `UPDATE … SET
- *   spent = 1 WHERE jti = ? AND spent = 0 RETURNING expires_at_ms`. SQLite runs every
- *   write under the database's single write lock, so of any number of concurrent
- *   spends in any number of processes exactly one sees the row with `spent = 0`. The
- *   returned expiry is then compared with the caller's `nowMs` (expired → the row is
- *   deleted in the same transaction, `'expired'`). No row: a row with `spent = 1` (a
- *   tombstone) means `'already-spent'`, no row at all `'unknown'`.
- * - **issue** runs in a `BEGIN IMMEDIATE` transaction: read the two counters; at a
- *   bound, sweep expired rows and read again; refuse with `ERR_CONFIRM_CAPACITY`
- *   or insert. Two processes can never both take the last slot.
+ * - **spend** is ONE statement in autocommit mode, `UPDATE … SET spent = 1 WHERE
+ *   jti = ? AND spent = 0 RETURNING expires_at_ms`. A write statement in autocommit
+ *   mode is its own transaction and takes the database's single write lock before it
+ *   reads, so of any number of concurrent spends in any number of processes exactly
+ *   one sees the row with `spent = 0`. The returned expiry is then compared with the
+ *   caller's `nowMs` (expired → the tombstone is deleted by a second statement,
+ *   `'expired'`; between the two, a replay is told `'already-spent'`, also a refusal).
+ *   No row: a row with `spent = 1` (a tombstone) means `'already-spent'`, no row at
+ *   all `'unknown'` (one read).
+ * - **issue** is ONE statement too while both bounds have room: `INSERT … SELECT …
+ *   WHERE` the principal's count and the total are below their bounds, so the check
+ *   and the insert are one atomic step. When it inserts nothing (a bound reached), a
+ *   `BEGIN IMMEDIATE` transaction sweeps expired rows, reads the counts again, and
+ *   refuses with `ERR_CONFIRM_CAPACITY` or inserts. Two processes can never both take
+ *   the last slot. One statement instead of `BEGIN IMMEDIATE` + read + insert +
+ *   `COMMIT` saves the work of three statements per call.
  * - **sweeping**: expired rows (outstanding or tombstones) are deleted when a
  *   bound is reached and every 256 operations of a process; tombstones beyond
  *   `maxTotal` are then dropped oldest-expiry first (a replay of a dropped one is
@@ -400,16 +408,18 @@ export class SqliteLedger implements Ledger {
   }
 
   /**
-   * Atomically redeems a confirmation (see {@link Ledger.spend}): one `BEGIN IMMEDIATE`
-   * transaction around one `UPDATE … RETURNING`. Waits, without blocking the event loop,
-   * while another connection holds the write lock, up to `timeoutMs`.
+   * Atomically redeems a confirmation (see {@link Ledger.spend}): one `UPDATE … RETURNING`
+   * in autocommit mode (its own transaction, under the write lock). Waits, without blocking
+   * the event loop, while another connection holds the write lock, up to `timeoutMs`.
    *
    * @param jti - the nonce given to {@link issue}.
    * @param nowMs - the caller's current time in milliseconds; `nowMs >= expiresAtMs` is `'expired'`.
    * @returns `'spent'` for exactly one caller; `'already-spent'`, `'unknown'` or `'expired'` otherwise.
    * @throws {RangeError} when `nowMs` is not finite.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure (still
-   *   locked after `timeoutMs`: nothing was spent, the confirmation stays outstanding).
+   *   locked after `timeoutMs`: nothing was spent, the confirmation stays outstanding; only an
+   *   expired one, consumed by the UPDATE before its tombstone could be dropped, then answers
+   *   `'already-spent'` instead of `'unknown'` until swept).
    */
   async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
     finiteMs('nowMs', nowMs);
