@@ -352,7 +352,9 @@ async function sqliteWorker(): Promise<void> {
     const m = raw as { type: 'open'; path: string } | { type: 'go'; startAtMs: number; pairs: number } | { type: 'exit' };
     if (m.type === 'open') {
       try {
-        const l = new SqliteLedger({ path: m.path });
+        // A long deadline: under a heavily loaded machine a worker can wait for the write lock longer than the
+        // default 2 s, and a refused call would end the whole bench; this row measures throughput, not deadlines.
+        const l = new SqliteLedger({ path: m.path, timeoutMs: 30_000 });
         ledger = l;
         // Warm up the JIT and the statements before the measured run.
         void sequentialPairs(l, Array.from({ length: 500 }, () => randomUUID())).then(
