@@ -15,7 +15,7 @@ import { benchColdStart } from './coldStart.js';
 import { benchLedger } from './ledger.js';
 import { benchLoadBalancer } from './loadBalancer.js';
 import { haproxyPath } from './lbDeployment.js';
-import { benchMrtr, benchSeal } from './mrtr.js';
+import { benchGarbage, benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
 
 interface Row {
@@ -72,6 +72,7 @@ try {
   if (!redis) rows.push({ name: 'ledger: redis', value: 'not measured (no redis-server)', unit: '' });
   rows.push(...(await benchSeal()));
   rows.push(...(await benchMrtr()));
+  rows.push(...(await benchGarbage()));
   rows.push(...(await benchPrompt()));
   rows.push(...(await benchColdStart()));
   rows.push(...(await loadBalancerRows()));

@@ -5,7 +5,7 @@
  * behind mcp-confirm (sealed, bound, spent once). Also seal+open per second.
  */
 import { randomBytes } from 'node:crypto';
-import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
+import { Client, InMemoryTransport, ProtocolError } from '@modelcontextprotocol/client';
 import { McpServer, createRequestStateCodec, inputRequired, inputResponse, type CallToolResult } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
@@ -129,6 +129,106 @@ export async function benchMrtr(options: { calls?: number; runs?: number } = {})
     { name: 'two-round MRTR call, mcp-confirm', value: confirmed, unit: 'µs/call' },
     { name: 'confirmed call / bare SDK MRTR', value: confirmed / bare, unit: 'ratio' },
     { name: 'confirmed call / SDK codec MRTR', value: confirmed / codec, unit: 'ratio', target: 1.5, targetKind: 'max' },
+  ];
+}
+
+/** One round-1 `tools/call` (no state, no answers); the server answers `input_required`. */
+async function roundOne(client: Client, i: number): Promise<string | undefined> {
+  const r = (await client.request(
+    { method: 'tools/call', params: { name: 'delete_file', arguments: { path: `/data/file-${i}.txt` } } } as never,
+    { allowInputRequired: true } as never,
+  )) as { resultType?: string; requestState?: string };
+  if (r.resultType !== 'input_required') throw new Error('bench round 1 was not answered with input_required');
+  return r.requestState;
+}
+
+/**
+ * `count` tampered copies of a compact JWE `state`: each flips a different character of the
+ * ciphertext segment (part 4), so every copy decodes to other bytes and fails its open (the
+ * AES-GCM tag check), and none is the same string as another.
+ */
+function tamperedCopies(state: string, count: number): string[] {
+  const parts = state.split('.');
+  const ct = parts[3] ?? '';
+  if (parts.length !== 5 || ct.length < count) throw new Error('bench expected a compact JWE with a long enough ciphertext');
+  return Array.from({ length: count }, (_, k) => {
+    const i = Math.floor((k * ct.length) / count);
+    const copy = [...parts];
+    copy[3] = ct.slice(0, i) + (ct[i] === 'A' ? 'B' : 'A') + ct.slice(i + 1);
+    return copy.join('.');
+  });
+}
+
+/** One round-2 call carrying a tampered state; resolves once the server refused it with -32602. */
+async function tamperedRoundTwo(client: Client, i: number, state: string): Promise<void> {
+  try {
+    await client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'delete_file',
+          arguments: { path: `/data/file-${i}.txt` },
+          inputResponses: { confirm: { action: 'accept', content: { confirmed: true } } },
+          requestState: state,
+        },
+      } as never,
+      { allowInputRequired: true } as never,
+    );
+  } catch (error) {
+    if (error instanceof ProtocolError && error.code === -32602) return;
+    throw error;
+  }
+  throw new Error('bench: a tampered state was not refused');
+}
+
+/**
+ * Garbage floods: round-2 calls carrying a tampered state, each refused with `-32602`
+ * (one failed open each), per second through a real v2 Client (in-memory transport), against
+ * the bare SDK server's round-1 `tools/call` of the same tool with no state, per second.
+ * Interleaved: one batch of each per round, several rounds; the ratio is the median of the
+ * per-round ratios.
+ */
+export async function benchGarbage(options: { calls?: number; runs?: number } = {}): Promise<Figure[]> {
+  const calls = options.calls ?? 2000;
+  const runs = options.runs ?? 7;
+  const bare = await connectTo(bareServer);
+  const confirmed = await connectTo(await confirmedServerFactory());
+  const state = await roundOne(confirmed, 0);
+  if (state === undefined) throw new Error('bench: round 1 of the confirmed server carried no requestState');
+  const forged = tamperedCopies(state, 64);
+  const batch = async (one: (i: number) => Promise<unknown>): Promise<number> => {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) await one(i);
+    return calls / (Number(process.hrtime.bigint() - t0) / 1e9);
+  };
+  const bareCall = (i: number): Promise<unknown> => roundOne(bare, i);
+  const garbageCall = (i: number): Promise<unknown> => tamperedRoundTwo(confirmed, i, forged[i % forged.length]!);
+  for (let i = 0; i < 300; i++) {
+    await bareCall(i);
+    await garbageCall(i);
+  } // warm-up
+  const bareRates: number[] = [];
+  const garbageRates: number[] = [];
+  const ratios: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    let b: number;
+    let g: number;
+    if (r % 2 === 0) {
+      b = await batch(bareCall);
+      g = await batch(garbageCall);
+    } else {
+      g = await batch(garbageCall);
+      b = await batch(bareCall);
+    }
+    bareRates.push(b);
+    garbageRates.push(g);
+    ratios.push(g / b);
+  }
+  await Promise.all([bare.close(), confirmed.close()]);
+  return [
+    { name: 'round-1 tools/call, bare SDK (no state)', value: median(bareRates), unit: 'calls/s' },
+    { name: 'round-2 call with a tampered state, refused with -32602', value: median(garbageRates), unit: 'calls/s' },
+    { name: 'tampered round 2 refused / bare round trip', value: median(ratios), unit: 'ratio', target: 0.8 },
   ];
 }
 

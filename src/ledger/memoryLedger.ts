@@ -31,15 +31,39 @@ export interface MemoryLedgerOptions {
   maxTotal?: number;
 }
 
+/** The outstanding count of one principal, shared by its entries (no map lookup to release a slot). */
+interface Holder {
+  n: number;
+}
+
 interface Entry {
-  principal: string;
-  expiresAtMs: number;
+  readonly jti: string;
+  readonly holder: Holder;
+  readonly expiresAtMs: number;
   /** false while outstanding; true once spent (a tombstone until its expiry). */
   spent: boolean;
 }
 
 /**
+ * Settled promises handed out again and again: the interface returns promises, and
+ * the work is synchronous, so no call needs a promise (or an async frame) of its own.
+ * A settled promise is immutable, so sharing one between callers is safe.
+ */
+const ISSUED: Promise<void> = Promise.resolve();
+const OUTCOMES: Readonly<Record<SpendOutcome, Promise<SpendOutcome>>> = {
+  spent: Promise.resolve('spent'),
+  'already-spent': Promise.resolve('already-spent'),
+  unknown: Promise.resolve('unknown'),
+  expired: Promise.resolve('expired'),
+};
+
+/**
  * A ledger held in a `Map` of this process.
+ *
+ * Costs: an issue or a spend is O(1) amortised and allocates only the entry itself
+ * (at issue) and a slot in a FIFO array; both return an already settled promise
+ * (shared between calls) instead of running an async function. A full O(n) sweep
+ * runs only when a bound is reached.
  *
  * @example
  * const ledger = new MemoryLedger({ maxPerPrincipal: 100 });
@@ -54,7 +78,12 @@ export class MemoryLedger implements Ledger, ApprovalStore {
   readonly maxTotal: number;
   /** Outstanding entries and tombstones in one map: a spend flips a flag instead of moving the entry. */
   readonly #entries = new Map<string, Entry>();
-  readonly #perPrincipal = new Map<string, number>();
+  /**
+   * Principal → its outstanding count. A principal whose count fell to 0 keeps its holder
+   * until the map holds more than twice as many principals as outstanding entries (plus
+   * 1,024); then every holder at 0 is dropped at once (amortised O(1)).
+   */
+  readonly #holders = new Map<string, Holder>();
   #outstanding = 0;
   #tombstones = 0;
   /**
@@ -63,8 +92,8 @@ export class MemoryLedger implements Ledger, ApprovalStore {
    * its front would first skip every deleted slot, which turns a busy ledger quadratic.
    * Records whose entry is gone are skipped when reached, and compacted away.
    */
-  readonly #issued = new Fifo<string, Entry>();
-  readonly #spent = new Fifo<string, Entry>();
+  readonly #issued = new Fifo<Entry>();
+  readonly #spent = new Fifo<Entry>();
 
   /**
    * @param options - bounds; see {@link MemoryLedgerOptions}.
@@ -80,12 +109,19 @@ export class MemoryLedger implements Ledger, ApprovalStore {
     return this.#outstanding;
   }
 
-  async issue(jti: string, principal: string, expiresAtMs: number, nowMs: number = Date.now()): Promise<void> {
-    this.issueSync(jti, principal, expiresAtMs, nowMs);
+  /** See {@link Ledger.issue}; the returned promise is already settled. */
+  issue(jti: string, principal: string, expiresAtMs: number, nowMs: number = Date.now()): Promise<void> {
+    try {
+      this.issueSync(jti, principal, expiresAtMs, nowMs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return ISSUED;
   }
 
-  async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
-    return this.spendSync(jti, nowMs);
+  /** See {@link Ledger.spend}; the returned promise is already settled (one shared promise per outcome). */
+  spend(jti: string, nowMs: number): Promise<SpendOutcome> {
+    return OUTCOMES[this.spendSync(jti, nowMs)];
   }
 
   /** Synchronous {@link issue}; the same checks and errors. */
@@ -93,19 +129,24 @@ export class MemoryLedger implements Ledger, ApprovalStore {
     // Cheap amortised sweep: entries mostly arrive in expiry order.
     this.#sweepFront(nowMs);
     if (this.#entries.has(jti)) throw new RangeError('jti already issued');
-    let held = this.#perPrincipal.get(principal) ?? 0;
-    if (held >= this.maxPerPrincipal || this.#outstanding >= this.maxTotal) {
+    let holder = this.#holders.get(principal);
+    if ((holder !== undefined && holder.n >= this.maxPerPrincipal) || this.#outstanding >= this.maxTotal) {
       // Only at a bound pay for a full sweep; then decide.
       this.sweep(nowMs);
-      held = this.#perPrincipal.get(principal) ?? 0;
-      if (held >= this.maxPerPrincipal) throw new ConfirmCapacityError('principal');
+      holder = this.#holders.get(principal); // the sweep may have dropped it, idle
+      if (holder !== undefined && holder.n >= this.maxPerPrincipal) throw new ConfirmCapacityError('principal');
       if (this.#outstanding >= this.maxTotal) throw new ConfirmCapacityError('total');
     }
-    const entry: Entry = { principal, expiresAtMs, spent: false };
+    if (holder === undefined) {
+      if (this.#holders.size >= 2 * this.#outstanding + 1024) this.#dropIdleHolders();
+      holder = { n: 0 };
+      this.#holders.set(principal, holder);
+    }
+    const entry: Entry = { jti, holder, expiresAtMs, spent: false };
     this.#entries.set(jti, entry);
-    this.#perPrincipal.set(principal, held + 1);
+    holder.n++;
     this.#outstanding++;
-    this.#issued.push(jti, entry);
+    this.#issued.push(entry);
     this.#issued.compactIfSparse(this.#entries.size, this.#isLive);
   }
 
@@ -114,19 +155,20 @@ export class MemoryLedger implements Ledger, ApprovalStore {
     const entry = this.#entries.get(jti);
     if (entry === undefined) return 'unknown';
     if (entry.spent) return 'already-spent';
-    this.#release(entry);
+    entry.holder.n--;
+    this.#outstanding--;
     if (nowMs >= entry.expiresAtMs) {
       this.#entries.delete(jti);
       return 'expired';
     }
     entry.spent = true;
     this.#tombstones++;
-    this.#spent.push(jti, entry);
+    this.#spent.push(entry);
     // Tombstones are best effort: beyond the bound the oldest goes (a replay of it is then 'unknown', still refused).
     while (this.#tombstones > this.maxTotal) {
       const oldest = this.#spent.shift();
       if (oldest === undefined) break;
-      if (this.#entries.get(oldest[0]) === oldest[1]) this.#drop(oldest[0], oldest[1]);
+      if (this.#isLive(oldest)) this.#drop(oldest);
     }
     this.#spent.compactIfSparse(this.#tombstones, this.#isLive);
     return 'spent';
@@ -140,18 +182,21 @@ export class MemoryLedger implements Ledger, ApprovalStore {
    */
   sweep(nowMs: number = Date.now()): number {
     let removed = 0;
-    for (const [jti, entry] of this.#entries) {
+    for (const entry of this.#entries.values()) {
       if (nowMs >= entry.expiresAtMs) {
         if (!entry.spent) removed++;
-        this.#drop(jti, entry);
+        this.#drop(entry);
       }
     }
     this.#issued.compactIfSparse(this.#entries.size, this.#isLive, true);
     this.#spent.compactIfSparse(this.#tombstones, this.#isLive, true);
+    this.#dropIdleHolders();
     return removed;
   }
 
-  async close(): Promise<void> {}
+  close(): Promise<void> {
+    return ISSUED;
+  }
 
   // ---- ApprovalStore (see approval/store.ts): each method runs to its end without awaiting, so it is atomic.
 
@@ -242,83 +287,70 @@ export class MemoryLedger implements Ledger, ApprovalStore {
     if (this.#approvalOfJti.get(r.jti) === id) this.#approvalOfJti.delete(r.jti);
   }
 
-  readonly #isLive = (jti: string, entry: Entry): boolean => this.#entries.get(jti) === entry;
+  readonly #isLive = (entry: Entry): boolean => this.#entries.get(entry.jti) === entry;
 
   #sweepFront(nowMs: number): void {
-    for (let head = this.#issued.peek(); head !== undefined; head = this.#issued.peek()) {
-      const [jti, entry] = head;
-      if (this.#entries.get(jti) === entry) {
-        if (nowMs < entry.expiresAtMs) break;
-        this.#drop(jti, entry);
-      }
+    // The head's expiry first: a head not yet expired ends the sweep without a map lookup.
+    for (let head = this.#issued.peek(); head !== undefined && nowMs >= head.expiresAtMs; head = this.#issued.peek()) {
+      if (this.#isLive(head)) this.#drop(head);
       this.#issued.shift();
     }
   }
 
   /** Removes an entry (outstanding or tombstone) from the map and the counts. */
-  #drop(jti: string, entry: Entry): void {
-    this.#entries.delete(jti);
-    if (entry.spent) this.#tombstones--;
-    else this.#release(entry);
+  #drop(entry: Entry): void {
+    this.#entries.delete(entry.jti);
+    if (entry.spent) {
+      this.#tombstones--;
+    } else {
+      entry.holder.n--;
+      this.#outstanding--;
+    }
   }
 
-  /** Frees the outstanding slot of an entry (its principal's and the total). */
-  #release(entry: Entry): void {
-    this.#outstanding--;
-    const held = (this.#perPrincipal.get(entry.principal) ?? 1) - 1;
-    if (held <= 0) this.#perPrincipal.delete(entry.principal);
-    else this.#perPrincipal.set(entry.principal, held);
+  /** Forgets the principals that hold nothing. */
+  #dropIdleHolders(): void {
+    for (const [principal, holder] of this.#holders) if (holder.n <= 0) this.#holders.delete(principal);
   }
 }
 
-/** A FIFO of key/value records over two arrays and a head index: O(1) push, peek and shift. */
-class Fifo<K, V> {
-  #keys: K[] = [];
-  #values: V[] = [];
+/** A FIFO over one array and a head index: O(1) push, peek and shift, no allocation per record. */
+class Fifo<T> {
+  #items: T[] = [];
   #head = 0;
 
   get length(): number {
-    return this.#keys.length - this.#head;
+    return this.#items.length - this.#head;
   }
 
-  push(key: K, value: V): void {
-    this.#keys.push(key);
-    this.#values.push(value);
+  push(item: T): void {
+    this.#items.push(item);
   }
 
-  peek(): [K, V] | undefined {
-    return this.#head < this.#keys.length ? [this.#keys[this.#head]!, this.#values[this.#head]!] : undefined;
+  peek(): T | undefined {
+    return this.#head < this.#items.length ? this.#items[this.#head] : undefined;
   }
 
-  shift(): [K, V] | undefined {
-    const record = this.peek();
-    if (record !== undefined) {
-      this.#head++;
-      if (this.#head >= 4096 && this.#head * 2 >= this.#keys.length) {
-        this.#keys = this.#keys.slice(this.#head);
-        this.#values = this.#values.slice(this.#head);
-        this.#head = 0;
-      }
+  shift(): T | undefined {
+    if (this.#head >= this.#items.length) return undefined;
+    const item = this.#items[this.#head]!;
+    this.#head++;
+    if (this.#head >= 4096 && this.#head * 2 >= this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
     }
-    return record;
+    return item;
   }
 
   /**
    * Drops records that no longer match a live entry, when they outnumber the live ones
    * (or always, with `force`). Amortised O(1) per push: it runs only after the array doubled.
    */
-  compactIfSparse(live: number, isLive: (key: K, value: V) => boolean, force = false): void {
+  compactIfSparse(live: number, isLive: (item: T) => boolean, force = false): void {
     if (!force && this.length <= 2 * live + 1024) return;
-    const keys: K[] = [];
-    const values: V[] = [];
-    for (let i = this.#head; i < this.#keys.length; i++) {
-      if (isLive(this.#keys[i]!, this.#values[i]!)) {
-        keys.push(this.#keys[i]!);
-        values.push(this.#values[i]!);
-      }
-    }
-    this.#keys = keys;
-    this.#values = values;
+    const items: T[] = [];
+    for (let i = this.#head; i < this.#items.length; i++) if (isLive(this.#items[i]!)) items.push(this.#items[i]!);
+    this.#items = items;
     this.#head = 0;
   }
 }

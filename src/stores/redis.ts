@@ -10,8 +10,10 @@
  *                                         PX = remaining lifetime + clockSkewMs (garbage collection only)
  * mcp-confirm:{NS}:out            zset    member JTI, score EXPIRES_AT_MS: every outstanding entry
  * mcp-confirm:{NS}:p:PRINCIPAL    zset    the same, for one principal
- * mcp-confirm:{NS}:spent          zset    member JTI, score EXPIRES_AT_MS: tombstones (for their bound)
+ * mcp-confirm:{NS}:spent-order    list    JTI of every spend, oldest first: tombstones (for their bound)
  * ```
+ * (Version 0.1.0 kept the tombstones' bound in a zset `mcp-confirm:{NS}:spent`; it is no
+ * longer read or written, and goes away with its own 24-hour TTL.)
  * `NS` is the `namespace` option, normally the server's audience.
  *
  * ## Atomicity
@@ -25,21 +27,36 @@
  * - **spend** reads the entry: missing → `'unknown'`; tombstone →
  *   `'already-spent'`; outstanding → removed from the zsets, then compared with
  *   the caller's `nowMs` (`nowMs >= expiresAtMs` → deleted, `'expired'`), else
- *   replaced by a tombstone (same TTL) → `'spent'`. Exactly one of any number of
- *   concurrent spends, from any process, sees the outstanding value.
+ *   replaced by a tombstone (same TTL) and its jti appended to the spend list →
+ *   `'spent'`. Exactly one of any number of concurrent spends, from any process,
+ *   sees the outstanding value.
+ *
+ * Each operation is one round trip: one `EVALSHA` (the script text is sent only
+ * after a `NOSCRIPT` answer). A script's cost is mostly Redis's fixed cost per
+ * script call plus one per `redis.call`, so the scripts call as few commands as
+ * they can: the tombstones' bound is an O(1) list push whose reply is the new
+ * length (no separate count), and the spend list's TTL is set when the list is
+ * created, not refreshed on every spend.
  *
  * Expiry is decided only by the caller's clock (`expiresAtMs` vs `nowMs`); the
  * Redis TTL is a garbage collector set to the remaining lifetime plus
  * `clockSkewMs`, so a store clock running ahead by less than that never drops an
  * entry early, and one that drops it anyway makes the spend `'unknown'` (still a
  * refusal). The zsets' own TTL is refreshed to 24 hours (or a longer entry's
- * TTL) on every write, so the zsets of idle principals and namespaces go away.
+ * TTL) on every issue, so the zsets of idle principals and namespaces go away;
+ * the spend list gets a 24-hour TTL when it is created.
  *
  * ## Bounds
  * Outstanding entries per principal (`maxPerPrincipal`) and in total
  * (`maxTotal`) are the sizes of the zsets, so they are exact and need no counter
- * that could drift. Tombstones are capped at `maxTotal`: beyond it, the
- * oldest-expiring are deleted (a replay of one is then `'unknown'`, still refused).
+ * that could drift. Tombstones are capped at `maxTotal` by the spend list: beyond
+ * it, the oldest spends are popped and their tombstones deleted (a replay of one is
+ * then `'unknown'`, still refused), as the memory ledger drops its oldest. The list
+ * may also hold jtis whose tombstone Redis already expired; they count toward the
+ * cap (so it never lets more through) until popped. When the list itself expires
+ * (24 hours after it was created), the tombstones it tracked are no longer counted
+ * and go away with their own TTL (at most the entry's lifetime plus `clockSkewMs`):
+ * meanwhile up to 2 × `maxTotal` tombstones exist (for entries living under 24 hours).
  *
  * > [!NOTE]
  * > An entry living longer than 24 hours may stop counting toward the bounds
@@ -167,8 +184,12 @@ return 'issued'
 `;
 
 /**
- * Spend. KEYS: entry, out zset, spent zset. ARGV: jti, nowMs, principal zset key
- * prefix, maxTotal (tombstone cap), entry key prefix, zset TTL (ms).
+ * Spend. KEYS: entry, out zset, spent list. ARGV: jti, nowMs, principal zset key
+ * prefix, maxTotal (tombstone cap), entry key prefix, spent list TTL (ms).
+ *
+ * The tombstone cap is kept with a list in spend order (RPUSH, O(1), whose reply is the
+ * new length, so no separate count), not a sorted set: beyond `maxTotal` the oldest
+ * spends are popped and their tombstones deleted, as the memory ledger drops its oldest.
  */
 const SPEND_SCRIPT = `
 local v = redis.call('GET', KEYS[1])
@@ -187,12 +208,16 @@ if tonumber(ARGV[2]) >= exp then
   return 'expired'
 end
 redis.call('SET', KEYS[1], 's|' .. expText, 'KEEPTTL')
-redis.call('ZADD', KEYS[3], expText, ARGV[1])
-redis.call('PEXPIRE', KEYS[3], ARGV[6])
-local excess = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[4])
+local n = redis.call('RPUSH', KEYS[3], ARGV[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
+local excess = n - tonumber(ARGV[4])
 if excess > 0 then
-  local popped = redis.call('ZPOPMIN', KEYS[3], excess)
-  for i = 1, #popped, 2 do redis.call('DEL', ARGV[5] .. popped[i]) end
+  for i = 1, excess do
+    local old = redis.call('LPOP', KEYS[3])
+    local key = ARGV[5] .. old
+    local ov = redis.call('GET', key)
+    if ov and string.sub(ov, 1, 2) == 's|' then redis.call('DEL', key) end
+  end
 end
 return 'spent'
 `;
@@ -504,7 +529,7 @@ export class RedisLedger implements Ledger, ApprovalStore {
     const reply = await this.#script(
       SPEND_SHA,
       SPEND_SCRIPT,
-      [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'spent'],
+      [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'spent-order'],
       [jti, String(nowMs), this.#prefix + 'p:', this.#maxTotalText, this.#prefix + 'jti:', ZSET_TTL_TEXT],
     );
     if (reply !== undefined && SPEND_OUTCOMES.has(reply)) return reply as SpendOutcome;

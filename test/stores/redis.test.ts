@@ -132,7 +132,7 @@ describe('RedisLedger', () => {
       expect(await raw.pTTL(key)).toBeGreaterThan(38_000);
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:out`, jti)).toBeNull();
       expect(await raw.exists(`mcp-confirm:{${namespace}}:p:ali:ce`)).toBe(0);
-      expect(await raw.zScore(`mcp-confirm:{${namespace}}:spent`, jti)).toBe(now + 30_000);
+      expect(await raw.lRange(`mcp-confirm:{${namespace}}:spent-order`, 0, -1)).toEqual([jti]);
     } finally {
       await raw.close();
       await ledger.close();
@@ -166,7 +166,7 @@ describe('RedisLedger', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it('bounds tombstones to maxTotal, dropping the oldest expiry first', async () => {
+  it('bounds tombstones to maxTotal, dropping the oldest spend first', async () => {
     const ledger = await openLedger({ maxTotal: 3 });
     const now = Date.now();
     const ids = Array.from({ length: 5 }, randomUUID);

@@ -53,6 +53,29 @@ describe('SqliteLedger', () => {
     await Promise.all([ledger.close(), other.close(), old.close()]);
   });
 
+  it('creates a new file with 1 KiB pages, and opens an existing 4 KiB-page file as it is', async () => {
+    const fresh = freshPath();
+    const ledger = new SqliteLedger({ path: fresh });
+    const id = randomUUID();
+    await ledger.issue(id, 'alice', Date.now() + 60_000);
+    const db = new Database(fresh, { readonly: true });
+    expect(db.pragma('page_size', { simple: true })).toBe(1024);
+    db.close();
+    const old = freshPath();
+    const creator = new Database(old);
+    creator.pragma('journal_mode = WAL'); // a file made with SQLite's default page size
+    creator.close();
+    const onOld = new SqliteLedger({ path: old });
+    const other = randomUUID();
+    await onOld.issue(other, 'alice', Date.now() + 60_000);
+    expect(await onOld.spend(other, Date.now())).toBe('spent');
+    const check = new Database(old, { readonly: true });
+    expect(check.pragma('page_size', { simple: true })).toBe(4096);
+    check.close();
+    expect(await ledger.spend(id, Date.now())).toBe('spent');
+    await Promise.all([ledger.close(), onOld.close()]);
+  });
+
   it('shares entries between two ledgers opened on the same file', async () => {
     const path = freshPath();
     const a = new SqliteLedger({ path });
