@@ -235,8 +235,8 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   let rootsConnection: { server: McpServer; era: 'legacy' | 'modern' } | undefined;
   const clientRoots = async (): Promise<ListRootsResult> => {
     const conn = rootsConnection;
+    if (conn?.era === 'modern') throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_MODERN_CLIENT);
     if (conn === undefined || !conn.server.isConnected()) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: no client is connected');
-    if (conn.era === 'modern') throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_MODERN_CLIENT);
     if (!conn.server.server.getClientCapabilities()?.roots) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_NOT_DECLARED);
     return conn.server.server.listRoots();
   };
