@@ -269,3 +269,21 @@ describe('upstream errors relayed', () => {
     expect((await client.readResource({ uri: 'fixture://notes/one' })).contents).toHaveLength(1);
   });
 });
+
+describe('shutdown', () => {
+  it('a client disconnecting ends the proxy without reporting the upstream as down; control: the serving line was logged', async () => {
+    const transport = new StdioClientTransport({ command: process.execPath, args: proxyArgs([FIXTURE, freshDir()]), stderr: 'pipe' });
+    let err = '';
+    const ended = new Promise<void>((resolve) => {
+      transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+      transport.stderr?.on('end', () => resolve());
+    });
+    const client = new Client({ name: 'bye', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+    await client.connect(transport);
+    await client.listTools();
+    await client.close();
+    await ended;
+    expect(err).toContain('serving `fixture-upstream`');
+    expect(err).not.toContain('is down');
+  });
+});
