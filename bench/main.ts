@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { benchLedger } from './ledger.js';
 import { benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
+import { benchProxy } from './proxy.js';
 
 interface Row {
   name: string;
@@ -56,6 +57,7 @@ try {
   rows.push(...(await benchSeal()));
   rows.push(...(await benchMrtr()));
   rows.push(...(await benchPrompt()));
+  rows.push(...(await benchProxy()));
 } finally {
   redis?.stop();
 }
