@@ -17,6 +17,7 @@ import { benchLoadBalancer } from './loadBalancer.js';
 import { haproxyPath } from './lbDeployment.js';
 import { benchGarbage, benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
+import { benchProxy } from './proxy.js';
 
 interface Row {
   name: string;
@@ -76,6 +77,7 @@ try {
   rows.push(...(await benchPrompt()));
   rows.push(...(await benchColdStart()));
   rows.push(...(await loadBalancerRows()));
+  rows.push(...(await benchProxy()));
 } finally {
   redis?.stop();
 }

@@ -4,8 +4,11 @@
  * @module
  */
 import { parseArgs } from 'node:util';
+import { checkAudience, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, HTTP_USAGE, parseHttpSpec, type HttpSpec } from './httpArgs.js';
 import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, parseAuditFlag, type AuditVerifyCommand } from './auditArgs.js';
+
+export { UsageError };
 
 /** Exit code for a usage or start-up configuration error. */
 export const EXIT_USAGE = 2;
@@ -49,9 +52,6 @@ Options:
 ${HTTP_USAGE}
 
 ${AUDIT_USAGE}`;
-
-/** A usage error: printed with the usage text, exit code 2. */
-export class UsageError extends Error {}
 
 /** What the command line asks for. */
 export type Command =
@@ -186,18 +186,8 @@ export function parseCommand(argv: readonly string[]): Command {
   if (values.yes) throw new UsageError('--yes belongs to the demo command');
   const roots = values.root ?? [];
   if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
-  let ttlSeconds = 300;
-  if (values.ttl !== undefined) {
-    if (!/^[0-9]+$/.test(values.ttl)) throw new UsageError(`--ttl must be a whole number of seconds, got ${JSON.stringify(values.ttl)}`);
-    ttlSeconds = Number(values.ttl);
-    if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0 || ttlSeconds > 86_400) {
-      throw new UsageError(`--ttl must be a whole number of seconds from 1 to 86400 (one day), got ${values.ttl}`);
-    }
-  }
-  const audience = values.audience ?? 'mcp-confirm';
-  if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
-    throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
-  }
+  const ttlSeconds = values.ttl === undefined ? 300 : wholeSeconds('--ttl', values.ttl);
+  const audience = checkAudience(values.audience);
   const approval = values.approval ?? 'form';
   if (approval !== 'form' && approval !== 'passkey') throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
   if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {

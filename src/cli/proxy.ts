@@ -14,7 +14,7 @@ import { renderValue } from '../prompt/render.js';
 import { EMPTY_POLICY, parsePolicy, PolicyError, type Policy } from '../proxy/policy.js';
 import { createProxy } from '../proxy/server.js';
 import { Upstream } from '../proxy/upstream.js';
-import { UsageError } from './args.js';
+import { checkAudience, UsageError, wholeSeconds } from './common.js';
 import { openLedger } from './ledgerSpec.js';
 
 export const PROXY_USAGE = `Usage:
@@ -44,13 +44,6 @@ export interface ProxyCommand {
   ledger: string;
   upstreamTimeoutSeconds: number;
   command: string[];
-}
-
-function wholeSeconds(flag: string, text: string): number {
-  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number of seconds, got ${JSON.stringify(text)}`);
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n <= 0 || n > 86_400) throw new UsageError(`${flag} must be a whole number of seconds from 1 to 86400 (one day), got ${text}`);
-  return n;
 }
 
 /**
@@ -85,10 +78,7 @@ export function parseProxyCommand(argv: readonly string[]): ProxyCommand {
   const help = values.help ?? false;
   if (!help && command.length === 0) throw new UsageError('proxy: give the upstream command after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /home/me/projects');
   if (!help && command[0] === '') throw new UsageError('proxy: the upstream command is empty');
-  const audience = values.audience ?? 'mcp-confirm';
-  if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
-    throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
-  }
+  const audience = checkAudience(values.audience);
   return {
     help,
     policyPath: values.policy,

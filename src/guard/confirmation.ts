@@ -194,7 +194,10 @@ export interface ConfirmableTool<A, F = null> {
    * the human was asked about. `false` asks the human again (a fresh
    * question and state; the old `jti` stays unspent and expires). Throw a
    * {@link ConfirmError} to refuse. Defaults to always `true` (tools that
-   * re-check in {@link act} instead, like `delete_file`).
+   * re-check in {@link act} instead, like `delete_file`). The proxy uses it to
+   * compare the upstream's identity and the tool's definition digest sealed in
+   * round 1 with the current ones. It runs on every round-2 attempt, also for a
+   * state that will then be found spent, so it must have no side effects.
    */
   unchanged?(args: A, fingerprint: F, ctx: ServerContext): boolean | Promise<boolean>;
   /**
@@ -250,6 +253,12 @@ export interface Confirmation {
    * @param options.rethrow - errors thrown by the tool that must reach the SDK
    *   as they are (e.g. a JSON-RPC `ProtocolError` relayed from elsewhere)
    *   instead of becoming an `isError` result.
+   * @returns the handler; `server` must have been built with {@link serverOptions}
+   *   (the `requestState` verify hook), else no round 2 ever opens and every call is asked.
+   *   Round 2 order: state opened → tool and argument digests (`ERR_CONFIRM_MISMATCH`) →
+   *   question digest → {@link ConfirmableTool.unchanged} → `jti` spent → answer → `act`.
+   * @throws whatever `options.rethrow` selects; every other error is an `isError` result
+   *   (a {@link ConfirmError} with its `ERR_CONFIRM_*` code, anything else the generic internal error).
    */
   guard<A, F>(
     server: McpServer,

@@ -15,15 +15,71 @@
  *   definition → asked again; then the confirmed arguments are forwarded once and the upstream's
  *   result (or JSON-RPC error) returned as is.
  *
+ * The rest is relayed as it is, and offered only when the upstream offers it (its capabilities
+ * at the handshake): `resources/list`, `resources/templates/list`, `resources/read`,
+ * `prompts/list`, `prompts/get`, `completion/complete`, `logging/setLevel`; the upstream's
+ * `list_changed` notifications for tools, resources and prompts; its `notifications/message`
+ * (to a 2025-era client unsolicited, to a 2026-era client on the newest request in flight that
+ * the proxy relays, filtered by that request's log level); progress and cancellation of every
+ * relayed request; its `roots/list` requests to a 2025-era client that declared roots (the
+ * 2026-07-28 revision has no server-to-client request, so a 2026-era client's roots cannot be
+ * asked: the upstream gets a JSON-RPC error and keeps its own configuration).
+ *
  * @module
  */
-import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  type CallToolResult,
+  type InputRequiredResult,
+  type ListRootsResult,
+  type ServerCapabilities,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import type { Tool } from '@modelcontextprotocol/client';
 import { ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
 import type { Confirmation, ConfirmableTool } from '../guard/confirmation.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
 import { proxyQuestion } from './question.js';
-import { definitionDigest, Upstream } from './upstream.js';
+import { definitionDigest, Upstream, type UpstreamRequestOptions } from './upstream.js';
+
+/** The requests relayed to the upstream as they are, by the capability that offers them. */
+const RELAYED: ReadonlyArray<readonly [method: string, capability: 'resources' | 'prompts' | 'completions' | 'logging']> = [
+  ['resources/list', 'resources'],
+  ['resources/templates/list', 'resources'],
+  ['resources/read', 'resources'],
+  ['prompts/list', 'prompts'],
+  ['prompts/get', 'prompts'],
+  ['completion/complete', 'completions'],
+  ['logging/setLevel', 'logging'],
+];
+
+/** Why the upstream's `roots/list` gets an error instead of the client's roots. */
+export const ROOTS_NOT_DECLARED = 'mcp-confirm proxy: the client declared no roots';
+export const ROOTS_MODERN_CLIENT =
+  'mcp-confirm proxy: the client speaks MCP 2026-07-28, which has no server-to-client requests, so its roots cannot be asked';
+
+/**
+ * What the proxy offers its client: what the upstream offers, restricted to what the proxy relays
+ * (no resource subscriptions, no tasks, no experimental or extension capabilities).
+ */
+export function offeredCapabilities(upstream: ServerCapabilities | undefined): ServerCapabilities {
+  const offered: ServerCapabilities = {};
+  if (upstream?.tools) offered.tools = { listChanged: upstream.tools.listChanged === true };
+  if (upstream?.resources) offered.resources = { listChanged: upstream.resources.listChanged === true };
+  if (upstream?.prompts) offered.prompts = { listChanged: upstream.prompts.listChanged === true };
+  if (upstream?.completions) offered.completions = {};
+  if (upstream?.logging) offered.logging = {};
+  return offered;
+}
+
+/** The client's request params without its own `_meta` (the envelope and progress token are the proxy's to set toward the upstream). */
+function withoutMeta(params: unknown): Record<string, unknown> | undefined {
+  if (params === undefined || params === null || typeof params !== 'object') return undefined;
+  const { _meta: _ignored, ...rest } = params as Record<string, unknown>;
+  return rest;
+}
 
 /** The name and version the proxy announces to its client. */
 export const PROXY_INFO = { name: 'mcp-confirm-proxy', version: '0.1.0' } as const;
@@ -56,7 +112,7 @@ interface ProxyArgs {
   arguments?: Record<string, unknown>;
 }
 
-/** A refusal of a request that has no `isError` result (`tools/list`): JSON-RPC internal error with the coded text. */
+/** A refusal of a request that has no `isError` result (`tools/list`, relayed requests): JSON-RPC internal error with the coded text. */
 function asProtocolError(e: unknown): unknown {
   if (e instanceof ConfirmError) return new ProtocolError(ProtocolErrorCode.InternalError, `[${e.code}] ${e.message}`);
   return e;
@@ -65,32 +121,49 @@ function asProtocolError(e: unknown): unknown {
 /**
  * Builds the proxy's per-connection server factory.
  *
- * @returns `factory` for `serveStdio`, and `servers`, the live instances (for list_changed relays).
+ * @returns `factory` for `serveStdio` (it reads the connection's era from the factory context),
+ *   and `capabilities`, what the proxy offers (see {@link offeredCapabilities}).
  */
-export function createProxy(options: ProxyOptions): { factory: () => McpServer; servers: ReadonlySet<McpServer> } {
+export function createProxy(options: ProxyOptions): { factory: (context?: { era?: 'legacy' | 'modern' }) => McpServer; capabilities: ServerCapabilities } {
   const { confirmation, upstream } = options;
   const policy = options.policy ?? EMPTY_POLICY;
   const confirmUnnamed = options.confirmUnnamed ?? false;
-  const servers = new Set<McpServer>();
+  const capabilities = offeredCapabilities(upstream.client.getServerCapabilities());
+  /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
+  const servers = new Map<McpServer, { era: 'legacy' | 'modern'; inFlight: ServerContext[] }>();
 
   // The list as last fetched; kept current by the upstream's list_changed notifications when it
   // declares them, else fetched again on each call that needs annotations.
   let cached: Map<string, Tool> | undefined;
-  const listsChanges = upstream.client.getServerCapabilities()?.tools?.listChanged === true;
+  const listsChanges = capabilities.tools?.listChanged === true;
   const fetchList = async (signal?: AbortSignal): Promise<Map<string, Tool>> => {
     const tools = await upstream.listTools(signal);
     const map = new Map(tools.map((t) => [t.name, t] as const));
     if (listsChanges) cached = map;
     return map;
   };
-  if (listsChanges) {
-    upstream.client.setNotificationHandler('notifications/tools/list_changed', () => {
-      cached = undefined;
-      for (const s of servers) {
-        if (s.isConnected()) void Promise.resolve(s.sendToolListChanged()).catch(() => {});
+  upstream.onListChanged((kind) => {
+    if (kind === 'tools') cached = undefined;
+    if (capabilities[kind]?.listChanged !== true) return;
+    for (const s of servers.keys()) {
+      if (!s.isConnected()) continue;
+      const sent = kind === 'tools' ? s.sendToolListChanged() : kind === 'resources' ? s.sendResourceListChanged() : s.sendPromptListChanged();
+      void Promise.resolve(sent).catch(() => {});
+    }
+  });
+  // The upstream's log messages: unsolicited to a 2025-era client (the SDK applies its setLevel),
+  // on the newest relayed request in flight to a 2026-era client (the request's own log level applies).
+  upstream.onLog((params) => {
+    for (const [s, conn] of servers) {
+      if (!s.isConnected()) continue;
+      if (conn.era === 'legacy') {
+        void s.server.sendLoggingMessage(params).catch(() => {});
+      } else {
+        const ctx = conn.inFlight.at(-1);
+        if (ctx) void ctx.mcpReq.log(params.level, params.data, params.logger).catch(() => {});
       }
-    });
-  }
+    }
+  });
 
   const confirmable = (server: McpServer, name: string, tool: Tool): ConfirmableTool<ProxyArgs, ProxyFingerprint> => ({
     fingerprint: () => ({
@@ -101,13 +174,14 @@ export function createProxy(options: ProxyOptions): { factory: () => McpServer; 
     }),
     question: (args, fp) => proxyQuestion(name, args.arguments, { name: fp.server, version: fp.version }),
     unchanged: (_args, fp) => fp.upstream === upstream.identityDigest && fp.definition === definitionDigest(tool),
-    act: (args, { ctx }) => forward(name, args.arguments, ctx),
+    act: (args, { ctx }) => forward(server, name, args.arguments, ctx),
     nothingDone: 'nothing was forwarded to the upstream server',
   });
 
-  const forward = (name: string, args: Record<string, unknown> | undefined, ctx: ServerContext): Promise<CallToolResult> => {
+  /** The client's cancellation, and its progress token for the upstream's progress, of one relayed request. */
+  const relayOptions = (ctx: ServerContext): UpstreamRequestOptions => {
     const token = ctx.mcpReq._meta?.progressToken;
-    return upstream.callTool(name, args, {
+    return {
       signal: ctx.mcpReq.signal,
       ...(token === undefined
         ? {}
@@ -116,8 +190,22 @@ export function createProxy(options: ProxyOptions): { factory: () => McpServer; 
               void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } }).catch(() => {});
             },
           }),
-    });
+    };
   };
+
+  /** Runs one relayed request with its context registered as in flight (for log relays). */
+  const inFlight = async <T>(server: McpServer, ctx: ServerContext, run: () => Promise<T>): Promise<T> => {
+    const list = servers.get(server)?.inFlight;
+    list?.push(ctx);
+    try {
+      return await run();
+    } finally {
+      if (list) list.splice(list.indexOf(ctx), 1);
+    }
+  };
+
+  const forward = (server: McpServer, name: string, args: Record<string, unknown> | undefined, ctx: ServerContext): Promise<CallToolResult> =>
+    inFlight(server, ctx, () => upstream.callTool(name, args, relayOptions(ctx)));
 
   const callTool = async (server: McpServer, params: { name: string; arguments?: Record<string, unknown> }, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
     const { name } = params;
@@ -130,7 +218,7 @@ export function createProxy(options: ProxyOptions): { factory: () => McpServer; 
         decision = decide(policy, name, list.get(name)?.annotations, confirmUnnamed);
       }
       if (decision === 'deny') throw new ConfirmPolicyDeniedError();
-      if (decision === 'allow') return await forward(name, params.arguments, ctx);
+      if (decision === 'allow') return await forward(server, name, params.arguments, ctx);
       // Confirm: the definition as listed now (round 1: sealed; round 2: compared).
       const tool = (await fetchList(ctx.mcpReq.signal)).get(name);
       if (tool === undefined) throw new ConfirmUpstreamToolGoneError();
@@ -143,18 +231,57 @@ export function createProxy(options: ProxyOptions): { factory: () => McpServer; 
     }
   };
 
-  const factory = (): McpServer => {
-    const server = new McpServer(PROXY_INFO, { ...confirmation.serverOptions, capabilities: { tools: { listChanged: true } } });
-    server.server.setRequestHandler('tools/list', async (_request, ctx) => {
-      try {
-        const list = await fetchList(ctx.mcpReq.signal);
-        return { tools: [...list.values()].filter((t) => decide(policy, t.name, t.annotations, confirmUnnamed) !== 'deny') };
-      } catch (e) {
-        throw asProtocolError(e);
-      }
+  // The upstream's roots/list: answered by the first connection (stdio serves one), once known.
+  let rootsConnection: { server: McpServer; era: 'legacy' | 'modern' } | undefined;
+  const clientRoots = async (): Promise<ListRootsResult> => {
+    const conn = rootsConnection;
+    if (conn?.era === 'modern') throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_MODERN_CLIENT);
+    if (conn === undefined || !conn.server.isConnected()) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: no client is connected');
+    if (!conn.server.server.getClientCapabilities()?.roots) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_NOT_DECLARED);
+    return conn.server.server.listRoots();
+  };
+
+  const factory = (context?: { era?: 'legacy' | 'modern' }): McpServer => {
+    const era = context?.era === 'modern' ? 'modern' : 'legacy';
+    const server = new McpServer(PROXY_INFO, { ...confirmation.serverOptions, capabilities });
+    if (capabilities.tools) {
+      server.server.setRequestHandler('tools/list', async (_request, ctx) => {
+        try {
+          const list = await fetchList(ctx.mcpReq.signal);
+          return { tools: [...list.values()].filter((t) => decide(policy, t.name, t.annotations, confirmUnnamed) !== 'deny') };
+        } catch (e) {
+          throw asProtocolError(e);
+        }
+      });
+      server.server.setRequestHandler('tools/call', (request, ctx) => callTool(server, request.params as { name: string; arguments?: Record<string, unknown> }, ctx));
+    }
+    for (const [method, capability] of RELAYED) {
+      if (!capabilities[capability]) continue;
+      server.server.setRequestHandler(method as 'resources/list', (async (request: { params?: unknown }, ctx: ServerContext) => {
+        try {
+          return await inFlight(server, ctx, () => upstream.relay(method, withoutMeta(request.params), relayOptions(ctx)));
+        } catch (e) {
+          throw asProtocolError(e);
+        }
+      }) as never);
+    }
+    // A 2025-era client's changed roots: the upstream asks for them again.
+    server.server.setNotificationHandler('notifications/roots/list_changed', () => {
+      void upstream.rootsChanged().catch(() => {});
     });
-    server.server.setRequestHandler('tools/call', (request, ctx) => callTool(server, request.params as { name: string; arguments?: Record<string, unknown> }, ctx));
-    servers.add(server);
+    servers.set(server, { era, inFlight: [] });
+    if (rootsConnection === undefined) {
+      rootsConnection = { server, era };
+      if (era === 'modern') upstream.setRootsSource(clientRoots);
+      else {
+        // The client's capabilities are known once it has initialized.
+        const previousInit = server.server.oninitialized;
+        server.server.oninitialized = () => {
+          upstream.setRootsSource(clientRoots);
+          previousInit?.();
+        };
+      }
+    }
     const previous = server.server.onclose;
     server.server.onclose = () => {
       servers.delete(server);
@@ -162,5 +289,5 @@ export function createProxy(options: ProxyOptions): { factory: () => McpServer; 
     };
     return server;
   };
-  return { factory, servers };
+  return { factory, capabilities };
 }

@@ -1,9 +1,11 @@
 /**
  * The proxy's upstream: one MCP server spawned over stdio and driven by the SDK v2 `Client`.
  *
- * The v2 `Client` negotiates whichever era the upstream speaks (a 2025-era upstream such as
- * `@modelcontextprotocol/server-filesystem` answers `initialize` with 2025-11-25). The proxy
- * declares no client capabilities toward the upstream (no elicitation, sampling or roots): an
+ * The v2 `Client` negotiates whichever era the upstream speaks (`versionNegotiation: 'auto'`:
+ * `server/discover` on a short-lived sibling process of the same command, then the session; a
+ * 2025-era upstream such as `@modelcontextprotocol/server-filesystem` answers `initialize` with
+ * 2025-11-25). Toward the upstream the proxy declares only `roots` (with `listChanged`), answered
+ * from the client through {@link Upstream.setRootsSource}; no elicitation or sampling: an
  * upstream's own `elicitation/create` or `sampling/createMessage` request is refused with a
  * JSON-RPC error, and its own `input_required` result with `ERR_CONFIRM_UPSTREAM_INPUT`, so no
  * upstream prompt can pose as the proxy's question.
@@ -24,6 +26,9 @@ import {
   SdkErrorCode,
   type CallToolResult,
   type InputRequiredResult,
+  type ListRootsResult,
+  type LoggingMessageNotificationParams,
+  SERVER_INFO_META_KEY,
   type Tool,
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -77,6 +82,48 @@ export function definitionDigest(tool: Tool): string {
   );
 }
 
+/** The lists whose `list_changed` notifications the proxy relays. */
+export type ListKind = 'tools' | 'resources' | 'prompts';
+
+/** Progress of an upstream request, as `notifications/progress` carries it (without the token). */
+export type UpstreamProgress = { progress: number; total?: number; message?: string };
+
+/** Options of one relayed upstream request. */
+export interface UpstreamRequestOptions {
+  /** The client's cancellation: aborting it cancels the upstream request (`notifications/cancelled`). */
+  signal?: AbortSignal;
+  /** Called for each of the upstream's progress notifications of this request. */
+  onprogress?: (p: UpstreamProgress) => void;
+}
+
+/**
+ * The child process the SDK's `StdioClientTransport` spawned, for its exit code and signal.
+ *
+ * The transport's public surface has only `pid` and an `onclose` without the code; owning the
+ * spawn instead (a custom stdio transport) would lose the SDK's disposable sibling probe for era
+ * negotiation, which runs only on the base `StdioClientTransport` and protects upstreams that exit
+ * on an unknown pre-`initialize` request. So this reads the transport's private `_process` field
+ * (SDK 2.4.0), checked against the public `pid`; `test/proxy/upstreamChild.test.ts` fails loudly
+ * if an SDK upgrade removes or renames it. When absent, the down reason is less precise ("its
+ * connection closed"), nothing else changes.
+ */
+export function childOf(transport: StdioClientTransport): ChildProcess | undefined {
+  const child = (transport as unknown as { _process?: unknown })._process;
+  if (typeof child !== 'object' || child === null || !('pid' in child) || (child as ChildProcess).pid !== transport.pid) return undefined;
+  return child as ChildProcess;
+}
+
+/**
+ * A 2026-era upstream stamps its own `serverInfo` into each result's `_meta`
+ * (`io.modelcontextprotocol/serverInfo`); relayed results carry the proxy's instead (the SDK adds it).
+ */
+function withoutUpstreamInfo<T extends Record<string, unknown>>(result: T): T {
+  const meta = result._meta as Record<string, unknown> | undefined;
+  if (meta === undefined || !(SERVER_INFO_META_KEY in meta)) return result;
+  const { [SERVER_INFO_META_KEY]: _dropped, ...rest } = meta;
+  return { ...result, _meta: rest };
+}
+
 function processEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (typeof v === 'string') env[k] = v;
@@ -91,7 +138,12 @@ export class Upstream {
   readonly identityDigest: string;
   readonly callTimeoutMs: number;
   private downReason: string | undefined;
+  private closing = false;
   private readonly downListeners: Array<(reason: string) => void> = [];
+  private readonly changeListeners: Array<(kind: ListKind) => void> = [];
+  private readonly logListeners: Array<(params: LoggingMessageNotificationParams) => void> = [];
+  private rootsSource: ((signal: AbortSignal) => Promise<ListRootsResult>) | undefined;
+  private readonly rootsWaiters: Array<() => void> = [];
 
   private constructor(client: Client, identity: UpstreamIdentity, callTimeoutMs: number) {
     this.client = client;
@@ -110,14 +162,30 @@ export class Upstream {
     if (command === undefined || command === '') throw new Error('no upstream command given (after --)');
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const log = options.log ?? (() => {});
+    let upstream: Upstream | undefined;
+    // list_changed: no refresh here (the proxy lists afresh on demand), no debounce (relayed as they come).
+    const changed = (kind: ListKind) => ({
+      autoRefresh: false,
+      debounceMs: 0,
+      onChanged: () => upstream?.changed(kind),
+    });
     const client = new Client(options.clientInfo ?? { name: 'mcp-confirm-proxy', version: '0.1.0' }, {
-      capabilities: {},
+      capabilities: { roots: { listChanged: true } },
+      versionNegotiation: { mode: 'auto' },
       // An upstream's own input_required comes back as a result, never fulfilled here.
       inputRequired: { autoFulfill: false },
+      listChanged: { tools: changed('tools'), resources: changed('resources'), prompts: changed('prompts') },
+    });
+    client.setNotificationHandler('notifications/message', (notification) => {
+      for (const l of upstream?.logListeners ?? []) l(notification.params);
+    });
+    client.setRequestHandler('roots/list', async (_request, ctx) => {
+      if (upstream === undefined) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: not ready');
+      return upstream.roots(ctx.mcpReq.signal);
     });
     // The upstream's own requests for input are refused with a sentence saying why (not a bare -32601).
-    // No capability is declared, so the SDK accepts no handler for them: the fallback answers every
-    // request the proxy does not handle (elicitation, sampling, roots) with the refusal.
+    // Neither capability is declared, so the SDK accepts no handler for them: the fallback answers every
+    // request the proxy does not handle (elicitation, sampling, anything else) with the refusal.
     client.fallbackRequestHandler = async (request) => {
       throw new ProtocolError(
         ProtocolErrorCode.MethodNotFound,
@@ -128,7 +196,6 @@ export class Upstream {
     };
     const transport = new StdioClientTransport({ command, args, env: options.env ?? processEnv(), stderr: 'inherit' });
     let exitDetail: string | undefined;
-    let upstream: Upstream | undefined;
     const markDown = (reason: string): void => {
       if (upstream) upstream.markDown(reason);
     };
@@ -140,9 +207,8 @@ export class Upstream {
       await transport.close().catch(() => {});
       throw new Error(`the upstream server could not be started or did not complete the handshake: ${(e as Error).message}`);
     }
-    // The transport keeps the child private; its exit code and signal make the down reason precise.
-    const child = (transport as unknown as { _process?: ChildProcess })._process;
-    child?.once('exit', (code, signal) => {
+    // The exit code and signal make the down reason precise (see childOf for why the private field).
+    childOf(transport)?.once('exit', (code, signal) => {
       exitDetail = signal ? `it was killed by ${signal}` : `it exited with code ${code ?? '?'}`;
       markDown(exitDetail);
     });
@@ -164,7 +230,50 @@ export class Upstream {
   private markDown(reason: string): void {
     if (this.downReason !== undefined) return;
     this.downReason = reason;
+    // A shutdown the proxy asked for ({@link close}) is no failure to report.
+    if (this.closing) return;
     for (const l of this.downListeners) l(reason);
+  }
+
+  /** Calls `listener` with each of the upstream's `notifications/message` params. */
+  onLog(listener: (params: LoggingMessageNotificationParams) => void): void {
+    this.logListeners.push(listener);
+  }
+
+  /** Calls `listener` on each of the upstream's `notifications/{tools,resources,prompts}/list_changed`. */
+  onListChanged(listener: (kind: ListKind) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(kind: ListKind): void {
+    for (const l of this.changeListeners) l(kind);
+  }
+
+  /**
+   * Sets where the upstream's `roots/list` requests are answered (the client). A request that
+   * arrives before it is set waits for it (the upstream may ask right after its handshake, before
+   * the client has connected).
+   */
+  setRootsSource(source: (signal: AbortSignal) => Promise<ListRootsResult>): void {
+    this.rootsSource = source;
+    for (const w of this.rootsWaiters.splice(0)) w();
+  }
+
+  private async roots(signal: AbortSignal): Promise<ListRootsResult> {
+    while (this.rootsSource === undefined) {
+      if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: roots/list cancelled before a client connected');
+      await new Promise<void>((resolve) => {
+        this.rootsWaiters.push(resolve);
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
+    return this.rootsSource(signal);
+  }
+
+  /** Tells the upstream the client's roots changed (`notifications/roots/list_changed`). */
+  async rootsChanged(): Promise<void> {
+    if (this.downReason !== undefined) return;
+    await this.client.sendRootsListChanged();
   }
 
   /** @throws {ConfirmUpstreamDownError} when the upstream is down. */
@@ -207,6 +316,29 @@ export class Upstream {
   }
 
   /**
+   * Relays one request (resources, prompts, completions, logging) to the upstream as it is,
+   * with the client's cancellation and progress.
+   *
+   * @returns the upstream's result as it is.
+   * @throws {ConfirmUpstreamInputError} `ERR_CONFIRM_UPSTREAM_INPUT` when a 2026-era upstream answers `input_required`.
+   * @throws see {@link listTools}.
+   */
+  async relay(method: string, params: Record<string, unknown> | undefined, options: UpstreamRequestOptions = {}): Promise<Record<string, unknown>> {
+    this.assertUp();
+    let result: Record<string, unknown>;
+    try {
+      result = (await this.client.request(
+        { method, ...(params === undefined ? {} : { params }) } as never,
+        { timeout: this.callTimeoutMs, signal: options.signal, onprogress: options.onprogress, allowInputRequired: true } as never,
+      )) as Record<string, unknown>;
+    } catch (e) {
+      throw this.failure(e);
+    }
+    if (result.resultType === 'input_required') throw new ConfirmUpstreamInputError();
+    return withoutUpstreamInfo(result);
+  }
+
+  /**
    * Forwards one `tools/call`, exactly these arguments, once.
    *
    * @returns the upstream's result as it is.
@@ -216,7 +348,7 @@ export class Upstream {
   async callTool(
     name: string,
     args: Record<string, unknown> | undefined,
-    options: { signal?: AbortSignal; onprogress?: (p: { progress: number; total?: number; message?: string }) => void } = {},
+    options: UpstreamRequestOptions = {},
   ): Promise<CallToolResult> {
     this.assertUp();
     let result: CallToolResult | InputRequiredResult;
@@ -229,11 +361,12 @@ export class Upstream {
       throw this.failure(e);
     }
     if ((result as InputRequiredResult).resultType === 'input_required') throw new ConfirmUpstreamInputError();
-    return result as CallToolResult;
+    return withoutUpstreamInfo(result as CallToolResult);
   }
 
-  /** Ends the upstream: closes stdin and lets the SDK stop the process. */
+  /** Ends the upstream: closes stdin and lets the SDK stop the process (its exit is then not reported as down). */
   async close(): Promise<void> {
+    this.closing = true;
     await this.client.close().catch(() => {});
   }
 }

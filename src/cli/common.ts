@@ -1,0 +1,36 @@
+/**
+ * Checks shared by the command lines of `mcp-confirm` (serving `delete_file`) and
+ * `mcp-confirm proxy`: one implementation, one set of messages.
+ *
+ * @module
+ */
+
+/** A usage error: printed with the usage text, exit code 2. */
+export class UsageError extends Error {}
+
+/**
+ * Parses a whole number of seconds from 1 to 86,400 (one day): `--ttl`, `--upstream-timeout`.
+ *
+ * @throws {UsageError} naming `flag` and the text given.
+ */
+export function wholeSeconds(flag: string, text: string): number {
+  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number of seconds, got ${JSON.stringify(text)}`);
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n <= 0 || n > 86_400) throw new UsageError(`${flag} must be a whole number of seconds from 1 to 86400 (one day), got ${text}`);
+  return n;
+}
+
+/**
+ * Checks `--audience`: 1 to 200 characters, well-formed UTF-16, no `{` `}` (it namespaces Redis
+ * keys, whose hash tags use braces) and no control characters.
+ *
+ * @returns the audience, or the default `mcp-confirm` when none is given.
+ * @throws {UsageError} when it is out of bounds.
+ */
+export function checkAudience(value: string | undefined): string {
+  const audience = value ?? 'mcp-confirm';
+  if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
+    throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
+  }
+  return audience;
+}
