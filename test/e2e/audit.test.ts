@@ -3,13 +3,13 @@
  * subprocess (stdio and --http) with real clients; the trail read back and
  * verified by the built CLI.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runProcess, type Finished } from '../helpers/processes.js';
 import { canonicalDigest, KeyRing } from 'mcp-confirm';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { connectModern, startHttpServer } from '../helpers/httpServer.js';
@@ -26,7 +26,7 @@ const cleanups: Array<() => Promise<unknown>> = [];
 beforeAll(() => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
 });
-beforeEach(() => {
+beforeEach(async () => {
   R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-audit-')));
   root = join(R, 'root');
   mkdirSync(root);
@@ -34,18 +34,18 @@ beforeEach(() => {
   writeFileSync(join(root, 'cache.txt'), 'cache');
   writeFileSync(join(root, 'thesis.txt'), 'thesis');
   keyFile = join(R, 'keys.json');
-  writeFileSync(keyFile, run(['keygen', '--kid', 'k1']).stdout);
+  writeFileSync(keyFile, (await run(['keygen', '--kid', 'k1'])).stdout);
 });
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
   rmSync(R, { recursive: true, force: true });
 });
 
-function run(args: string[]) {
-  return spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+function run(args: string[]): Promise<Finished> {
+  return runProcess(process.execPath, [MAIN, ...args]);
 }
 
-function verify(file: string, keys = keyFile) {
+function verify(file: string, keys = keyFile): Promise<Finished> {
   return run(['audit', 'verify', file, '--key-file', keys]);
 }
 
@@ -116,7 +116,7 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     // The principal is only ever a tag.
     expect(readFileSync(trail, 'utf8')).not.toContain('"local"');
 
-    const checked = verify(trail);
+    const checked = (await verify(trail));
     expect(checked.status).toBe(0);
     expect(checked.stdout).toBe('3\n');
   });
@@ -163,7 +163,7 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     expect(lines[6]!['args']).toBe(canonicalDigest({ path: 'thesis.txt' }));
     // Refused before asking: no jti and no question, but the principal tag and the digest.
     expect(lines[7]).toMatchObject({ jti: null, question: null, principal: await localTag(), args: canonicalDigest({ path: '/etc/passwd' }) });
-    expect(verify(trail).stdout).toBe(`${lines.length}\n`);
+    expect((await verify(trail)).stdout).toBe(`${lines.length}\n`);
   });
 });
 
@@ -188,7 +188,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
 
   it('exits 0 on an intact trail and prints its last seq on stdout', async () => {
     const { trail } = await sixLineTrail();
-    const r = verify(trail);
+    const r = (await verify(trail));
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('6\n');
   });
@@ -199,7 +199,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     // thesis.txt's question on line 4: one digit of the size, still canonical JSON with the right seq.
     changed[3] = changed[3]!.replace('Size: 6 bytes', 'Size: 7 bytes');
     expect(changed[3]).not.toBe(text[3]);
-    const r = verify(variant('changed.jsonl', changed));
+    const r = (await verify(variant('changed.jsonl', changed)));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 4');
     expect(r.stdout).toBe('');
@@ -207,7 +207,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
 
   it('exits 3 naming the first bad line when a middle line is deleted', async () => {
     const { text } = await sixLineTrail();
-    const r = verify(variant('deleted.jsonl', [...text.slice(0, 2), ...text.slice(3)]));
+    const r = (await verify(variant('deleted.jsonl', [...text.slice(0, 2), ...text.slice(3)])));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 3');
   });
@@ -216,7 +216,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     const { text } = await sixLineTrail();
     const swapped = [...text];
     [swapped[1], swapped[2]] = [swapped[2]!, swapped[1]!];
-    const r = verify(variant('swapped.jsonl', swapped));
+    const r = (await verify(variant('swapped.jsonl', swapped)));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 2');
   });
@@ -232,15 +232,15 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     const mixed = [...text];
     mixed[1] = foreign[1]!;
     // Control: the other trail is intact on its own.
-    expect(verify(other.trail).status).toBe(0);
-    const r = verify(variant('foreign.jsonl', mixed));
+    expect((await verify(other.trail)).status).toBe(0);
+    const r = (await verify(variant('foreign.jsonl', mixed)));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 2');
   });
 
   it('cutting lines off the end is not detected by the file alone: it verifies, with a smaller last seq (compare with a head kept elsewhere)', async () => {
     const { text } = await sixLineTrail();
-    const r = verify(variant('cut.jsonl', text.slice(0, 4)));
+    const r = (await verify(variant('cut.jsonl', text.slice(0, 4))));
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('4\n');
   });
@@ -248,13 +248,13 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
   it('exits 3 at line 1 under another key file, and for a last line without its newline', async () => {
     const { trail, text } = await sixLineTrail();
     const otherKeys = join(R, 'other-keys.json');
-    writeFileSync(otherKeys, run(['keygen', '--kid', 'k1']).stdout);
-    const wrongKey = verify(trail, otherKeys);
+    writeFileSync(otherKeys, (await run(['keygen', '--kid', 'k1'])).stdout);
+    const wrongKey = (await verify(trail, otherKeys));
     expect(wrongKey.status).toBe(3);
     expect(wrongKey.stderr).toContain('broken at line 1');
     const partial = join(R, 'partial.jsonl');
     writeFileSync(partial, `${text.slice(0, 5).join('\n')}\n${text[5]!.slice(0, 20)}`);
-    const r = verify(partial);
+    const r = (await verify(partial));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 6');
   });
@@ -272,22 +272,22 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
       [['audit', 'verify', file, '--key-file', join(R, 'missing.json')], /cannot read key file/],
     ];
     for (const [args, message] of cases) {
-      const r = run(args);
+      const r = (await run(args));
       expect({ args, status: r.status }).toEqual({ args, status: 2 });
       expect(r.stderr).toMatch(message);
       expect(r.stdout).toBe('');
     }
     // Control: the empty trail with the key file is intact with last seq 0.
-    expect(verify(file)).toMatchObject({ status: 0, stdout: '0\n' });
+    expect((await verify(file))).toMatchObject({ status: 0, stdout: '0\n' });
   });
 });
 
 describe('--audit start-up and fail closed', () => {
-  it('--audit without --key-file exits 2 saying why; an uncreatable trail exits 2 naming it', () => {
-    const noKeys = run(['--root', root, '--audit', join(R, 'log', 'trail')]);
+  it('--audit without --key-file exits 2 saying why; an uncreatable trail exits 2 naming it', async () => {
+    const noKeys = (await run(['--root', root, '--audit', join(R, 'log', 'trail')]));
     expect(noKeys.status).toBe(2);
     expect(noKeys.stderr).toContain('--audit needs --key-file');
-    const noDir = run(['--root', root, '--key-file', keyFile, '--audit', join(R, 'missing-dir', 'trail')]);
+    const noDir = (await run(['--root', root, '--key-file', keyFile, '--audit', join(R, 'missing-dir', 'trail')]));
     expect(noDir.status).toBe(2);
     expect(noDir.stderr).toMatch(/--audit: cannot create .*missing-dir.*ENOENT/);
     expect(readdirSync(join(R, 'log'))).toEqual([]);
@@ -300,8 +300,8 @@ describe('--audit start-up and fail closed', () => {
     asked(await callTool(a.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     asked(await callTool(b.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     asked(await callTool(a.client, { name: 'delete_file', arguments: { path: 'thesis.txt' } }));
-    expect(verify(a.trail).stdout).toBe('2\n');
-    expect(verify(b.trail).stdout).toBe('1\n');
+    expect((await verify(a.trail)).stdout).toBe('2\n');
+    expect((await verify(b.trail)).stdout).toBe('1\n');
   });
 
   it('a "confirmed" line that cannot be written (the trail replaced by a directory) refuses the delete with ERR_CONFIRM_AUDIT_UNAVAILABLE; the file stays', async () => {
@@ -320,7 +320,7 @@ describe('--audit start-up and fail closed', () => {
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
     expect(linesOf(trail).map((l) => l['event'])).toEqual(['asked', 'asked', 'confirmed', 'acted']);
-    expect(verify(trail)).toMatchObject({ status: 0, stdout: '4\n' });
+    expect((await verify(trail))).toMatchObject({ status: 0, stdout: '4\n' });
   });
 
   it('a trail replaced by a symbolic link (to /dev/full) is not followed: the delete is refused, the file stays', async () => {
@@ -369,7 +369,7 @@ describe('--audit over --http', () => {
     expect(lines.map((l) => l['event'])).toEqual(['asked', 'confirmed', 'acted', 'states-refused']);
     expect(lines[3]).toMatchObject({ count: 25, tool: null, jti: null, principal: null });
     expect(lines[0]!['principal']).toBe(await localTag());
-    expect(verify(trail!)).toMatchObject({ status: 0, stdout: '4\n' });
+    expect((await verify(trail!))).toMatchObject({ status: 0, stdout: '4\n' });
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
   });
 });

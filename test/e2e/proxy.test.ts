@@ -4,7 +4,6 @@
  * a real v2 client pinned to 2026-07-28 (rounds driven by hand) and the v1 client in front.
  * Failure cases use a small v1 upstream (fixtures/upstream.mjs). Needs `npm run build` first.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,6 +14,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../helpers/processes.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -243,14 +243,11 @@ describe('proxy policy', () => {
     ['{"deny": ["a\\u0007b"]}', 'deny[0] contains a control character'],
     ['not json', 'not valid JSON'],
     ['[]', 'must be a JSON object'],
-  ])('policy %s exits 2 naming the bad entry (%s), never starting the upstream', (policy, expected) => {
+  ])('policy %s exits 2 naming the bad entry (%s), never starting the upstream', async (policy, expected) => {
     const file = join(R, `bad-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(file, policy);
     const marker = join(R, `never-${Math.random().toString(36).slice(2)}`);
-    const r = spawnSync(process.execPath, [MAIN, 'proxy', '--policy', file, '--', process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`], {
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
+    const r = await runProcess(process.execPath, [MAIN, 'proxy', '--policy', file, '--', process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(`--policy ${file}: `);
     expect(r.stderr).toContain(expected);
@@ -258,8 +255,8 @@ describe('proxy policy', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('a missing upstream command exits 2 with the usage', () => {
-    const r = spawnSync(process.execPath, [MAIN, 'proxy'], { encoding: 'utf8', timeout: 30_000 });
+  it('a missing upstream command exits 2 with the usage', async () => {
+    const r = await runProcess(process.execPath, [MAIN, 'proxy']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('give the upstream command after --');
   });

@@ -437,8 +437,8 @@ describe('key rotation across replicas sharing a SQLite ledger', () => {
     expect(readFileSync(join(root, 'notes.txt'), 'utf8')).toBe('notes!');
     expectDeleted(await round2(c!, 'notes.txt', s3), 'notes.txt', 6);
 
-    expect(a!.stderr()).toContain('keys k-old\n');
-    expect(b!.stderr()).toContain('keys k-new,k-old\n');
-    expect(c!.stderr()).toContain('keys k-new\n');
+    expect(a!.stderr()).toContain('keys k-old;');
+    expect(b!.stderr()).toContain('keys k-new,k-old;');
+    expect(c!.stderr()).toContain('keys k-new;');
   });
 });

@@ -27,7 +27,7 @@ import {
   isFileFingerprint,
   type FileFingerprint,
 } from '../../src/fs/target.js';
-import { renderValue } from '../../src/prompt/render.js';
+import { renderPath, renderValue } from '../../src/prompt/render.js';
 import {
   identity,
   makeSandbox,
@@ -483,7 +483,7 @@ describe('deleteVerified: swaps inside the pinned-directory block', () => {
     });
     const error = await rejectsWith(deleteVerified(roots, fp, { ops }), 'ERR_CONFIRM_CHANGED');
     const [q] = quarantinedIn(evilDir);
-    expect(error.message).toContain(renderValue(join(evilDir, q!)));
+    expect(error.message).toContain(renderPath(join(evilDir, q!)));
     expect(error.message).not.toMatch(/[\u202E\n]/);
   });
 
