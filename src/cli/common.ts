@@ -5,6 +5,8 @@
  * @module
  */
 
+import type { KeyRing } from '../state/keyRing.js';
+
 /** A usage error: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}
 
@@ -33,4 +35,20 @@ export function checkAudience(value: string | undefined): string {
     throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
   }
   return audience;
+}
+
+/**
+ * Reads `--key-file PATH` into a key ring (the module loads only when a key file is given).
+ *
+ * @returns the ring, or `undefined` without a key file (one random key per process then).
+ * @throws {UsageError} naming `--key-file` and what is wrong (never key material).
+ */
+export async function readKeyFile(path: string | undefined): Promise<KeyRing | undefined> {
+  if (path === undefined) return undefined;
+  const { KeyRing } = await import('../state/keyRing.js');
+  try {
+    return await KeyRing.fromFile(path);
+  } catch (e) {
+    throw new UsageError(`--key-file: ${(e as Error).message}`);
+  }
 }

@@ -10,9 +10,9 @@ import { readFile } from 'node:fs/promises';
 // (the demo never loads the server, `serve` never loads the demo or a store it was not given), and
 // the quarantine scan runs once the server already answers (MCP hosts wait for the first answer).
 import type { ConfirmEvent } from '../guard/confirmation.js';
-import type { KeyRing } from '../state/keyRing.js';
 import type { Roots } from '../fs/roots.js';
 import { EXIT_USAGE, USAGE, UsageError, parseCommand, type Command } from './args.js';
+import { readKeyFile } from './common.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
 
 function logEvent(event: ConfirmEvent): void {
@@ -107,21 +107,13 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   // HTTP serving (--http): its modules load only when asked for, so stdio start-up does not pay for them.
   const http = command.http ? await import('./serveHttp.js') : undefined;
   if (http && command.http) await http.checkHttpAuth(command.http);
-  const [{ serveStdio }, { KeyRing }, { RootError }, { createDemoServer }, { openLedger }] = await Promise.all([
+  const [{ serveStdio }, { RootError }, { createDemoServer }, { openLedger }] = await Promise.all([
     import('@modelcontextprotocol/server/stdio'),
-    import('../state/keyRing.js'),
     import('../fs/roots.js'),
     import('../server/deleteFile.js'),
     import('./ledgerSpec.js'),
   ]);
-  let keys: KeyRing | undefined;
-  if (command.keyFile !== undefined) {
-    try {
-      keys = await KeyRing.fromFile(command.keyFile);
-    } catch (e) {
-      throw new UsageError(`--key-file: ${(e as Error).message}`);
-    }
-  }
+  const keys = await readKeyFile(command.keyFile);
   // --audit: this process's trail file (its module loads only when asked for).
   const audit = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, (line) => process.stderr.write(`mcp-confirm: ${line}\n`)) : undefined;
   const opened = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));

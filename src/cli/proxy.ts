@@ -9,12 +9,11 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createConfirmation, type ConfirmEvent } from '../guard/confirmation.js';
-import { KeyRing } from '../state/keyRing.js';
 import { renderValue } from '../prompt/render.js';
 import { EMPTY_POLICY, parsePolicy, PolicyError, type Policy } from '../proxy/policy.js';
 import { createProxy } from '../proxy/server.js';
 import { Upstream } from '../proxy/upstream.js';
-import { checkAudience, UsageError, wholeSeconds } from './common.js';
+import { checkAudience, readKeyFile, UsageError, wholeSeconds } from './common.js';
 import { openLedger } from './ledgerSpec.js';
 
 export const PROXY_USAGE = `Usage:
@@ -151,14 +150,7 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const policy = await loadPolicy(command.policyPath);
-  let keys: KeyRing | undefined;
-  if (command.keyFile !== undefined) {
-    try {
-      keys = await KeyRing.fromFile(command.keyFile);
-    } catch (e) {
-      throw new UsageError(`--key-file: ${(e as Error).message}`);
-    }
-  }
+  const keys = await readKeyFile(command.keyFile);
   const ledger = await openLedger(command.ledger, command.audience, log);
   const confirmation = await createConfirmation({
     audience: command.audience,

@@ -6,24 +6,13 @@
  * why, in the README ("Conformance").
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const REPO = join(import.meta.dirname, '../..');
-const APPLICABLE = [
-  'server-initialize',
-  'server-session-lifecycle',
-  'ping',
-  'tools-list',
-  'server-stateless',
-  'http-header-validation',
-  'dns-rebinding-protection',
-  'input-required-result-basic-elicitation',
-  'input-required-result-request-state',
-  'input-required-result-tampered-state',
-  'input-required-result-missing-input-response',
-  'tools-call-elicitation',
-] as const;
+/** The scenarios that apply (README, "Conformance"), the same list `scripts/conformance.mjs` runs. */
+const APPLICABLE = JSON.parse(readFileSync(join(import.meta.dirname, 'scenarios.json'), 'utf8')) as string[];
 
 interface Check {
   id: string;
