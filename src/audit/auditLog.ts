@@ -14,9 +14,10 @@
  *   `fdatasync`, one `close`). The work runs on libuv's thread pool, so the
  *   event loop never waits on the disk.
  * - The file is opened per batch by its path, append-only, without creating it
- *   and without following a symbolic link (`O_WRONLY | O_APPEND | O_NOFOLLOW`):
- *   a trail that was removed, replaced by a directory or a link is a failed
- *   write, never a silent new file.
+ *   without following a symbolic link and without waiting for a reader
+ *   (`O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK`), then checked to be a
+ *   regular file: a trail that was removed, replaced by a directory, a link or a
+ *   FIFO is a failed write, never a silent new file and never a hang.
  * - A failed batch rejects its lines and every line queued after it (they chain
  *   from it) with `ERR_CONFIRM_AUDIT_UNAVAILABLE`; a partly written batch is cut
  *   back to the last whole line (`ftruncate`), and the chain continues from the
@@ -78,7 +79,9 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
-const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW;
+// O_NONBLOCK: a FIFO put in the trail's place must not block the open (with no reader it fails at
+// once); anything but a regular file is then refused after the open.
+const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 function defaultSchedule(flush: () => void, intervalMs: number): () => void {
@@ -204,6 +207,7 @@ export class AuditLog implements AuditSink {
       try {
         const handle = await open(this.path, APPEND_FLAGS);
         try {
+          if (!(await handle.stat()).isFile()) throw Object.assign(new Error('the trail is not a regular file'), { code: 'ENOTREGULAR' });
           while (written < bytes.length) {
             const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
             written += bytesWritten;

@@ -25,8 +25,11 @@ export interface Listening {
   close(drainMs: number): Promise<boolean>;
 }
 
+/** A Host header's shape: a registered name or IPv4 address, or a bracketed IPv6 address, and an optional port. */
+const WELL_FORMED_HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
 /**
- * Listens on `host:port`.
+ * Listens on `host:port`. A request whose `Host` is missing or malformed gets 400 before anything else.
  *
  * @param onerror - errors of the Node adapter (a request that could not be converted).
  * @throws the listen error (`EADDRINUSE`, `EACCES`, `EADDRNOTAVAIL`) as Node reports it.
@@ -36,6 +39,12 @@ export async function listenHttp(app: HttpApp, host: string, port: number, onerr
   let inFlight = 0;
   let idle: (() => void) | undefined;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    // A Host the adapter cannot turn into a URL (credentials, spaces, …) is refused here, plainly and
+    // without echoing it: the app's own Host check then sees only well-formed authorities (RFC 3986 §3.2).
+    if (!WELL_FORMED_HOST.test(req.headers.host ?? '')) {
+      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }).end('Bad Request: malformed Host header\n');
+      return;
+    }
     // A GET on /mcp is a standing event stream of a 2025 session: it ends when the session closes, not on its own.
     const counted = req.method !== 'GET';
     if (counted) {

@@ -156,6 +156,17 @@ const NONSPACING = 5;
  */
 const PATH_LETTER = 16;
 
+/**
+ * The overlay marks: every code point with Canonical_Combining_Class 1 (Overlay; UAX #44,
+ * UnicodeData.txt; these 32 in Unicode 17.0). Drawn across their base, they can draw a slash, a
+ * stroke or a bar over ordinary text (U+0338 over a space reads as `/`), so they are always shown
+ * as escapes. test/prompt/overlay.test.ts derives the set again from the runtime's own
+ * normalization data.
+ */
+export const OVERLAY_MARKS =
+  '\u0334\u0335\u0336\u0337\u0338\u1CD4\u1CE2\u1CE3\u1CE4\u1CE5\u1CE6\u1CE7\u1CE8\u20D2\u20D3\u20D8\u20D9\u20DA\u20E5\u20E6\u20EA\u20EB' +
+  '\u{10A39}\u{16AF0}\u{16AF1}\u{16AF2}\u{16AF3}\u{16AF4}\u{1BC9E}\u{1D167}\u{1D168}\u{1D169}';
+
 /** A letter, digit or mark (General_Category L, N or M). */
 const LETTER_DIGIT_MARK = /^[\p{L}\p{N}\p{M}]$/u;
 /** Script_Extensions {Common} or {Inherited}: no script vouches for such a code point. */
@@ -171,6 +182,7 @@ function kindOf(cp: number): number {
       kind = g;
       break;
     }
+  if (cp >= 0x300 && OVERLAY_MARKS.includes(ch)) return HIDDEN;
   if (kind !== HIDDEN && cp >= 0x80 && PATH_SYNTAX_LOOKALIKES.includes(ch)) {
     return LETTER_DIGIT_MARK.test(ch) && !NO_SCRIPT.test(ch) ? kind + PATH_LETTER : HIDDEN;
   }

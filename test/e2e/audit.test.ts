@@ -3,12 +3,13 @@
  * subprocess (stdio and --http) with real clients; the trail read back and
  * verified by the built CLI.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, openSync, readSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { runProcess, type Finished } from '../helpers/processes.js';
 import { canonicalDigest, KeyRing } from 'mcp-confirm';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
@@ -330,6 +331,33 @@ describe('--audit start-up and fail closed', () => {
     symlinkSync('/dev/full', trail);
     const refused = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
     expect(refused.kind === 'result' && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+  });
+
+  it('a trail replaced by a FIFO, with and without a reader, refuses the delete at once with ERR_CONFIRM_AUDIT_UNAVAILABLE (never hangs, never feeds the pipe); the file stays', async () => {
+    const { client, trail } = await serveAudited();
+    const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
+    renameSync(trail, `${trail}.aside`);
+    execFileSync('mkfifo', [trail]);
+    // No reader: the open must not wait for one.
+    const refused = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    expect(refused.kind === 'result' && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+    // A reader on the pipe: the open succeeds, but a pipe is not a regular file, so nothing is written to it.
+    const reader = openSync(trail, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const r = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } });
+      expect(r.kind === 'result' && r.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
+      let got = 0;
+      try {
+        got = readSync(reader, Buffer.alloc(65_536));
+      } catch (e) {
+        expect((e as NodeJS.ErrnoException).code).toBe('EAGAIN'); // an empty pipe
+      }
+      expect(got).toBe(0);
+    } finally {
+      closeSync(reader);
+    }
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
   });
 

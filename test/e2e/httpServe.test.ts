@@ -157,6 +157,18 @@ describe('Host and Origin checks (DNS rebinding)', () => {
     expect(control.headers['mcp-session-id']).toEqual(expect.any(String));
   });
 
+  it('answers a malformed Host (credentials in it) with 400 without echoing it, on /mcp and /healthz; control: the bound Host', async () => {
+    const server = await serve();
+    for (const path of ['/mcp', '/healthz']) {
+      const bad = await rawRequest(server.url, { path, method: path === '/mcp' ? 'POST' : 'GET', headers: headersWith({ Host: '127.0.0.1@evil.example.com' }), ...(path === '/mcp' ? { body: LEGACY_INITIALIZE } : {}) });
+      expect(bad.status).toBe(400);
+      expect(bad.body).not.toContain('evil.example.com');
+    }
+    expect(server.stderr()).not.toContain('evil.example.com');
+    const control = await rawRequest(server.url, { path: '/healthz', method: 'GET', headers: { Host: server.url.host } });
+    expect(control.status).toBe(200);
+  });
+
   it('refuses a tools/call whose Host is foreign with 403, and nothing is deleted', async () => {
     const server = await serve();
     const call = JSON.stringify({
