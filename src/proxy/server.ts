@@ -224,7 +224,14 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       if (tool === undefined) throw new ConfirmUpstreamToolGoneError();
       const handler = confirmation.guard(server, name, confirmable(server, name, tool), { rethrow: (e) => e instanceof ProtocolError });
       const args: ProxyArgs = params.arguments === undefined ? {} : { arguments: params.arguments };
-      return await handler(args, ctx);
+      const result = await handler(args, ctx);
+      // The proxy's own answers (declined, not confirmed) carry no structured content. For a tool
+      // that declares an outputSchema, a client refuses a non-error result without it (spec
+      // 2025-06-18+, server/tools "Output Schema"), so they are marked isError: the call produced no output.
+      if (tool.outputSchema !== undefined && !('inputRequests' in result) && result.structuredContent === undefined && result.isError !== true) {
+        return { ...result, isError: true };
+      }
+      return result;
     } catch (e) {
       if (e instanceof ConfirmError) return toToolError(e);
       throw e;

@@ -140,9 +140,31 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
     const target = join(root, 'declined.txt');
     const { state } = asked(await call('write_file', { path: target, content: 'no' }));
     const declined = await call('write_file', { path: target, content: 'no' }, { inputResponses: DECLINE, requestState: state });
-    expect(declined).toMatchObject({ kind: 'result', isError: false });
+    // write_file declares an outputSchema: the proxy's own answer, with no structured content, is an error result.
+    expect(declined).toMatchObject({ kind: 'result', isError: true });
     expect(text(declined)).toBe('You declined; nothing was forwarded to the upstream server.');
     expect(existsSync(target)).toBe(false);
+  });
+
+  it('a host that declines through callTool gets the decline as an error result for write_file, which declares an outputSchema (not a protocol error); control: accepting writes', async () => {
+    const host = async (action: 'decline' | 'accept') => {
+      const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--', process.execPath, FS_SERVER, root] });
+      const c = new Client({ name: 'proxy-host', version: '0.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
+      c.setRequestHandler('elicitation/create', async () => (action === 'accept' ? { action, content: { confirmed: true } } : { action }));
+      await c.connect(transport);
+      closers.push(() => c.close());
+      return c;
+    };
+    const target = join(root, 'host-declined.txt');
+    const declining = await host('decline');
+    const declined = await declining.callTool({ name: 'write_file', arguments: { path: target, content: 'no' } });
+    expect(declined.isError).toBe(true);
+    expect(JSON.stringify(declined.content)).toContain('You declined; nothing was forwarded to the upstream server.');
+    expect(existsSync(target)).toBe(false);
+    const accepting = await host('accept');
+    const written = await accepting.callTool({ name: 'write_file', arguments: { path: target, content: 'yes' } });
+    expect(written.isError).not.toBe(true);
+    expect(readFileSync(target, 'utf8')).toBe('yes');
   });
 
   it('edit_file and move_file ask before anything changes; control: confirmed, they act', async () => {
@@ -180,7 +202,7 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
     expect(message.split('\n')).toHaveLength(3);
     expect(message.split('\n').filter((l) => l.startsWith('Argument `destination`'))).toHaveLength(1);
     const declined = await call('move_file', { source, destination: hostile }, { inputResponses: DECLINE, requestState: state });
-    expect(declined).toMatchObject({ kind: 'result', isError: false });
+    expect(declined).toMatchObject({ kind: 'result', isError: true }); // move_file declares an outputSchema: the decline is an error result
     expect(existsSync(source)).toBe(true);
   });
 
