@@ -5,9 +5,22 @@
  *
  * @module
  */
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { ApproversFileError, checkApproverName, readApprovers, writeApprovers } from '../approval/approvers.js';
 import { EnrollError, enrollApprover } from '../approval/enroll.js';
 import { EXIT_USAGE, type Command } from './args.js';
+
+/** True when `dir` is a directory this process may create files in. */
+function isWritableDirectory(dir: string): boolean {
+  try {
+    if (!statSync(dir).isDirectory()) return false;
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 type ApproversCommand = Extract<Command, { kind: 'approvers-enroll' | 'approvers-list' | 'approvers-remove' }>;
 
@@ -17,6 +30,12 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
   try {
     switch (command.kind) {
       case 'approvers-enroll': {
+        // Checked before the ceremony: a file that cannot be written would leave a passkey on the authenticator for nothing.
+        const dir = dirname(resolve(command.approvers));
+        if (!isWritableDirectory(dir)) {
+          err(`--approvers ${command.approvers}: its directory ${dir} does not exist or is not writable (create it first, e.g. mkdir -p -m 700 ${dir}); nothing was enrolled`);
+          return EXIT_USAGE;
+        }
         const approver = await enrollApprover({
           approversPath: command.approvers,
           name: command.name,
@@ -33,6 +52,10 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
         return 0;
       }
       case 'approvers-list': {
+        if (!existsSync(command.approvers)) {
+          err(`--approvers ${command.approvers} does not exist`);
+          return EXIT_USAGE;
+        }
         const file = await readApprovers(command.approvers);
         for (const a of file.approvers) {
           process.stdout.write(`${a.name}\tcredential ${a.credentialId}\tprincipals ${a.principals.join(',')}\tenrolled ${a.enrolledAt}\n`);

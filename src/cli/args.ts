@@ -16,9 +16,9 @@ export const EXIT_USAGE = 2;
 export const USAGE = `Usage:
   mcp-confirm --root DIR [--root DIR ...] [--audience NAME] [--ttl SECONDS]
               [--key-file PATH] [--ledger memory|sqlite:PATH|redis://HOST:PORT[/DB]]
-      Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
               [--approval form|passkey] [--approvers PATH] [--approval-port PORT]
               [--approval-wait SECONDS]
+      Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
   mcp-confirm approvers enroll --approvers PATH --name NAME [--port PORT] [--timeout SECONDS] [--replace]
       Enrol a passkey: prints the enrolment page's URL (with a one-time secret) as the first line.
   mcp-confirm approvers list --approvers PATH

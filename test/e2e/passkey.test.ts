@@ -620,6 +620,8 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       [['approvers', 'enroll', '--name', 'x'], 'approvers needs --approvers PATH'],
       [['approvers', 'enroll', '--approvers', approversPath], 'approvers enroll needs --name NAME'],
       [['approvers', 'wipe', '--approvers', approversPath], 'approvers takes enroll, list or remove'],
+      [['approvers', 'enroll', '--approvers', join(dir, 'no-such-dir', 'approvers.json'), '--name', 'x'], 'does not exist or is not writable'],
+      [['approvers', 'list', '--approvers', join(dir, 'no-such-file.json')], 'does not exist'],
     ] as const) {
       const r = await run(...args);
       expect(r.status, args.join(' ')).toBe(2);
