@@ -23,7 +23,9 @@ export function graphemeBoundaries(s: string): Set<number> {
 /**
  * Inverts the escaping of an uncut body: `\\`, `\t`, `\n`, `\r`, `\xHH`, `⟨U+XXXX⟩`, and the
  * empty marker. Throws on anything that is not a well-formed escape, so it also checks that no
- * escape was split and no stray escape character is left.
+ * escape was split and no stray escape character is left. Throws on a raw `…` too: a whole
+ * rendering always escapes U+2026, so a raw one is the cut mark of a shortened body (whose
+ * remaining text may by chance decode to the value itself, as the cut of `…\nກ` does).
  */
 export function decodeBody(body: string): string {
   if (body === EMPTY_VALUE) return '';
@@ -45,6 +47,8 @@ export function decodeBody(body: string): string {
         continue;
       } else throw new Error(`bad backslash escape at ${i}`);
       i += 2;
+    } else if (c === '…') {
+      throw new Error(`raw cut mark at ${i}: not a whole body`);
     } else if (c === '⟨') {
       const m = /^⟨U\+([0-9A-F]{4,6})⟩/.exec(body.slice(i, i + 10));
       if (m === null || m[1] === undefined) throw new Error(`bad ⟨U+⟩ escape at ${i}`);

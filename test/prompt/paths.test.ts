@@ -146,6 +146,21 @@ describe('renderPath: every component stays visible (BUG-27)', () => {
 });
 
 describe('renderPath: the rule, example by example', () => {
+  it('a cut whose remaining text happens to decode to the value is still reported as cut (…\\nກ at 10)', () => {
+    // Found by the property above (seed -582644443): whole, `…` is escaped as ⟨U+2026⟩ and the
+    // rendering is 11 wide, so it is cut from the front, and the cut mark stands where the
+    // escape was. It is shortened and fingerprinted, and the decoder refuses its raw cut mark.
+    const parts = renderValueParts('…\nກ', { segments: '/', maxGraphemes: 10 });
+    expect(parts.cut).toBe(true);
+    expect(parts.fingerprints).toHaveLength(1);
+    expect(parts.text).toContain('shortened, fingerprint');
+    expect(() => decodeBody(parts.body)).toThrow(/raw cut mark/);
+    // Control: with room for the escape it is whole, and decodes to the value.
+    const whole = renderValueParts('…\nກ', { segments: '/', maxGraphemes: 11 });
+    expect(whole.cut).toBe(false);
+    expect(decodeBody(whole.body)).toBe('…\nກ');
+  });
+
   it('hard-5: shows the differing middle directory of two deep paths (thesis-FINAL, scratch-tmp) in full', () => {
     const deep = (dir: string): string =>
       `/srv/projects/client-acme-corporation-international/2026/quarterly-reports-and-analysis/${dir}/chapter-03/drafts/working-copies/literature-review-and-related-work/data.txt`;
