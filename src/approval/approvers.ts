@@ -29,7 +29,7 @@ export interface Approver {
   counter: number;
   /** Transports the browser reported (hints only). */
   transports: string[];
-  /** The principals this approver may approve for: `local` over stdio. */
+  /** The principals this approver may approve for: `local` (stdio, or `--http` without tokens), or {@link jwtPrincipalFor} strings. */
   principals: string[];
   /** ISO 8601 time of enrolment. */
   enrolledAt: string;
@@ -38,7 +38,7 @@ export interface Approver {
 /** The whole file. */
 export interface ApproversFile {
   version: 1;
-  /** The WebAuthn RP ID the credentials were made for (`localhost` over stdio). */
+  /** The WebAuthn RP ID the credentials were made for (`localhost` over stdio; the `--public-url` host name over HTTP). */
   rpId: string;
   approvers: Approver[];
 }
@@ -163,6 +163,26 @@ export async function writeApprovers(path: string, file: ApproversFile): Promise
     await fs.rm(tmp, { force: true }).catch(() => {});
     throw new ApproversFileError(`cannot write approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
+}
+
+/**
+ * The principal string of a verified token's issuer and subject, as `mcp-confirm --http` with
+ * `--auth-issuer` computes it for a call (`jwtPrincipalOf` in `mcp-confirm/http`): what
+ * `approvers enroll --principal ISS SUB` writes into an approver's `principals`.
+ */
+export function jwtPrincipalFor(iss: string, sub: string): string {
+  return JSON.stringify(['jwt', iss, sub]);
+}
+
+/** A principal for people: `local`, or `SUB (issuer ISS)` for a token's. */
+export function describePrincipal(principal: string): string {
+  try {
+    const p = JSON.parse(principal) as unknown;
+    if (Array.isArray(p) && p.length === 3 && p[0] === 'jwt' && typeof p[1] === 'string' && typeof p[2] === 'string') return `${p[2]} (issuer ${p[1]})`;
+  } catch {
+    // not a token principal
+  }
+  return principal;
 }
 
 /** The approvers allowed to approve a call of `principal`. */

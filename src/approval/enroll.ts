@@ -19,9 +19,10 @@ import {
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { MemoryLedger } from '../ledger/memoryLedger.js';
-import { checkApproverName, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
-import { escapeHtml, hostMatches, layout, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
+import { checkApproverName, describePrincipal, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
+import { escapeHtml, hostMatches, hostnameMatches, layout, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
 import { CHALLENGE_TTL_MS } from './passkey.js';
+import { parsePublicUrl } from './publicUrl.js';
 
 /** Enrolment did not save a passkey: refused before starting, timed out, or the listener failed. */
 export class EnrollError extends Error {
@@ -36,19 +37,30 @@ export interface EnrollOptions {
   name: string;
   /** Replace an approver of the same name. Defaults to false (refused). */
   replace?: boolean;
-  /** The port on 127.0.0.1 and ::1. Defaults to 0 (random free port). */
+  /**
+   * The port on 127.0.0.1 and ::1. Defaults to 0 (random free port); with `publicUrl`, to the public
+   * URL's port (its explicit port, else 443 for https and 80 for http).
+   */
   port?: number;
+  /**
+   * Enrol for a server behind this public URL (`mcp-confirm --http --public-url URL`): the page's
+   * origin is the URL's origin and the credential's RP ID its host name, so the browser must reach
+   * this command's loopback port under that URL (a TLS proxy on this host, or a name mapped to
+   * 127.0.0.1). Defaults to none: `http://localhost:PORT`, RP ID `localhost` (stdio).
+   */
+  publicUrl?: string | URL;
   /** How long to wait for the registration, in whole seconds. Defaults to 300. */
   timeoutSeconds?: number;
-  /** The principals the approver may approve for. Defaults to `['local']` (stdio). */
+  /**
+   * The principals the approver may approve for: `local` (stdio, or `--http` without tokens) or, for a
+   * server verifying tokens, `jwtPrincipalFor(iss, sub)` strings. Defaults to `['local']`.
+   */
   principals?: string[];
-  /** Called with the enrolment URL (with its one-time secret) once the page listens. */
-  onUrl: (url: string) => void;
+  /** Called with the enrolment URL (with its one-time secret) and the loopback port the page listens on, once it listens. */
+  onUrl: (url: string, port: number) => void;
   /** Diagnostics (stderr). */
   onLog?: (line: string) => void;
 }
-
-const RP_ID = 'localhost';
 
 /**
  * Runs one enrolment to its end.
@@ -64,6 +76,15 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   } catch (e) {
     throw new EnrollError((e as Error).message);
   }
+  let publicUrl: URL | undefined;
+  try {
+    publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
+  } catch (e) {
+    throw new EnrollError((e as Error).message);
+  }
+  const RP_ID = publicUrl?.hostname ?? 'localhost';
+  const principals = options.principals ?? ['local'];
+  if (principals.length === 0 || principals.some((p) => typeof p !== 'string' || p === '')) throw new EnrollError('an approver needs at least one principal');
   const timeoutSeconds = options.timeoutSeconds ?? 300;
   if (!Number.isSafeInteger(timeoutSeconds) || timeoutSeconds <= 0 || timeoutSeconds > 86_400) {
     throw new EnrollError('--timeout must be a whole number of seconds from 1 to 86400');
@@ -74,7 +95,11 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   } catch (e) {
     throw new EnrollError((e as Error).message);
   }
-  if (existing.rpId !== RP_ID) throw new EnrollError(`the approvers file was made for RP ID ${JSON.stringify(existing.rpId)}, not ${RP_ID}`);
+  if (existing.rpId !== RP_ID) {
+    throw new EnrollError(
+      `the approvers file ${options.approversPath} was made for RP ID ${JSON.stringify(existing.rpId)}, not ${JSON.stringify(RP_ID)}${publicUrl ? ` (from --public-url ${publicUrl.origin})` : ' (stdio: localhost)'}; use another file for this RP ID`,
+    );
+  }
   if (existing.approvers.some((a) => a.name === name) && options.replace !== true) {
     throw new EnrollError(`an approver named ${JSON.stringify(name)} already exists in ${options.approversPath}; use --replace to replace it`);
   }
@@ -99,7 +124,8 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (!hostMatches(req, origin)) return send(res, 421, 'text/plain; charset=utf-8', 'wrong host');
+    // Only our own host: exactly localhost:PORT, or behind a public URL its host name (a proxy may use another port).
+    if (!(publicUrl ? hostnameMatches(req.headers.host, origin) : hostMatches(req, origin))) return send(res, 421, 'text/plain; charset=utf-8', 'wrong host');
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (serveAsset(req, res, path)) return;
     const m = /^\/enroll\/([^/]*)(\/options|\/authenticate|\/register)?$/.exec(path);
@@ -113,7 +139,8 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
       const main = `<h1>Enrol a passkey for mcp-confirm</h1>
 <dl class="facts">
 <dt>Approver</dt><dd>${escapeHtml(name)}</dd>
-<dt>May approve for</dt><dd>${escapeHtml((options.principals ?? ['local']).join(', '))}</dd>
+<dt>RP ID</dt><dd><code>${escapeHtml(RP_ID)}</code></dd>
+<dt>May approve for</dt><dd>${principals.map((p) => escapeHtml(describePrincipal(p))).join('<br>')}</dd>
 <dt>Approvers file</dt><dd><code>${escapeHtml(options.approversPath)}</code></dd>
 </dl>
 ${existing.approvers.length > 0 ? '<p class="note">This file already holds approvers: one of them must first confirm with their passkey.</p>' : ''}
@@ -214,7 +241,7 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
         publicKey: Buffer.from(cred.publicKey).toString('base64url'),
         counter: cred.counter,
         transports: (cred.transports ?? []).map(String),
-        principals: options.principals ?? ['local'],
+        principals,
         enrolledAt: new Date().toISOString(),
       };
       // Re-read just before writing, so an approver saved meanwhile is kept.
@@ -234,7 +261,8 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
 
   let listener;
   try {
-    listener = await listenLoopback(options.port ?? 0, (req, res) => {
+    const port = options.port ?? (publicUrl ? Number(publicUrl.port || (publicUrl.protocol === 'https:' ? 443 : 80)) : 0);
+    listener = await listenLoopback(port, (req, res) => {
       void handle(req, res).catch((e: unknown) => {
         log(`internal error: ${(e as Error).message}`);
         if (!res.headersSent) sendJson(res, 500, { outcome: 'refused', message: 'internal error; nothing was enrolled' });
@@ -243,12 +271,12 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
   } catch (e) {
     throw new EnrollError((e as Error).message);
   }
-  origin = listener.origin;
+  origin = publicUrl?.origin ?? listener.origin;
   const timer = setTimeout(
     () => finish({ ok: false, error: new EnrollError(`no passkey was enrolled within ${timeoutSeconds} s; nothing was saved`) }),
     timeoutSeconds * 1000,
   );
-  options.onUrl(`${origin}/enroll/${secret}`);
+  options.onUrl(`${origin}/enroll/${secret}`, listener.port);
   const result = await finished;
   clearTimeout(timer);
   await listener.close();

@@ -119,9 +119,9 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 /** Serves the static script and style; `true` when it answered. */
 export function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-  if (path === '/assets/page.js') send(res, 200, 'text/javascript; charset=utf-8', PAGE_JS);
-  else if (path === '/assets/page.css') send(res, 200, 'text/css; charset=utf-8', PAGE_CSS);
-  else return false;
+  const asset = assetAt(path);
+  if (asset === undefined) return false;
+  send(res, 200, asset.type, asset.body);
   return true;
 }
 
@@ -133,23 +133,41 @@ export function hostMatches(req: IncomingMessage, origin: string): boolean {
   return req.headers.host === new URL(origin).host;
 }
 
+/**
+ * Behind `--public-url` (served on the `--http` listener, perhaps behind a TLS proxy whose port
+ * differs from ours): the `Host` header's host name must be the public URL's, whatever the port.
+ */
+export function hostnameMatches(host: string | undefined | null, origin: string): boolean {
+  if (typeof host !== 'string' || host === '') return false;
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${host}/`).hostname;
+  } catch {
+    return false;
+  }
+  return hostname === new URL(origin).hostname;
+}
+
 /** Every POST needs `Origin` equal to the page's origin, exactly (RFC 6454; no header is a refusal). */
 export function originMatches(req: IncomingMessage, origin: string): boolean {
   return req.headers.origin === origin;
 }
 
 /**
- * Reads a JSON object body of at most {@link MAX_BODY_BYTES}.
+ * Reads a JSON object body of at most {@link MAX_BODY_BYTES} from a `node:http` request or a
+ * web-standard `Request`'s body stream (both are async iterables of bytes).
  *
  * @returns the object, or a short reason (`'too large'`, `'not JSON'`, `'not an object'`).
  */
-export async function readJson(req: IncomingMessage): Promise<{ ok: true; value: Record<string, unknown> } | { ok: false; reason: string }> {
+export async function readJson(body: AsyncIterable<Uint8Array> | null): Promise<{ ok: true; value: Record<string, unknown> } | { ok: false; reason: string }> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) return { ok: false, reason: 'too large' };
-    chunks.push(chunk as Buffer);
+  if (body !== null) {
+    for await (const chunk of body) {
+      size += chunk.byteLength;
+      if (size > MAX_BODY_BYTES) return { ok: false, reason: 'too large' };
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    }
   }
   if (size === 0) return { ok: true, value: {} };
   let value: unknown;
@@ -160,6 +178,13 @@ export async function readJson(req: IncomingMessage): Promise<{ ok: true; value:
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, reason: 'not an object' };
   return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** The static asset at `path` (`/assets/page.js`, `/assets/page.css`), or undefined. */
+export function assetAt(path: string): { type: string; body: string } | undefined {
+  if (path === '/assets/page.js') return { type: 'text/javascript; charset=utf-8', body: PAGE_JS };
+  if (path === '/assets/page.css') return { type: 'text/css; charset=utf-8', body: PAGE_CSS };
+  return undefined;
 }
 
 /** The surrounding HTML of every page. `bodyAttrs` are trusted; `main` is already escaped. */

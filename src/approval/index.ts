@@ -10,10 +10,13 @@ export {
   readApprovers,
   writeApprovers,
   approversFor,
+  jwtPrincipalFor,
+  describePrincipal,
   ApproversFileError,
   type Approver,
   type ApproversFile,
 } from './approvers.js';
 export { enrollApprover, EnrollError, type EnrollOptions } from './enroll.js';
 export { ListenError } from './http.js';
+export { parsePublicUrl, PublicUrlError } from './publicUrl.js';
 export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from './store.js';

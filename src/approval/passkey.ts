@@ -4,7 +4,8 @@
  * WebAuthn assertion with user verification (W3C Web Authentication Level 3,
  * §7.2) from an enrolled approver allowed for the calling principal.
  *
- * Routes (all under one loopback listener, see http.ts):
+ * Routes, over stdio on its own loopback listener (see http.ts), over `--http` on the
+ * server's listener behind the public URL ({@link PasskeyApproval.fetch}):
  * - `GET /approve/ID`: the page. Shows the audience, principal, tool, question,
  *   each value uncut, and the time left. Changes nothing.
  * - `POST /approve/ID/options`: a single-use challenge (stored in the
@@ -16,7 +17,8 @@
  *   approved with the approver's name and credential id.
  * - `POST /approve/ID/deny`: marks it declined.
  * Every POST needs `Origin` equal to the page origin, and every request `Host`
- * equal to the page's host.
+ * equal to the page's host (behind a public URL: its host name, any port).
+ * No route asks for a bearer token: the passkey assertion is the proof.
  *
  * > [!WARNING]
  * > Trust boundary: this protects against everything that speaks MCP or HTTP
@@ -32,18 +34,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { generateAuthenticationOptions, verifyAuthenticationResponse, type AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { approversFor, type ApproversFile } from './approvers.js';
 import {
+  assetAt,
   escapeHtml,
-  hostMatches,
+  hostnameMatches,
   layout,
   listenLoopback,
-  originMatches,
   readJson,
-  send,
-  sendJson,
-  serveAsset,
+  SECURITY_HEADERS,
   type LoopbackListener,
 } from './http.js';
 import type { ApprovalRecord, ApprovalStore } from './store.js';
+import { parsePublicUrl } from './publicUrl.js';
+import { renderValue } from '../prompt/render.js';
 
 /** What the page shows, stored with the approval as JSON text. All strings are already rendered (escaped) values. */
 export interface ApprovalView {
@@ -68,8 +70,16 @@ export interface PasskeyApprovalOptions {
   store: ApprovalStore;
   /** The approvers, loaded once at start-up (see `loadApproversForServer`). */
   approvers: ApproversFile;
-  /** The port on 127.0.0.1 and ::1. Defaults to 0 (a random free port). */
+  /** The port on 127.0.0.1 and ::1 (stdio; not with `publicUrl`). Defaults to 0 (a random free port). */
   port?: number;
+  /**
+   * Serve the page on your own HTTP server instead of a loopback listener (`mcp-confirm --http
+   * --public-url URL`): the origin browsers use, `scheme://host[:port]`. The WebAuthn origin is its
+   * origin, the RP ID its host name (a DNS name, never an IP address); approval URLs are
+   * `ORIGIN/approve/ID`. No listener is started: route {@link PasskeyApproval.servesPath} paths to
+   * {@link PasskeyApproval.fetch}. Defaults to none (a loopback listener, origin `http://localhost:PORT`).
+   */
+  publicUrl?: string | URL;
   /** How long round 2 waits for the page's decision, in whole seconds, 0 to 3,600. Defaults to 60. 0 answers at once. */
   waitSeconds?: number;
   /** The clock, Unix milliseconds, for every stored time (challenges, decisions, expiry). Defaults to `Date.now`. */
@@ -122,6 +132,8 @@ export class PasskeyApproval {
   readonly #poll: number;
   readonly #emit: (event: ApprovalEvent) => void;
   readonly #decided = new EventEmitter();
+  /** Served on an HTTP server behind a public URL (Host compared by host name) rather than our own loopback listener (exact Host). */
+  readonly #behindPublicUrl: boolean;
   #listener: LoopbackListener | undefined;
 
   private constructor(options: PasskeyApprovalOptions, listener: LoopbackListener | undefined, origin: string) {
@@ -132,8 +144,10 @@ export class PasskeyApproval {
     this.waitMs = (options.waitSeconds ?? 60) * 1000;
     this.#listener = listener;
     this.origin = origin;
-    this.port = listener?.port ?? Number(new URL(origin).port);
-    this.rpId = new URL(origin).hostname;
+    const url = new URL(origin);
+    this.port = listener?.port ?? Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    this.rpId = url.hostname;
+    this.#behindPublicUrl = listener === undefined;
     const onEvent = options.onEvent ?? (() => {});
     this.#emit = (e) => {
       try {
@@ -146,10 +160,14 @@ export class PasskeyApproval {
   }
 
   /**
-   * Starts the page on `127.0.0.1:PORT` and `[::1]:PORT` (origin `http://localhost:PORT`, RP ID `localhost`).
+   * Starts the page: over stdio on `127.0.0.1:PORT` and `[::1]:PORT` (origin `http://localhost:PORT`,
+   * RP ID `localhost`); with `publicUrl`, without a listener, for your HTTP server to route to
+   * {@link PasskeyApproval.fetch} (origin and RP ID from the public URL).
    *
-   * @throws {RangeError} when `waitSeconds` is not a whole number from 0 to 3,600, or the approvers file was made for another RP ID.
-   * @throws {ListenError} naming the address when either is taken.
+   * @throws {RangeError} when `waitSeconds` is not a whole number from 0 to 3,600, `port` is given with
+   *   `publicUrl`, or the approvers were enrolled for another RP ID (the message names them).
+   * @throws {PublicUrlError} when `publicUrl` is not an http(s) origin with a DNS host name.
+   * @throws {ListenError} naming the address when either loopback address is taken.
    * @example
    * const approval = await PasskeyApproval.start({ store: ledger, approvers: await loadApproversForServer(path, roots) });
    * const confirmation = await createConfirmation({ ledger, approval });
@@ -157,19 +175,26 @@ export class PasskeyApproval {
   static async start(options: PasskeyApprovalOptions): Promise<PasskeyApproval> {
     const wait = options.waitSeconds ?? 60;
     if (!Number.isSafeInteger(wait) || wait < 0 || wait > 3_600) throw new RangeError('waitSeconds must be a whole number of seconds from 0 to 3600');
-    if (options.approvers.rpId !== 'localhost') {
-      throw new RangeError(`the approvers were enrolled for RP ID ${JSON.stringify(options.approvers.rpId)}, but this page is served on localhost`);
+    const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
+    const rpId = publicUrl?.hostname ?? 'localhost';
+    if (options.approvers.rpId !== rpId) {
+      const names = options.approvers.approvers.map((a) => JSON.stringify(a.name)).join(', ');
+      throw new RangeError(
+        `the approvers file's approvers (${names}) were enrolled for RP ID ${JSON.stringify(options.approvers.rpId)}, but this page's RP ID is ${JSON.stringify(rpId)}` +
+          (publicUrl ? ` (from the public URL ${publicUrl.origin}); enrol them again with: mcp-confirm approvers enroll --public-url ${publicUrl.origin} …` : ' (over stdio); enrol them again without --public-url'),
+      );
+    }
+    if (publicUrl !== undefined) {
+      if (options.port !== undefined) throw new RangeError('port is for the loopback listener; with publicUrl the page is served by your HTTP server');
+      return new PasskeyApproval(options, undefined, publicUrl.origin);
     }
     let self: PasskeyApproval | undefined;
     const listener = await listenLoopback(options.port ?? 0, (req, res) => {
       if (self === undefined) {
-        send(res, 503, 'text/plain; charset=utf-8', 'starting');
+        writeAnswer(res, { status: 503, type: 'text/plain; charset=utf-8', body: 'starting' }, req.method);
         return;
       }
-      void self.handle(req, res).catch(() => {
-        if (!res.headersSent) sendJson(res, 500, { outcome: 'refused', message: 'internal error; nothing was approved' });
-        else res.destroy();
-      });
+      void self.handle(req, res);
     });
     self = new PasskeyApproval(options, listener, listener.origin);
     return self;
@@ -250,44 +275,93 @@ export class PasskeyApproval {
     await l?.close();
   }
 
-  /** Answers one request of the page. */
+  /**
+   * Whether a request path belongs to the page (`/approve`, `/approve/…`, `/assets/page.js`,
+   * `/assets/page.css`): what an HTTP server routes to {@link PasskeyApproval.fetch}.
+   */
+  servesPath(pathname: string): boolean {
+    return pathname === '/approve' || pathname.startsWith('/approve/') || assetAt(pathname) !== undefined;
+  }
+
+  /**
+   * Answers one request of the page as a web-standard `fetch` handler (for `--http`: the
+   * application's Host/Origin checks run before it). No bearer token is asked for: a browser
+   * opening the link has none, and the passkey assertion is the proof; the id lets one see the
+   * question and deny, never approve.
+   */
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const answer = await this.#answerSafely({
+      method: request.method,
+      path: url.pathname,
+      host: request.headers.get('host'),
+      origin: request.headers.get('origin'),
+      body: () => readJson(request.body as AsyncIterable<Uint8Array> | null),
+    });
+    const headers = { ...SECURITY_HEADERS, 'Content-Type': answer.type };
+    return new Response(request.method === 'HEAD' ? null : answer.body, { status: answer.status, headers });
+  }
+
+  /** Answers one request of the page (`node:http`, the stdio loopback listener). */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // 1. Only our own host name: a DNS-rebinding page (another name resolving to loopback) gets nothing.
-    if (!hostMatches(req, this.origin)) return send(res, 421, 'text/plain; charset=utf-8', 'wrong host');
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (serveAsset(req, res, path)) return;
+    const answer = await this.#answerSafely({
+      method: req.method ?? 'GET',
+      path: (req.url ?? '/').split('?')[0] ?? '/',
+      host: req.headers.host,
+      origin: req.headers.origin,
+      body: () => readJson(req),
+    });
+    writeAnswer(res, answer, req.method);
+  }
+
+  async #answerSafely(req: PageRequest): Promise<Answer> {
+    try {
+      return await this.#answer(req);
+    } catch {
+      return json(500, { outcome: 'refused', message: 'internal error; nothing was approved' });
+    }
+  }
+
+  async #answer(req: PageRequest): Promise<Answer> {
+    // 1. Only our own host: a DNS-rebinding page (another name resolving to us) gets nothing. Over stdio the
+    //    exact `localhost:PORT`; behind a public URL its host name (a TLS proxy in front may use another port).
+    const hostOk = this.#behindPublicUrl ? hostnameMatches(req.host, this.origin) : req.host === new URL(this.origin).host;
+    if (!hostOk) return text(421, 'wrong host');
+    const path = req.path;
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      const asset = assetAt(path);
+      if (asset !== undefined) return { status: 200, ...asset };
+    }
     const m = /^\/approve\/([^/]+)(\/options|\/assertion|\/deny)?$/.exec(path);
-    if (m === null) return send(res, 404, 'text/plain; charset=utf-8', 'not found');
+    if (m === null) return text(404, 'not found');
     const id = m[1]!;
     const action = m[2];
     if (action === undefined) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed');
-      return this.#page(res, id);
+      if (req.method !== 'GET' && req.method !== 'HEAD') return text(405, 'method not allowed');
+      return this.#page(id);
     }
-    if (req.method !== 'POST') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed');
+    if (req.method !== 'POST') return text(405, 'method not allowed');
     // 2. Every POST comes from the page itself: Origin exactly ours (scheme, host and port), never absent.
-    if (!originMatches(req, this.origin)) return this.#refuse(res, 403, 'this request did not come from the approval page');
-    const body = await readJson(req);
-    if (!body.ok) return this.#refuse(res, 400, `bad request body (${body.reason})`);
-    if (!ID_RE.test(id)) return sendJson(res, 404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
-    if (action === '/options') return this.#options(res, id);
-    if (action === '/deny') return this.#deny(res, id);
-    return this.#assertion(res, id, body.value);
+    if (req.origin !== this.origin) return this.#refuse(403, 'this request did not come from the approval page');
+    const body = await req.body();
+    if (!body.ok) return this.#refuse(400, `bad request body (${body.reason})`);
+    if (!ID_RE.test(id)) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
+    if (action === '/options') return this.#options(id);
+    if (action === '/deny') return this.#deny(id);
+    return this.#assertion(id, body.value);
   }
 
-  #refuse(res: ServerResponse, status: number, reason: string): void {
+  #refuse(status: number, reason: string): Answer {
     this.#emit({ type: 'approval-refused', reason });
-    sendJson(res, status, { outcome: 'refused', message: `${reason}; nothing was approved` });
+    return json(status, { outcome: 'refused', message: `${reason}; nothing was approved` });
   }
 
-  async #page(res: ServerResponse, id: string): Promise<void> {
+  async #page(id: string): Promise<Answer> {
     const nowMs = this.#now();
     const record = ID_RE.test(id) ? await this.store.approvalById(id, nowMs) : undefined;
     if (record === undefined) {
-      return send(
-        res,
+      return html(
         404,
-        'text/html; charset=utf-8',
         layout('Approval expired', '', '<h1>Approval</h1>\n<p id="outcome" class="outcome expired">expired: this approval is unknown or has expired; nothing can be approved here.</p>'),
       );
     }
@@ -302,7 +376,7 @@ export class PasskeyApproval {
     const main = `<h1>Approve this tool call?</h1>
 <dl class="facts">
 <dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
-<dt>Principal</dt><dd>${escapeHtml(view.principal)}</dd>
+<dt>Principal</dt><dd>${principalHtml(view.principal)}</dd>
 <dt>Tool</dt><dd><code>${escapeHtml(view.tool)}</code></dd>
 <dt>Time left</dt><dd id="time-left" data-seconds="${Math.max(0, Math.floor((record.expiresAtMs - nowMs) / 1000))}">${minutes(record.expiresAtMs - nowMs)}</dd>
 </dl>
@@ -318,27 +392,24 @@ ${
 <p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it.</p>`
     : `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>`
 }`;
-    send(res, 200, 'text/html; charset=utf-8', layout('Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main));
+    return html(200, layout('Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main));
   }
 
-  async #pending(res: ServerResponse, id: string): Promise<ApprovalRecord | undefined> {
+  /** The approval when it is pending; else the answer to give. */
+  async #pending(id: string): Promise<ApprovalRecord | Answer> {
     const record = await this.store.approvalById(id, this.#now());
-    if (record === undefined) {
-      sendJson(res, 404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
-      return undefined;
-    }
+    if (record === undefined) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
     if (record.status !== 'pending') {
-      sendJson(res, 409, { outcome: record.status === 'approved' ? 'approved' : 'denied', message: 'this approval was already decided' });
-      return undefined;
+      return json(409, { outcome: record.status === 'approved' ? 'approved' : 'denied', message: 'this approval was already decided' });
     }
     return record;
   }
 
-  async #options(res: ServerResponse, id: string): Promise<void> {
-    const record = await this.#pending(res, id);
-    if (record === undefined) return;
+  async #options(id: string): Promise<Answer> {
+    const record = await this.#pending(id);
+    if (!isRecord(record)) return record;
     const allowed = approversFor(this.#approvers, record.principal);
-    if (allowed.length === 0) return this.#refuse(res, 403, 'no approver is allowed for this principal');
+    if (allowed.length === 0) return this.#refuse(403, 'no approver is allowed for this principal');
     const challenge = randomBytes(32);
     const nowMs = this.#now();
     await this.store.putChallenge(challenge.toString('base64url'), id, Math.min(nowMs + CHALLENGE_TTL_MS, record.expiresAtMs), nowMs);
@@ -349,21 +420,21 @@ ${
       timeout: CHALLENGE_TTL_MS,
       allowCredentials: allowed.map((a) => ({ id: a.credentialId, transports: a.transports as never })),
     });
-    sendJson(res, 200, { options });
+    return json(200, { options });
   }
 
-  async #deny(res: ServerResponse, id: string): Promise<void> {
+  async #deny(id: string): Promise<Answer> {
     const outcome = await this.store.decideApproval(id, { status: 'declined', approver: '', credentialId: '' }, this.#now());
     if (outcome === 'decided') {
       this.#decided.emit(id);
       this.#emit({ type: 'approval-declined' });
-      return sendJson(res, 200, { outcome: 'denied', message: 'nothing will be done' });
+      return json(200, { outcome: 'denied', message: 'nothing will be done' });
     }
-    if (outcome === 'already-decided') return sendJson(res, 409, { outcome: 'refused', message: 'this approval was already decided' });
-    return sendJson(res, 404, { outcome: 'expired', message: 'this approval is unknown or has expired' });
+    if (outcome === 'already-decided') return json(409, { outcome: 'refused', message: 'this approval was already decided' });
+    return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired' });
   }
 
-  async #assertion(res: ServerResponse, id: string, body: Record<string, unknown>): Promise<void> {
+  async #assertion(id: string, body: Record<string, unknown>): Promise<Answer> {
     const response = body as unknown as AuthenticationResponseJSON;
     // 1. The challenge the browser signed, read from clientDataJSON, must be one we issued for THIS id; taken once.
     let challenge: string | undefined;
@@ -373,14 +444,14 @@ ${
     } catch {
       challenge = undefined;
     }
-    if (challenge === undefined || !/^[A-Za-z0-9_-]{43}$/.test(challenge)) return this.#refuse(res, 400, 'no valid WebAuthn assertion');
+    if (challenge === undefined || !/^[A-Za-z0-9_-]{43}$/.test(challenge)) return this.#refuse(400, 'no valid WebAuthn assertion');
     const challengeFor = await this.store.takeChallenge(challenge, this.#now());
-    if (challengeFor !== id) return this.#refuse(res, 403, 'the assertion was not made for this approval (unknown, used or expired challenge)');
-    const record = await this.#pending(res, id);
-    if (record === undefined) return;
+    if (challengeFor !== id) return this.#refuse(403, 'the assertion was not made for this approval (unknown, used or expired challenge)');
+    const record = await this.#pending(id);
+    if (!isRecord(record)) return record;
     // 2. The credential must belong to an approver allowed for the principal who asked.
     const approver = approversFor(this.#approvers, record.principal).find((a) => a.credentialId === response.id);
-    if (approver === undefined) return this.#refuse(res, 403, 'this passkey is not an approver for this principal');
+    if (approver === undefined) return this.#refuse(403, 'this passkey is not an approver for this principal');
     // 3. Signature, exact origin (scheme, host, port), RP ID, challenge, user verification.
     let verified;
     try {
@@ -398,18 +469,74 @@ ${
         },
       });
     } catch (e) {
-      return this.#refuse(res, 403, `the passkey assertion did not verify (${(e as Error).message.slice(0, 200)})`);
+      return this.#refuse(403, `the passkey assertion did not verify (${(e as Error).message.slice(0, 200)})`);
     }
-    if (!verified.verified || !verified.authenticationInfo.userVerified) return this.#refuse(res, 403, 'the passkey assertion did not verify');
+    if (!verified.verified || !verified.authenticationInfo.userVerified) return this.#refuse(403, 'the passkey assertion did not verify');
     // 4. The signature counter moves forward atomically (a replayed or cloned authenticator's does not).
     if (!(await this.store.advanceCounter(approver.credentialId, verified.authenticationInfo.newCounter, approver.counter))) {
-      return this.#refuse(res, 403, 'the signature counter did not move forward (a replayed assertion or a cloned authenticator)');
+      return this.#refuse(403, 'the signature counter did not move forward (a replayed assertion or a cloned authenticator)');
     }
     // 5. Only then: approved, once, with who approved.
     const outcome = await this.store.decideApproval(id, { status: 'approved', approver: approver.name, credentialId: approver.credentialId }, this.#now());
-    if (outcome !== 'decided') return this.#refuse(res, 409, 'this approval was already decided or has expired');
+    if (outcome !== 'decided') return this.#refuse(409, 'this approval was already decided or has expired');
     this.#decided.emit(id);
     this.#emit({ type: 'approval-approved', approver: approver.name });
-    sendJson(res, 200, { outcome: 'approved', message: `approved by ${approver.name}; the tool call runs once when the client retries it` });
+    return json(200, { outcome: 'approved', message: `approved by ${approver.name}; the tool call runs once when the client retries it` });
   }
+}
+
+/** One request of the page, whatever server carried it. */
+interface PageRequest {
+  method: string;
+  /** The path, without the query. */
+  path: string;
+  host: string | undefined | null;
+  origin: string | undefined | null;
+  body: () => ReturnType<typeof readJson>;
+}
+
+/** One answer of the page; the security headers are added when it is written. */
+interface Answer {
+  status: number;
+  type: string;
+  body: string;
+}
+
+function text(status: number, body: string): Answer {
+  return { status, type: 'text/plain; charset=utf-8', body };
+}
+
+function html(status: number, body: string): Answer {
+  return { status, type: 'text/html; charset=utf-8', body };
+}
+
+function json(status: number, value: unknown): Answer {
+  return { status, type: 'application/json; charset=utf-8', body: JSON.stringify(value) };
+}
+
+function isRecord(value: ApprovalRecord | Answer): value is ApprovalRecord {
+  return typeof (value as ApprovalRecord).jti === 'string';
+}
+
+function writeAnswer(res: ServerResponse, answer: Answer, method: string | undefined): void {
+  res.writeHead(answer.status, { ...SECURITY_HEADERS, 'Content-Type': answer.type, 'Content-Length': Buffer.byteLength(answer.body) });
+  res.end(method === 'HEAD' ? undefined : answer.body);
+}
+
+/**
+ * The principal as the page shows it: `local`, or for a verified token (`["jwt", iss, sub]`, see
+ * `jwtPrincipalOf`) the subject and its issuer. Escaped; never markup.
+ */
+function principalHtml(principal: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(principal);
+  } catch {
+    return escapeHtml(principal);
+  }
+  if (Array.isArray(parsed) && parsed.length === 3 && parsed[0] === 'jwt' && typeof parsed[1] === 'string' && typeof parsed[2] === 'string') {
+    const uncut = { maxGraphemes: Number.MAX_SAFE_INTEGER };
+    return `${questionHtml(renderValue(parsed[2], uncut))} (issuer ${questionHtml(renderValue(parsed[1], uncut))})`;
+  }
+  return escapeHtml(principal);
 }

@@ -25,6 +25,8 @@
 import { readFile } from 'node:fs/promises';
 import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { OAuthError, OAuthErrorCode, type AuthInfo, type OAuthTokenVerifier, type ServerContext } from '@modelcontextprotocol/server';
+// One definition of the principal string: the approvers file (passkey approval) stores the same.
+import { jwtPrincipalFor } from '../approval/approvers.js';
 
 /** Clock skew allowed on `nbf` and `iat`, in seconds. */
 export const CLOCK_TOLERANCE_SECONDS = 30;
@@ -144,5 +146,5 @@ export function jwtPrincipalOf(auth: AuthInfo | undefined): string {
   if (!auth) return 'local';
   const { iss, sub } = (auth.extra ?? {}) as { iss?: unknown; sub?: unknown };
   if (typeof iss !== 'string' || typeof sub !== 'string') throw new TypeError('authInfo carries no verified iss and sub');
-  return JSON.stringify(['jwt', iss, sub]);
+  return jwtPrincipalFor(iss, sub);
 }

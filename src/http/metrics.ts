@@ -19,6 +19,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { Ledger } from '../ledger/ledger.js';
 
+/** The methods of `ApprovalStore` (src/approval/store.ts), forwarded by {@link ServerMetrics.instrument}. */
+const APPROVAL_STORE_METHODS = ['openApproval', 'approvalById', 'approvalByJti', 'decideApproval', 'putChallenge', 'takeChallenge', 'advanceCounter'] as const;
+
 /** The metrics of one server and the hooks that feed them. */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -54,7 +57,11 @@ export class ServerMetrics {
     this.#decisions.inc({ event: event.type, code });
   }
 
-  /** Wraps a ledger so that every `issue` and `spend` is timed; behaviour is unchanged. */
+  /**
+   * Wraps a ledger so that every `issue` and `spend` is timed; behaviour is unchanged. A ledger that
+   * also keeps passkey approvals (an `ApprovalStore`: memory, SQLite, Redis) keeps them through the
+   * wrapper (forwarded, untimed), so the wrapper can be both `ledger` and `approval.store`.
+   */
   instrument(ledger: Ledger): Ledger {
     const timed = async <T>(op: 'issue' | 'spend', run: () => Promise<T>): Promise<T> => {
       const end = this.#ledger.startTimer({ op });
@@ -74,6 +81,10 @@ export class ServerMetrics {
       spend: (...args) => timed('spend', () => ledger.spend(...args)),
     };
     if (ledger.close) wrapped.close = () => ledger.close!();
+    for (const method of APPROVAL_STORE_METHODS) {
+      const f = (ledger as unknown as Record<string, unknown>)[method];
+      if (typeof f === 'function') (wrapped as unknown as Record<string, unknown>)[method] = f.bind(ledger);
+    }
     return wrapped;
   }
 }
