@@ -7,7 +7,8 @@
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ApproversFileError, checkApproverName, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { ApproversFileError, checkApproverName, describePrincipal, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { isLocalhostName } from '../approval/publicUrl.js';
 import { EnrollError, enrollApprover } from '../approval/enroll.js';
 import { EXIT_USAGE, type Command } from './args.js';
 
@@ -40,11 +41,19 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
           approversPath: command.approvers,
           name: command.name,
           replace: command.replace,
-          port: command.port,
+          ...(command.port !== undefined ? { port: command.port } : {}),
+          ...(command.publicUrl !== undefined ? { publicUrl: command.publicUrl } : {}),
+          principals: command.principals,
           timeoutSeconds: command.timeoutSeconds,
-          onUrl: (url) => {
+          onUrl: (url, port) => {
             process.stdout.write(`${url}\n`);
-            err(`open the URL above in a browser on this machine and press "Enrol passkey" (waiting up to ${command.timeoutSeconds} s)`);
+            const where = command.publicUrl
+              ? `in a browser whose requests to ${command.publicUrl.origin} reach this command on 127.0.0.1:${port} / [::1]:${port} (e.g. through your TLS proxy on this host; RP ID ${command.publicUrl.hostname})`
+              : 'in a browser on this machine';
+            err(`open the URL above ${where} and press "Enrol passkey" (waiting up to ${command.timeoutSeconds} s)`);
+            if (command.publicUrl && command.publicUrl.protocol === 'http:' && !isLocalhostName(command.publicUrl.hostname)) {
+              err(`warning: browsers allow passkeys only in a secure context: http://${command.publicUrl.host} is one only for localhost names; use https`);
+            }
           },
           onLog: err,
         });
@@ -58,7 +67,7 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
         }
         const file = await readApprovers(command.approvers);
         for (const a of file.approvers) {
-          process.stdout.write(`${a.name}\tcredential ${a.credentialId}\tprincipals ${a.principals.join(',')}\tenrolled ${a.enrolledAt}\n`);
+          process.stdout.write(`${a.name}\tcredential ${a.credentialId}\tprincipals ${a.principals.map(describePrincipal).join('; ')}\trp ${file.rpId}\tenrolled ${a.enrolledAt}\n`);
         }
         if (file.approvers.length === 0) err(`no approvers in ${command.approvers}`);
         return 0;

@@ -6,6 +6,9 @@
 import { parseArgs } from 'node:util';
 import { checkAudience, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, HTTP_USAGE, parseHttpSpec, type HttpSpec } from './httpArgs.js';
+import { allowedHostnames } from '../http/bind.js';
+import { jwtPrincipalFor } from '../approval/approvers.js';
+import { parsePublicUrl } from '../approval/publicUrl.js';
 import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, parseAuditFlag, type AuditVerifyCommand } from './auditArgs.js';
 
 export { UsageError };
@@ -19,7 +22,11 @@ export const USAGE = `Usage:
               [--approval form|passkey] [--approvers PATH] [--approval-port PORT]
               [--approval-wait SECONDS]
       Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
+  mcp-confirm --root DIR ... --http HOST:PORT [HTTP options] --approval passkey --approvers PATH
+              --public-url URL [--approval-wait SECONDS]
+      The same over Streamable HTTP, the approval page on the same listener at URL/approve/….
   mcp-confirm approvers enroll --approvers PATH --name NAME [--port PORT] [--timeout SECONDS] [--replace]
+              [--public-url URL] [--principal ISS SUB ...]
       Enrol a passkey: prints the enrolment page's URL (with a one-time secret) as the first line.
   mcp-confirm approvers list --approvers PATH
   mcp-confirm approvers remove --approvers PATH --name NAME
@@ -43,7 +50,12 @@ Options:
   --approval MODE   form (default: the client's yes is taken as given) or passkey (the human
                     approves on a local page with an enrolled passkey; needs --approvers).
   --approvers PATH  The approvers file (mcp-confirm approvers enroll). Mode 0600, outside every root.
-  --approval-port PORT  The approval page's port on 127.0.0.1 and ::1. Default: a random free port.
+  --approval-port PORT  (stdio) The approval page's port on 127.0.0.1 and ::1. Default: a random free port.
+  --public-url URL  (--http with --approval passkey; approvers enroll) The origin browsers use for the
+                    approval page (https://mcp.example.com): the WebAuthn origin; its host name is the
+                    RP ID, and must be an allowed host (--resource's, --allowed-hosts or the bind's).
+  --principal ISS SUB  (approvers enroll, repeatable) A token issuer and subject the approver may
+                    approve for over --http with --auth-issuer. Default: local (stdio, or --http without tokens).
   --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: 60.
   --yes             (demo) Answer the confirmation with yes without asking.
   --version         Print the package version and exit.
@@ -60,7 +72,19 @@ export type Command =
   | { kind: 'demo'; yes: boolean }
   | { kind: 'keygen'; kid: string }
   | AuditVerifyCommand
-  | { kind: 'approvers-enroll'; approvers: string; name: string; port: number; timeoutSeconds: number; replace: boolean }
+  | {
+      kind: 'approvers-enroll';
+      approvers: string;
+      name: string;
+      /** 0: a random free port (stdio), or the public URL's port. */
+      port: number | undefined;
+      timeoutSeconds: number;
+      replace: boolean;
+      /** `--public-url`: the origin and RP ID of the server the approver is for (undefined: localhost). */
+      publicUrl: URL | undefined;
+      /** The principal strings the approver may approve for (`local` without `--principal`). */
+      principals: string[];
+    }
   | { kind: 'approvers-list'; approvers: string }
   | { kind: 'approvers-remove'; approvers: string; name: string }
   | {
@@ -78,6 +102,8 @@ export type Command =
       approvers: string | undefined;
       approvalPort: number;
       approvalWaitSeconds: number;
+      /** `--public-url` (with `--http` and passkey approval): the page's origin and RP ID. */
+      publicUrl: URL | undefined;
     };
 
 function wholeNumber(flag: string, text: string, min: number, max: number): number {
@@ -113,6 +139,8 @@ export function parseCommand(argv: readonly string[]): Command {
         ...AUDIT_OPTIONS,
         approval: { type: 'string' },
         approvers: { type: 'string' },
+        'public-url': { type: 'string' },
+        principal: { type: 'string', multiple: true },
         'approval-port': { type: 'string' },
         'approval-wait': { type: 'string' },
         name: { type: 'string' },
@@ -120,11 +148,25 @@ export function parseCommand(argv: readonly string[]): Command {
         timeout: { type: 'string' },
         replace: { type: 'boolean' },
       },
+      tokens: true,
     });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const { values, positionals } = parsed;
+  const { values, tokens } = parsed;
+  // `--principal ISS SUB` takes two values: parseArgs gives ISS as the option's value; SUB is the
+  // positional right after it.
+  const principalPairs: Array<[string, string]> = [];
+  const consumed = new Set<number>();
+  for (const t of tokens) {
+    if (t.kind !== 'option' || t.name !== 'principal') continue;
+    const subIndex = t.inlineValue ? t.index + 1 : t.index + 2;
+    const sub = tokens.find((u) => u.kind === 'positional' && u.index === subIndex);
+    if (sub === undefined || sub.kind !== 'positional' || t.value === undefined) throw new UsageError('--principal takes two values: the token issuer and subject (--principal ISS SUB)');
+    consumed.add(subIndex);
+    principalPairs.push([t.value, sub.value]);
+  }
+  const positionals = tokens.filter((t) => t.kind === 'positional' && !consumed.has(t.index)).map((t) => (t as { value: string }).value);
   if (values.help) return { kind: 'help' };
   if (values.version) return { kind: 'version' };
   const [sub, ...rest] = positionals;
@@ -136,7 +178,7 @@ export function parseCommand(argv: readonly string[]): Command {
     }
   }
   const serveOnly = ['approval', 'approval-port', 'approval-wait'] as const;
-  const approversOnly = ['name', 'port', 'timeout', 'replace'] as const;
+  const approversOnly = ['name', 'port', 'timeout', 'replace', 'principal'] as const;
   if (sub === 'approvers') {
     const [action, ...extra] = rest;
     if (extra.length > 0) throw new UsageError(`unexpected argument: ${extra[0]}`);
@@ -147,17 +189,32 @@ export function parseCommand(argv: readonly string[]): Command {
     if (approvers === undefined || approvers === '') throw new UsageError('approvers needs --approvers PATH');
     if (action === 'enroll') {
       if (values.name === undefined) throw new UsageError('approvers enroll needs --name NAME');
+      const principals = principalPairs.map(([iss, sub]) => {
+        let url: URL | undefined;
+        try {
+          url = new URL(iss);
+        } catch {
+          url = undefined;
+        }
+        if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+          throw new UsageError(`--principal ISS SUB: ISS is the token issuer, an http(s) URL equal to the server's --auth-issuer, got ${JSON.stringify(iss)}`);
+        }
+        if (sub === '' || !sub.isWellFormed()) throw new UsageError('--principal ISS SUB: SUB is the token subject, a non-empty string');
+        return jwtPrincipalFor(iss, sub);
+      });
       return {
         kind: 'approvers-enroll',
         approvers,
         name: values.name,
-        port: values.port === undefined ? 0 : wholeNumber('--port', values.port, 1, 65_535),
+        port: values.port === undefined ? undefined : wholeNumber('--port', values.port, 1, 65_535),
         timeoutSeconds: values.timeout === undefined ? 300 : wholeNumber('--timeout', values.timeout, 1, 86_400),
         replace: values.replace ?? false,
+        publicUrl: values['public-url'] === undefined ? undefined : checkedPublicUrl(values['public-url']),
+        principals: principals.length > 0 ? [...new Set(principals)] : ['local'],
       };
     }
-    if (values.port !== undefined || values.timeout !== undefined || values.replace !== undefined) {
-      throw new UsageError('--port, --timeout and --replace belong to approvers enroll');
+    if (values.port !== undefined || values.timeout !== undefined || values.replace !== undefined || values.principal !== undefined || values['public-url'] !== undefined) {
+      throw new UsageError('--port, --timeout, --replace, --public-url and --principal belong to approvers enroll');
     }
     if (action === 'list') {
       if (values.name !== undefined) throw new UsageError('approvers list does not take --name');
@@ -193,8 +250,8 @@ export function parseCommand(argv: readonly string[]): Command {
   if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {
     throw new UsageError('--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)');
   }
-  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined)) {
-    throw new UsageError('--approvers, --approval-port and --approval-wait need --approval passkey');
+  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined || values['public-url'] !== undefined)) {
+    throw new UsageError('--approvers, --approval-port, --approval-wait and --public-url need --approval passkey');
   }
   let http: HttpSpec | undefined;
   let audit: string | undefined;
@@ -204,8 +261,25 @@ export function parseCommand(argv: readonly string[]): Command {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  // The approval page over --http needs --public-url and the HTTP principal's approvers: not built yet.
-  if (approval === 'passkey' && http !== undefined) throw new UsageError('--approval passkey is available over stdio only for now (not with --http)');
+  let publicUrl: URL | undefined;
+  if (approval === 'passkey' && http === undefined && values['public-url'] !== undefined) {
+    throw new UsageError('--public-url is for --http; over stdio the approval page is http://localhost:PORT (--approval-port)');
+  }
+  if (approval === 'passkey' && http !== undefined) {
+    // Over HTTP the page lives on the --http listener, at the origin browsers use.
+    if (values['approval-port'] !== undefined) throw new UsageError('--approval-port is for stdio; with --http the approval page is served on the --http listener');
+    if (values['public-url'] === undefined) {
+      throw new UsageError('--approval passkey with --http needs --public-url URL: the origin browsers use for the approval page (e.g. https://mcp.example.com); its host name is the WebAuthn RP ID');
+    }
+    publicUrl = checkedPublicUrl(values['public-url']);
+    // Requests for the page name the public URL's host: it must pass the DNS-rebinding check like any other.
+    const allowed = allowedHostnames(http.bind, http.resource, http.allowedHosts);
+    if (!allowed.includes(publicUrl.hostname)) {
+      throw new UsageError(
+        `--public-url host ${publicUrl.hostname} is not an allowed host (allowed: ${allowed.join(', ')}); add it with --allowed-hosts ${publicUrl.hostname}, or use the --resource URL's host`,
+      );
+    }
+  }
   return {
     kind: 'serve',
     roots,
@@ -219,5 +293,14 @@ export function parseCommand(argv: readonly string[]): Command {
     approvers: values.approvers,
     approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
     approvalWaitSeconds: values['approval-wait'] === undefined ? 60 : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
+    publicUrl,
   };
+}
+
+function checkedPublicUrl(text: string): URL {
+  try {
+    return parsePublicUrl(text, '--public-url');
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
 }

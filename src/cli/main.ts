@@ -90,6 +90,20 @@ async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledge
   const { PasskeyApproval } = await import('../approval/passkey.js');
   try {
     const approvers = await loadApproversForServer(command.approvers, roots.list.map((r) => r.realPath));
+    if (command.publicUrl !== undefined) {
+      const { isLocalhostName } = await import('../approval/publicUrl.js');
+      if (command.publicUrl.protocol === 'http:' && !isLocalhostName(command.publicUrl.hostname)) {
+        process.stderr.write(`mcp-confirm: warning: --public-url ${command.publicUrl.origin}: browsers allow passkeys only in a secure context, which http:// is only for localhost names; use https (e.g. a TLS proxy in front)\n`);
+      }
+      // Behind --http: no listener of its own; serveHttp routes /approve/… and /assets/… to it.
+      return await PasskeyApproval.start({
+        store: ledger,
+        approvers,
+        publicUrl: command.publicUrl,
+        waitSeconds: command.approvalWaitSeconds,
+        onEvent: logApprovalEvent,
+      });
+    }
     return await PasskeyApproval.start({
       store: ledger,
       approvers,
@@ -122,7 +136,8 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   const ledger = metrics ? metrics.instrument(opened) : opened;
   let approval: PasskeyApproval | undefined;
   try {
-    approval = await startApproval(command, opened);
+    // The same object as the ledger (over HTTP the timed wrapper, which forwards the approval records).
+    approval = await startApproval(command, ledger);
   } catch (e) {
     await ledger.close?.();
     await audit?.close();
@@ -156,8 +171,9 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   };
   if (http && command.http) {
     await reportLeftovers();
-    await http.serveHttp(command.http, built.factory, { ledger: opened, metrics: metrics! }, async () => {
+    await http.serveHttp(command.http, built.factory, { ledger: opened, metrics: metrics!, ...(approval ? { approval } : {}) }, async () => {
       await audit?.close();
+      await approval?.close();
       await ledger.close?.();
     });
     return;

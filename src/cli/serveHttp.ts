@@ -13,6 +13,7 @@ import { listenHttp, type Listening } from '../http/listen.js';
 import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { HttpSpec } from './httpArgs.js';
+import type { PasskeyApproval } from '../approval/passkey.js';
 import { UsageError } from './args.js';
 
 export { jwtPrincipal as principal };
@@ -51,7 +52,7 @@ export async function checkHttpAuth(spec: HttpSpec): Promise<void> {
 export async function serveHttp(
   spec: HttpSpec,
   factory: () => McpServer,
-  ops: { ledger: Ledger; metrics: ServerMetrics },
+  ops: { ledger: Ledger; metrics: ServerMetrics; approval?: PasskeyApproval },
   onStopped: () => Promise<void>,
 ): Promise<Listening> {
   let listening: Listening | undefined;
@@ -78,8 +79,12 @@ export async function serveHttp(
       allowedHostnames: allowedHostnames(spec.bind, resource, spec.allowedHosts),
       ...(verifier && spec.auth ? { auth: { verifier, issuer: spec.auth.issuer } } : {}),
       principalOf: jwtPrincipalOf,
-      // Operations: no token needed (they reveal no file names or principals); Host/Origin still apply.
       routes: (request, url) => {
+        // The approval page (--approval passkey): no bearer token (a browser opening the link has none; the
+        // passkey assertion is the proof, and the id alone lets one see the question and deny, never approve).
+        // Host/Origin are checked by the app first, then by the page itself (its host name; POSTs' exact Origin).
+        if (ops.approval?.servesPath(url.pathname)) return ops.approval.fetch(request);
+        // Operations: no token needed (they reveal no file names or principals); Host/Origin still apply.
         if (url.pathname !== '/healthz' && url.pathname !== '/metrics') return undefined;
         if (request.method !== 'GET' && request.method !== 'HEAD') return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
         return url.pathname === '/healthz' ? healthResponse(ops.ledger) : metricsResponse(ops.metrics);
@@ -106,7 +111,7 @@ export async function serveHttp(
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
   log(
-    `serving delete_file over Streamable HTTP at http://${spec.bind.urlHost}:${port}${MCP_PATH}; resource ${resource.href}; auth ${spec.auth ? `issuer ${JSON.stringify(spec.auth.issuer)}` : 'none'}`,
+    `serving delete_file over Streamable HTTP at http://${spec.bind.urlHost}:${port}${MCP_PATH}; resource ${resource.href}; auth ${spec.auth ? `issuer ${JSON.stringify(spec.auth.issuer)}` : 'none'}; approval ${ops.approval ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})` : 'form'}`,
   );
   return listening;
 }
