@@ -24,8 +24,13 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Launches headless Chromium with a fresh profile directory. */
-export async function launchBrowser(): Promise<Browser> {
+/**
+ * Launches headless Chromium with a fresh profile directory.
+ *
+ * @param extraArgs - more command-line switches, e.g. `--host-resolver-rules=MAP approve.test 127.0.0.1`
+ *   and `--unsafely-treat-insecure-origin-as-secure=http://approve.test:PORT` for a non-localhost RP ID.
+ */
+export async function launchBrowser(extraArgs: readonly string[] = []): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), 'mcp-confirm-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: chromiumPath(),
@@ -40,6 +45,7 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
   return {
