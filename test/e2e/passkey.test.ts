@@ -3,8 +3,8 @@
  * stdio server), a real v2 MCP Client pinned to 2026-07-28, and real headless Chromium
  * with a WebAuthn virtual authenticator (CDP). Every attack has its control.
  *
- * Not here: an approver allowed for principal U1 approving U2's call over HTTP waits
- * for HTTP serving (issue 10); over stdio every caller is the principal `local`.
+ * Over stdio every caller is the principal `local`; an approver allowed for principal U1
+ * approving U2's call over HTTP is tested in passkeyHttp.test.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';

@@ -21,6 +21,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, StreamableHTTPClientTransport, type InputRequiredResult } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, type Reply } from '../helpers/harness.js';
@@ -306,6 +309,41 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
     const r2 = await round2(c, 'http-deny.txt', e.state);
     expect(r2).toMatchObject({ kind: 'result', isError: false, text: 'You declined; nothing was deleted.' });
     expect(existsSync(target)).toBe(true);
+  });
+
+  it('a 2025-era v1 client over HTTP (a session) is pushed the URL elicitation, the human approves on the page, the call deletes once, and notifications/elicitation/complete names the approval', async () => {
+    const target = file('legacy.txt');
+    const client = new V1Client({ name: 'passkey-http-legacy', version: '0.0.0' }, { capabilities: { elicitation: { url: {} } } });
+    const completed: string[] = [];
+    let completeSeen!: () => void;
+    const complete = new Promise<void>((res) => (completeSeen = res));
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
+      completed.push(n.params.elicitationId);
+      completeSeen();
+    });
+    const asked: Array<{ mode?: string; url?: string; elicitationId?: string; message: string }> = [];
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      const params = req.params as { mode?: string; url?: string; elicitationId?: string; message: string };
+      asked.push(params);
+      // The human opens the link and approves with the passkey; the client then says only "accept".
+      expect(await approveOnPage(ann, params.url!)).toContain('approved by ann');
+      return { action: 'accept' } as never;
+    });
+    const transport = new V1StreamableHTTPClientTransport(single.url, { requestInit: { headers: { Authorization: `Bearer ${await token('u1', P1)}` } } });
+    await client.connect(transport as never);
+    try {
+      const result = (await client.callTool({ name: 'delete_file', arguments: { path: 'legacy.txt' } })) as { content: Array<{ text: string }>; isError?: boolean };
+      expect(result.isError ?? false).toBe(false);
+      expect(result.content[0]!.text).toMatch(/^Deleted `.*legacy\.txt` \(5 bytes\)\.$/);
+      expect(existsSync(target)).toBe(false);
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.mode).toBe('url');
+      expect(asked[0]!.url).toMatch(new RegExp(`^http://approve\\.test:${P1}/approve/[A-Za-z0-9_-]{32}$`));
+      await complete;
+      expect(completed).toEqual([asked[0]!.url!.split('/').pop()]);
+    } finally {
+      await client.close().catch(() => {});
+    }
   });
 
   it("attack: an approver enrolled for principal U1 approving U2's call is refused, never deleted; control: U2's own approver approves it", async () => {
