@@ -7,10 +7,9 @@ import { closeSync, constants, existsSync, mkdirSync, openSync, readSync, mkdtem
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { runProcess, type Finished } from '../helpers/processes.js';
+import { runProcess, type Finished, InPlaceStdioTransport } from '../helpers/processes.js';
 import { canonicalDigest, KeyRing } from 'mcp-confirm';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { connectModern, startHttpServer } from '../helpers/httpServer.js';
@@ -52,7 +51,7 @@ function verify(file: string, keys = keyFile): Promise<Finished> {
 
 /** Starts `mcp-confirm --root … --key-file … --audit R/log/trail` over stdio; resolves once its trail file is named on stderr. */
 async function serveAudited(extra: string[] = []): Promise<{ client: Client; trail: string; stderr: () => string }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, '--root', root, '--key-file', keyFile, '--audit', join(R, 'log', 'trail'), ...extra], stderr: 'pipe' });
+  const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, '--root', root, '--key-file', keyFile, '--audit', join(R, 'log', 'trail'), ...extra], stderr: 'pipe' });
   let err = '';
   // The trail is named on stderr, a pipe of its own: wait for that line, by order, not by time.
   const named = new Promise<string>((res) => {

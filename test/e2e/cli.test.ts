@@ -12,7 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
-import { runProcess, type Finished } from '../helpers/processes.js';
+import { runProcess, type Finished, InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 let R: string;
@@ -131,8 +131,6 @@ describe('mcp-confirm --root DIR over stdio', () => {
   });
 });
 
-/** The SDK's stdio transport probing in place (a subclass): the one process started is the one traced. */
-class InPlaceStdioTransport extends StdioClientTransport {}
 
 describe('cold start', () => {
   it('answers the first request without having loaded the stores, their drivers, the demo or the MCP client', async () => {

@@ -14,7 +14,6 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Ledger } from '../../src/ledger/ledger.js';
@@ -24,6 +23,7 @@ import { SqliteLedger } from '../../src/stores/sqlite.js';
 import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS, type Connected, type Reply } from '../helpers/harness.js';
 import { signalRedis, startRedis, type OwnRedis } from '../stores/redisServer.js';
 import { holdWriteLock, type WriteLock } from '../stores/sqliteLock.js';
+import { InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 
@@ -86,7 +86,7 @@ async function serveInMemory(ledger: Ledger): Promise<Connected> {
 
 describe('hard-1: a locked SQLite ledger', () => {
   it('hard-1: with --ledger sqlite:DB held in BEGIN IMMEDIATE by another process, tools/list answers before round 1, which is refused with ERR_CONFIRM_LEDGER_UNAVAILABLE; nothing deleted; after the lock the same call works', async () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, '--root', root, '--ledger', `sqlite:${db}`], stderr: 'pipe' });
+    const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, '--root', root, '--ledger', `sqlite:${db}`], stderr: 'pipe' });
     const client = new Client({ name: 'hard-1', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
     await client.connect(transport);
     cleanups.push(() => client.close());

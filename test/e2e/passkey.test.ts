@@ -13,9 +13,8 @@ import { join, resolve } from 'node:path';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProcess } from '../helpers/processes.js';
+import { runProcess, InPlaceStdioTransport } from '../helpers/processes.js';
 import { callTool, type Reply } from '../helpers/harness.js';
 import {
   assertionIn,
@@ -77,7 +76,7 @@ interface Served {
 
 /** The CLI server over stdio with --approval passkey, and a v2 client declaring URL or form elicitation. */
 async function startServer(options: { wait?: number; mode?: 'url' | 'form'; approvers?: string } = {}): Promise<Served> {
-  const transport = new StdioClientTransport({
+  const transport = new InPlaceStdioTransport({
     command: process.execPath,
     args: [MAIN, '--root', root, '--approval', 'passkey', '--approvers', options.approvers ?? approversPath, '--approval-wait', String(options.wait ?? 0)],
     stderr: 'pipe',

@@ -28,12 +28,12 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isQuarantineName, QUARANTINE_PREFIX } from '../../src/fs/target.js';
 import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
 import { ACCEPT, asked, callTool, connect, type Connected, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FLIPPER = resolve(import.meta.dirname, 'fixtures', 'flipper.cjs');
@@ -377,7 +377,7 @@ describe('quarantine leftovers at start-up (built CLI)', () => {
     writeFileSync(upper, 'not a quarantine name either');
     expect(isQuarantineName(QUARANTINE_PREFIX + hex('a'))).toBe(true);
 
-    const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, '--root', root], stderr: 'pipe' });
+    const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, '--root', root], stderr: 'pipe' });
     let stderr = '';
     transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const client = new Client(

@@ -22,12 +22,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { signalRedis, waitPortClosed, type OwnRedis } from '../stores/redisServer.js';
+import { InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const START_REDIS = resolve(import.meta.dirname, '../../scripts/start-redis.sh');
@@ -95,7 +95,7 @@ function startOwnRedis(port?: number): OwnRedis {
 }
 
 async function spawnReplica(name: string, args: string[]): Promise<Replica> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, ...args], stderr: 'pipe' });
+  const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, ...args], stderr: 'pipe' });
   let err = '';
   transport.stderr?.on('data', (chunk: Buffer) => {
     err += chunk.toString('utf8');
@@ -294,12 +294,6 @@ describe('replicas sharing a key file and a ledger', () => {
   });
 });
 
-/**
- * The SDK's own stdio transport, probing in place: the base class probes on a disposable sibling
- * process whose stderr it discards; a subclass probes on the connection itself, so the one process
- * started is the one whose stderr the test reads.
- */
-class InPlaceStdioTransport extends StdioClientTransport {}
 
 /** Resolves once `stderr()` contains `text`: by order, bounded only by the generous process deadline. */
 async function stderrSays(stderr: () => string, text: string): Promise<void> {

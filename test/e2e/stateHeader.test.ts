@@ -13,12 +13,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { compactDecrypt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyRing, type KeySpec } from '../../src/state/keyRing.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
 import { assembleJwe, headerVariants, nonCanonicalLastCharacter, ourHeaderText, secretKeyOf, withPart } from '../helpers/jwe.js';
+import { InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 
@@ -36,7 +36,7 @@ beforeAll(async () => {
   spec = KeyRing.generateSpec('k1');
   const keyFile = join(R, 'keys.json');
   writeFileSync(keyFile, JSON.stringify({ keys: [spec] }), { mode: 0o600 });
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, '--root', root, '--key-file', keyFile], stderr: 'pipe' });
+  const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, '--root', root, '--key-file', keyFile], stderr: 'pipe' });
   transport.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });

@@ -3,6 +3,7 @@
  * only by the generous {@link PROCESS_DEADLINE_MS}.
  */
 import { spawn } from 'node:child_process';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { PROCESS_DEADLINE_MS } from './deadlines.js';
 
 export interface Finished {
@@ -41,3 +42,14 @@ export function runProcess(command: string, args: readonly string[], options: { 
     child.stdin.end(options.input ?? '');
   });
 }
+
+/**
+ * The SDK's own stdio client transport, probing `server/discover` in place. The base class probes
+ * on a disposable sibling process (same command, stderr discarded) and then starts the real one,
+ * so every connection starts the server twice; a subclass probes on the connection itself, so the
+ * one process started is the one the test talks to and whose stderr it reads. Both are the SDK's
+ * paths and our server answers the probe either way. Tests of the default path that hosts take
+ * (test/e2e/cli.test.ts, the proxy tests) keep the base class; the process-heavy suites use this
+ * one to start half the processes.
+ */
+export class InPlaceStdioTransport extends StdioClientTransport {}
