@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Client } from '@modelcontextprotocol/client';
+import { Client, LOG_LEVEL_META_KEY } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -24,6 +24,7 @@ import { runProcess } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
+const STDIO_UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
 const ISSUER = 'https://auth.example.test';
 /** The upstream's own credential, handed to the proxy through the environment. */
 const UPSTREAM_SECRET = 'Bearer upstream-secret-7f3a9c';
@@ -262,6 +263,39 @@ describe('mcp-confirm proxy --http: the client side over Streamable HTTP with JW
     expect(questions).toHaveLength(1);
     expect(questions[0]).toContain('Argument `text`: `legacy over http`');
     expect(calls(dir).filter((c) => c === 'legacy over http')).toHaveLength(1);
+  });
+});
+
+describe('mcp-confirm proxy --http: one upstream shared by every client', () => {
+  /** A v2 client (no token, loopback) that records the log messages it receives. */
+  async function loggingClient(connect: (c: Client) => Promise<void>): Promise<{ client: Client; logs: string[] }> {
+    const client = new Client({ name: 'proxy-shared', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+    const logs: string[] = [];
+    client.setNotificationHandler('notifications/message', (n) => void logs.push(String(n.params.data)));
+    await connect(client);
+    closers.push(() => client.close());
+    return { client, logs };
+  }
+
+  it("the upstream's log messages reach no client over HTTP and logging is not offered; control: over stdio the same upstream's messages arrive", async () => {
+    const proxy = await startHttpServer(['proxy', '--http', '127.0.0.1:0', '--', process.execPath, STDIO_UPSTREAM, freshDir()]);
+    closers.push(async () => {
+      if (proxy.proc.exitCode === null) proxy.proc.kill('SIGKILL');
+      await proxy.exited;
+    });
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
+    const overHttp = await loggingClient((c) => c.connect(new StreamableHTTPClientTransport(proxy.url)));
+    expect(overHttp.client.getServerCapabilities()?.logging).toBeUndefined();
+    expect(text(await callTool(overHttp.client, { name: 'log', arguments: {}, _meta: { [LOG_LEVEL_META_KEY]: 'debug' } }))).toBe('logged');
+    // A relayed message travels on the request's own stream, before its result: none came.
+    expect(overHttp.logs).toEqual([]);
+    const overStdio = await loggingClient((c) =>
+      c.connect(new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--', process.execPath, STDIO_UPSTREAM, freshDir()], stderr: 'pipe' })),
+    );
+    expect(overStdio.client.getServerCapabilities()?.logging).toEqual({});
+    expect(text(await callTool(overStdio.client, { name: 'log', arguments: {}, _meta: { [LOG_LEVEL_META_KEY]: 'debug' } }))).toBe('logged');
+    while (overStdio.logs.length < 2) await new Promise((r) => setTimeout(r, 20));
+    expect(overStdio.logs).toEqual(['a debug detail', 'an error report']);
   });
 });
 
