@@ -285,7 +285,10 @@ export class Upstream {
     };
     let exitDetail: () => string | undefined = () => undefined;
     client.onclose = () => markDown(exitDetail() ?? 'its connection closed');
-    client.onerror = (e) => log(`upstream: ${e.message}`);
+    // A shutdown the proxy asked for aborts the open streams: not worth a line.
+    client.onerror = (e) => {
+      if (!upstream?.closing) log(`upstream: ${e.message}`);
+    };
     try {
       await client.connect(transport, { timeout: Math.max(callTimeoutMs, HANDSHAKE_TIMEOUT_MS) });
     } catch (e) {
