@@ -390,10 +390,17 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
   const summary = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`;
   if (http && command.http) {
     const { serveProxyHttp } = await import('../proxy/serveHttp.js');
-    await serveProxyHttp(command.http, () => factory(), { ledger: opened, metrics: metrics!, log, served, summary }, async () => {
+    const stopped = async (): Promise<void> => {
       await upstream.close();
       await closeStores();
-    });
+    };
+    try {
+      await serveProxyHttp(command.http, () => factory(), { ledger: opened, metrics: metrics!, log, served, summary }, stopped);
+    } catch (e) {
+      // Not serving (the address is taken): end the upstream too, so the process can exit.
+      await stopped();
+      throw e;
+    }
     return -1;
   }
   const handle = serveStdio(factory, { onerror: (error) => log(error.message) });

@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createServer as createTcpServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { Client, LOG_LEVEL_META_KEY } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -350,6 +351,22 @@ describe('proxy upstream options: clear errors (exit 2), nothing secret echoed',
     expect(down.status).toBe(1);
     expect(down.stderr).toContain('the upstream server at http://127.0.0.1:9/mcp could not be reached or did not complete the handshake');
     expect(down.stderr).not.toContain('s3cr3t-q');
+  });
+
+  it('--http on a taken address exits 2 naming it, and ends the upstream it had started (the process exits); control: a free port serves', async () => {
+    const taken = createTcpServer();
+    await new Promise<void>((res) => taken.listen(0, '127.0.0.1', () => res()));
+    closers.push(() => new Promise<void>((res) => taken.close(() => res())));
+    const port = (taken.address() as { port: number }).port;
+    const r = await run(['--http', `127.0.0.1:${port}`, '--', process.execPath, STDIO_UPSTREAM, freshDir()]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`--http 127.0.0.1:${port}: cannot listen (EADDRINUSE)`);
+    const free = await startHttpServer(['proxy', '--http', '127.0.0.1:0', '--', process.execPath, STDIO_UPSTREAM, freshDir()]);
+    closers.push(async () => {
+      if (free.proc.exitCode === null) free.proc.kill('SIGKILL');
+      await free.exited;
+    });
+    expect(free.stderr()).toContain('serving `fixture-upstream` `1.0.0` over Streamable HTTP at ');
   });
 
   it('--http with --approval passkey is refused for now; --audit without --key-file is refused', async () => {
