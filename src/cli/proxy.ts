@@ -1,7 +1,8 @@
 /**
- * `mcp-confirm proxy [options] -- COMMAND [ARG…]`: the confirmation proxy over stdio.
- * Spawns COMMAND as the upstream MCP server and serves the client on this process's stdio;
- * stdout carries only the protocol, diagnostics go to stderr.
+ * `mcp-confirm proxy [options] (-- COMMAND [ARG…] | --upstream-url URL)`: the confirmation proxy.
+ * Spawns COMMAND as the upstream MCP server (or connects to a Streamable HTTP upstream) and
+ * serves the client on this process's stdio (stdout carries only the protocol, diagnostics go to
+ * stderr) or, with `--http`, over Streamable HTTP with the main server's rules.
  *
  * @module
  */
@@ -13,24 +14,44 @@ import { renderValue } from '../prompt/render.js';
 import { EMPTY_POLICY, parsePolicy, PolicyError, type Policy } from '../proxy/policy.js';
 import { createProxy } from '../proxy/server.js';
 import { Upstream } from '../proxy/upstream.js';
+import { shownUrl } from '../proxy/upstream.js';
+import type { AuditLog } from '../audit/auditLog.js';
+import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { AUDIT_OPTIONS, parseAuditFlag } from './auditArgs.js';
 import { checkAudience, readKeyFile, UsageError, wholeSeconds } from './common.js';
+import { HTTP_OPTIONS, parseHttpSpec, type HttpSpec } from './httpArgs.js';
 import { openLedger } from './ledgerSpec.js';
 
 export const PROXY_USAGE = `Usage:
   mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--audience NAME] [--ttl SECONDS]
                     [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS]
-                    -- COMMAND [ARG ...]
-      Start COMMAND as the upstream MCP server (stdio) and serve it to the client over stdio
-      (MCP 2026-07-28 and 2025-11-25), asking a human before each call of a tool that needs it.
+                    [--audit PATH] [--approval form|passkey] [--approvers PATH]
+                    [--approval-port PORT] [--approval-wait SECONDS]
+                    [--http HOST:PORT [--auth-issuer URL --auth-jwks PATH|URL] [--resource URL]
+                     [--allowed-hosts LIST] [--drain-seconds N]]
+                    ( -- COMMAND [ARG ...] | --upstream-url URL [--upstream-header 'NAME: VALUE' ...] )
+      Start COMMAND as the upstream MCP server (stdio), or connect to the Streamable HTTP upstream
+      at URL, and serve it to the client over stdio (or --http) (MCP 2026-07-28 and 2025-11-25),
+      asking a human before each call of a tool that needs it.
 
 Options:
+  --upstream-url URL        The upstream's Streamable HTTP endpoint (http or https, no user info),
+                            instead of -- COMMAND.
+  --upstream-header 'NAME: VALUE'
+                            A header sent with every upstream request (repeatable), e.g. its
+                            credentials. A VALUE of exactly $VAR is read from the environment
+                            variable VAR. The client's own token is never forwarded upstream.
   --policy PATH             JSON {"confirm":[GLOB...],"allow":[GLOB...],"deny":[GLOB...]}: tool-name
                             globs (* and ? only, whole name, case-sensitive); deny > confirm > allow.
                             Unnamed tools are asked unless readOnlyHint is true or destructiveHint false.
   --confirm-unnamed         Ask for every tool the policy does not name, whatever its annotations.
   --upstream-timeout SECONDS
                             Deadline of one upstream request (1 to 86400). Default: 120.
-  --audience, --ttl, --key-file, --ledger   As for serving delete_file (mcp-confirm --help).`;
+  --audience, --ttl, --key-file, --ledger, --audit, --approval, --approvers, --approval-port,
+  --approval-wait, --http, --auth-issuer, --auth-jwks, --resource, --allowed-hosts, --drain-seconds
+                            As for serving delete_file (mcp-confirm --help). --approval passkey is
+                            available over stdio only for now (not with --http).`;
 
 /** What `mcp-confirm proxy …` asks for. */
 export interface ProxyCommand {
@@ -42,15 +63,103 @@ export interface ProxyCommand {
   keyFile: string | undefined;
   ledger: string;
   upstreamTimeoutSeconds: number;
-  command: string[];
+  /** The upstream: a command to spawn, or a Streamable HTTP URL with the headers to send it. */
+  upstream: { kind: 'command'; command: string[] } | { kind: 'url'; url: URL; headers: Array<[name: string, value: string]> };
+  /** Serve the client over Streamable HTTP instead of stdio (undefined: stdio). */
+  http: HttpSpec | undefined;
+  /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
+  audit: string | undefined;
+  approval: 'form' | 'passkey';
+  approvers: string | undefined;
+  approvalPort: number;
+  approvalWaitSeconds: number;
+}
+
+/** Header names the transport or HTTP itself sets: refused in `--upstream-header`. */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'connection', 'transfer-encoding', 'last-event-id']);
+/** An HTTP field name (RFC 9110 §5.1: a token). */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** An HTTP field value fetch accepts (RFC 9110 §5.5: visible characters, obs-text, spaces, tabs; no line breaks). */
+const FIELD_VALUE = /^[\t\x20-\x7E\x80-\xFF]*$/;
+/** A value that names an environment variable: exactly `$NAME`. */
+const ENV_REFERENCE = /^\$([A-Za-z_][A-Za-z0-9_]*)$/;
+
+/**
+ * Parses the `--upstream-header` values. No message ever shows a header value (they are
+ * credentials); a malformed one is named by its position.
+ *
+ * @param env - where `$VAR` values are read (the process environment).
+ * @returns the headers in the order given.
+ * @throws {UsageError} for a line without `NAME: VALUE`, a bad or reserved name (`Host`,
+ *   `Content-Type`, `Accept`, `Mcp-*`, …), a name given twice, an empty value, characters a header
+ *   cannot carry, or a `$VAR` whose variable is not set or is empty (naming the variable).
+ */
+export function parseUpstreamHeaders(lines: readonly string[], env: NodeJS.ProcessEnv = process.env): Array<[string, string]> {
+  const headers: Array<[string, string]> = [];
+  const seen = new Set<string>();
+  lines.forEach((line, i) => {
+    const which = `--upstream-header #${i + 1}`;
+    const colon = line.indexOf(':');
+    if (colon < 0) throw new UsageError(`${which} must be 'NAME: VALUE' (the value is not shown here)`);
+    const name = line.slice(0, colon).trim();
+    if (!FIELD_NAME.test(name)) throw new UsageError(`${which}: the header name is not a valid HTTP field name (letters, digits and !#$%&'*+.^_\`|~- only)`);
+    const lower = name.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || lower.startsWith('mcp-')) throw new UsageError(`--upstream-header ${name}: this header is set by the MCP transport, not by --upstream-header`);
+    if (seen.has(lower)) throw new UsageError(`--upstream-header ${name} is given twice`);
+    seen.add(lower);
+    let value = line.slice(colon + 1).trim();
+    const reference = ENV_REFERENCE.exec(value);
+    if (reference) {
+      const variable = reference[1]!;
+      const fromEnv = env[variable];
+      if (fromEnv === undefined) throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} is not set`);
+      if (fromEnv.trim() === '') throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} is empty`);
+      if (!FIELD_VALUE.test(fromEnv)) throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} holds characters a header value cannot carry (line breaks, control characters or characters above U+00FF)`);
+      value = fromEnv.trim();
+    } else {
+      if (value === '') throw new UsageError(`--upstream-header ${name} has an empty value`);
+      if (!FIELD_VALUE.test(value)) throw new UsageError(`--upstream-header ${name}: the value holds characters a header value cannot carry (control characters or characters above U+00FF)`);
+    }
+    headers.push([name, value]);
+  });
+  return headers;
+}
+
+/**
+ * Checks `--upstream-url`. The messages never show the URL (a query may carry a secret).
+ *
+ * @throws {UsageError} when it is not an absolute http(s) URL, or carries user info or a fragment.
+ */
+export function parseUpstreamUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError('--upstream-url must be an absolute http or https URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--upstream-url must be an absolute http or https URL');
+  if (url.username !== '' || url.password !== '') throw new UsageError('--upstream-url must not carry user info (user:password@): give credentials with --upstream-header');
+  if (url.hash !== '') throw new UsageError('--upstream-url must not have a fragment');
+  return url;
+}
+
+function wholeNumber(flag: string, text: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(text)}`);
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got ${text}`);
+  return n;
 }
 
 /**
  * Parses the arguments after `proxy`.
  *
- * @throws {UsageError} on unknown options, a missing `--` or command, a bad `--ttl`, `--audience` or `--upstream-timeout`.
+ * @param env - where `--upstream-header` `$VAR` values are read. Defaults to the process environment.
+ * @throws {UsageError} on unknown options; neither or both of `-- COMMAND` and `--upstream-url`;
+ *   `--upstream-header` without `--upstream-url` or malformed ({@link parseUpstreamHeaders}); a bad
+ *   `--ttl`, `--audience`, `--upstream-timeout`, `--upstream-url`, HTTP flag or approval flag;
+ *   `--audit` without `--key-file`; `--approval passkey` without `--approvers` or with `--http`.
  */
-export function parseProxyCommand(argv: readonly string[]): ProxyCommand {
+export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ProxyCommand {
   const dash = argv.indexOf('--');
   const own = dash < 0 ? [...argv] : argv.slice(0, dash);
   const command = dash < 0 ? [] : argv.slice(dash + 1);
@@ -68,6 +177,14 @@ export function parseProxyCommand(argv: readonly string[]): ProxyCommand {
         'key-file': { type: 'string' },
         ledger: { type: 'string' },
         'upstream-timeout': { type: 'string' },
+        'upstream-url': { type: 'string' },
+        'upstream-header': { type: 'string', multiple: true },
+        ...HTTP_OPTIONS,
+        ...AUDIT_OPTIONS,
+        approval: { type: 'string' },
+        approvers: { type: 'string' },
+        'approval-port': { type: 'string' },
+        'approval-wait': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -75,9 +192,34 @@ export function parseProxyCommand(argv: readonly string[]): ProxyCommand {
     throw new UsageError(`proxy: ${(e as Error).message}`);
   }
   const help = values.help ?? false;
-  if (!help && command.length === 0) throw new UsageError('proxy: give the upstream command after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /home/me/projects');
-  if (!help && command[0] === '') throw new UsageError('proxy: the upstream command is empty');
+  const urlText = values['upstream-url'];
+  const headerLines = values['upstream-header'] ?? [];
+  if (!help && urlText !== undefined && dash >= 0) throw new UsageError('proxy: give either -- COMMAND or --upstream-url URL, not both');
+  if (!help && urlText === undefined && command.length === 0) {
+    throw new UsageError('proxy: give the upstream command after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /home/me/projects, or its Streamable HTTP endpoint with --upstream-url URL');
+  }
+  if (!help && urlText === undefined && command[0] === '') throw new UsageError('proxy: the upstream command is empty');
+  if (urlText === undefined && headerLines.length > 0) throw new UsageError('--upstream-header needs --upstream-url URL (a spawned upstream gets the environment instead)');
+  const upstream: ProxyCommand['upstream'] =
+    urlText === undefined || help ? { kind: 'command', command } : { kind: 'url', url: parseUpstreamUrl(urlText), headers: parseUpstreamHeaders(headerLines, env) };
   const audience = checkAudience(values.audience);
+  const approval = values.approval ?? 'form';
+  if (approval !== 'form' && approval !== 'passkey') throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
+  if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {
+    throw new UsageError('--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)');
+  }
+  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined)) {
+    throw new UsageError('--approvers, --approval-port and --approval-wait need --approval passkey');
+  }
+  let http: HttpSpec | undefined;
+  let audit: string | undefined;
+  try {
+    http = parseHttpSpec(values);
+    audit = parseAuditFlag(values);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (approval === 'passkey' && http !== undefined) throw new UsageError('proxy: --approval passkey is available over stdio only for now (not with --http)');
   return {
     help,
     policyPath: values.policy,
@@ -87,7 +229,13 @@ export function parseProxyCommand(argv: readonly string[]): ProxyCommand {
     keyFile: values['key-file'],
     ledger: values.ledger ?? 'memory',
     upstreamTimeoutSeconds: values['upstream-timeout'] === undefined ? 120 : wholeSeconds('--upstream-timeout', values['upstream-timeout']),
-    command,
+    upstream,
+    http,
+    audit,
+    approval,
+    approvers: values.approvers,
+    approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
+    approvalWaitSeconds: values['approval-wait'] === undefined ? 60 : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
   };
 }
 
@@ -131,9 +279,45 @@ function logEvent(event: ConfirmEvent): void {
     case 'not-confirmed':
       return log(`${tool} not confirmed (${event.action})`);
     case 'confirmed':
-      return log(`${tool} confirmed and forwarded`);
+      return log(`${tool} confirmed and forwarded${event.approver !== undefined ? ` (approved by ${renderValue(event.approver)})` : ''}`);
+    case 'approval-pending':
+      return log(`${tool}: no decision on the approval page yet; asked again`);
     case 'internal-error':
       return log(`internal error in ${tool}: ${event.error instanceof Error ? event.error.message : String(event.error)}`);
+  }
+}
+
+function logApprovalEvent(event: ApprovalEvent): void {
+  switch (event.type) {
+    case 'approval-approved':
+      return log(`approval page: approved by ${renderValue(event.approver)}`);
+    case 'approval-declined':
+      return log('approval page: denied');
+    case 'approval-refused':
+      return log(`approval page: refused: ${event.reason}`);
+  }
+}
+
+/**
+ * Starts the approval page for `--approval passkey` (stdio only), or nothing.
+ *
+ * @throws {UsageError} when the ledger cannot hold approvals, the approvers file is unusable, or the port cannot be bound.
+ */
+async function startApproval(command: ProxyCommand, ledger: Ledger): Promise<PasskeyApproval | undefined> {
+  if (command.approval !== 'passkey' || command.approvers === undefined) return undefined;
+  const { isApprovalStore } = await import('../approval/store.js');
+  if (!isApprovalStore(ledger)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
+  // Loaded only here, so a form-mode proxy never loads the WebAuthn library.
+  const { ApproversFileError, loadApproversForServer } = await import('../approval/approvers.js');
+  const { ListenError } = await import('../approval/http.js');
+  const { PasskeyApproval } = await import('../approval/passkey.js');
+  try {
+    // The proxy has no roots of its own: where the upstream may write is its business (README, "Proxy").
+    const approvers = await loadApproversForServer(command.approvers, []);
+    return await PasskeyApproval.start({ store: ledger, approvers, port: command.approvalPort, waitSeconds: command.approvalWaitSeconds, onEvent: logApprovalEvent });
+  } catch (e) {
+    if (e instanceof ApproversFileError || e instanceof ListenError || e instanceof RangeError) throw new UsageError(`--approval passkey: ${e.message}`);
+    throw e;
   }
 }
 
@@ -149,38 +333,92 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${PROXY_USAGE}\n`);
     return 0;
   }
+  // HTTP serving: its modules load only when asked for (stdio start-up does not pay for them).
+  const http = command.http ? await import('./serveHttp.js') : undefined;
+  if (http && command.http) await http.checkHttpAuth(command.http);
   const policy = await loadPolicy(command.policyPath);
   const keys = await readKeyFile(command.keyFile);
-  const ledger = await openLedger(command.ledger, command.audience, log);
+  const audit: AuditLog | undefined = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, log) : undefined;
+  const opened = await openLedger(command.ledger, command.audience, log).catch(async (e: unknown) => {
+    await audit?.close();
+    throw e;
+  });
+  // Over HTTP: decisions counted and ledger calls timed for /metrics.
+  const metrics = http?.createMetrics();
+  const ledger = metrics ? metrics.instrument(opened) : opened;
+  const closeStores = async (): Promise<void> => {
+    await audit?.close().catch(() => {});
+    await ledger.close?.().catch(() => {});
+  };
+  let approval: PasskeyApproval | undefined;
+  try {
+    approval = await startApproval(command, opened);
+  } catch (e) {
+    await closeStores();
+    throw e;
+  }
   const confirmation = await createConfirmation({
     audience: command.audience,
     ttlSeconds: command.ttlSeconds,
     ledger,
-    onEvent: logEvent,
+    onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
     ...(keys ? { keys } : {}),
+    ...(http ? { principal: http.principal } : {}),
+    ...(audit ? { audit } : {}),
+    ...(approval ? { approval } : {}),
   });
+  const timing = { callTimeoutMs: command.upstreamTimeoutSeconds * 1000, log, roots: command.http === undefined };
   let upstream: Upstream;
   try {
-    upstream = await Upstream.spawn({ command: command.command, callTimeoutMs: command.upstreamTimeoutSeconds * 1000, log });
+    upstream =
+      command.upstream.kind === 'url'
+        ? await Upstream.connectHttp({ url: command.upstream.url, headers: command.upstream.headers, ...timing })
+        : await Upstream.spawn({ command: command.upstream.command, ...timing });
   } catch (e) {
-    await ledger.close?.().catch(() => {});
+    await approval?.close().catch(() => {});
+    await closeStores();
     log((e as Error).message);
     return 1;
   }
+  if (command.upstream.kind === 'url' && command.upstream.url.protocol === 'http:' && !isLoopbackHost(command.upstream.url.hostname) && command.upstream.headers.length > 0) {
+    log(`warning: --upstream-header values go to ${shownUrl(command.upstream.url)} over plain http, readable on the network; use https`);
+  }
   upstream.onDown((reason) => log(`the upstream server is down (${reason}); it is not restarted: every call now answers ERR_CONFIRM_UPSTREAM_DOWN`));
-  const { factory } = createProxy({ confirmation, upstream, policy, confirmUnnamed: command.confirmUnnamed });
+  const { factory } = createProxy({ confirmation, upstream, policy, confirmUnnamed: command.confirmUnnamed, shared: command.http !== undefined });
+  const where = command.upstream.kind === 'url' ? `at ${shownUrl(command.upstream.url)}` : 'spawned over stdio';
+  const served = `${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)}`;
+  const summary = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`;
+  if (http && command.http) {
+    const { serveProxyHttp } = await import('../proxy/serveHttp.js');
+    const stopped = async (): Promise<void> => {
+      await upstream.close();
+      await closeStores();
+    };
+    try {
+      await serveProxyHttp(command.http, () => factory(), { ledger: opened, metrics: metrics!, log, served, summary }, stopped);
+    } catch (e) {
+      // Not serving (the address is taken): end the upstream too, so the process can exit.
+      await stopped();
+      throw e;
+    }
+    return -1;
+  }
   const handle = serveStdio(factory, { onerror: (error) => log(error.message) });
   const stop = async (): Promise<void> => {
     await handle.close().catch(() => {});
     await upstream.close();
-    await ledger.close?.().catch(() => {});
+    await approval?.close().catch(() => {});
+    await closeStores();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
   process.stdin.once('end', () => void stop());
-  log(
-    `serving ${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)} over stdio; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}`,
-  );
+  log(`serving ${served} over stdio; ${summary}`);
   return -1;
+}
+
+/** Whether a URL's hostname is a loopback name or address. */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.[0-9]+\.[0-9]+\.[0-9]+$/.test(hostname);
 }

@@ -20,6 +20,9 @@
  *
  * The upstream's tool title and description never appear in the question.
  *
+ * With passkey approval the page shows every argument whole ({@link proxyPageValues}): there the
+ * human approves the value itself, not its summary.
+ *
  * @module
  */
 import canonicalize from 'canonicalize';
@@ -98,4 +101,24 @@ export function proxyQuestion(tool: string, args: Record<string, unknown> | unde
     );
   }
   return lines.join('\n');
+}
+
+/**
+ * What the passkey approval page shows below the question: every argument whole, never
+ * summarised, in the question's order (the page renders each value like the question's, uncut).
+ *
+ * @param args - the call's arguments as sent (untrusted), or undefined.
+ * @returns one entry per argument: the label `argument K` (K rendered; `(JSON)` after it for a
+ *   non-string) and the raw string, or the canonical JSON (RFC 8785) of any other value.
+ */
+export function proxyPageValues(args: Record<string, unknown> | undefined): Array<{ label: string; value: string }> {
+  if (args === undefined) return [];
+  return Object.keys(args)
+    .sort()
+    .map((key) => {
+      const value = args[key];
+      return typeof value === 'string'
+        ? { label: `argument ${renderValue(key)}`, value }
+        : { label: `argument ${renderValue(key)} (JSON)`, value: canonicalText(value) };
+    });
 }

@@ -25,6 +25,12 @@
  * 2026-07-28 revision has no server-to-client request, so a 2026-era client's roots cannot be
  * asked: the upstream gets a JSON-RPC error and keeps its own configuration).
  *
+ * Served to several clients at once (`shared`, over HTTP), the upstream is one connection for all
+ * of them, so what cannot be told apart per client is not relayed: its `roots/list` requests get a
+ * JSON-RPC error ({@link ROOTS_SHARED}), its `notifications/message` go to no client, and
+ * `logging/setLevel` is not offered (one principal must neither read another's upstream log
+ * messages nor change the level for everyone).
+ *
  * @module
  */
 import {
@@ -41,7 +47,7 @@ import type { Tool } from '@modelcontextprotocol/client';
 import { ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
 import type { Confirmation, ConfirmableTool } from '../guard/confirmation.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
-import { proxyQuestion } from './question.js';
+import { proxyPageValues, proxyQuestion } from './question.js';
 import { definitionDigest, Upstream, type UpstreamRequestOptions } from './upstream.js';
 
 /** The requests relayed to the upstream as they are, by the capability that offers them. */
@@ -57,6 +63,7 @@ const RELAYED: ReadonlyArray<readonly [method: string, capability: 'resources' |
 
 /** Why the upstream's `roots/list` gets an error instead of the client's roots. */
 export const ROOTS_NOT_DECLARED = 'mcp-confirm proxy: the client declared no roots';
+export const ROOTS_SHARED = 'mcp-confirm proxy: the proxy serves several clients over HTTP, so no one client\'s roots are relayed';
 export const ROOTS_MODERN_CLIENT =
   'mcp-confirm proxy: the client speaks MCP 2026-07-28, which has no server-to-client requests, so its roots cannot be asked';
 
@@ -64,13 +71,13 @@ export const ROOTS_MODERN_CLIENT =
  * What the proxy offers its client: what the upstream offers, restricted to what the proxy relays
  * (no resource subscriptions, no tasks, no experimental or extension capabilities).
  */
-export function offeredCapabilities(upstream: ServerCapabilities | undefined): ServerCapabilities {
+export function offeredCapabilities(upstream: ServerCapabilities | undefined, shared = false): ServerCapabilities {
   const offered: ServerCapabilities = {};
   if (upstream?.tools) offered.tools = { listChanged: upstream.tools.listChanged === true };
   if (upstream?.resources) offered.resources = { listChanged: upstream.resources.listChanged === true };
   if (upstream?.prompts) offered.prompts = { listChanged: upstream.prompts.listChanged === true };
   if (upstream?.completions) offered.completions = {};
-  if (upstream?.logging) offered.logging = {};
+  if (upstream?.logging && !shared) offered.logging = {};
   return offered;
 }
 
@@ -94,6 +101,11 @@ export interface ProxyOptions {
   policy?: Policy;
   /** Ask for every tool the policy does not name, whatever its annotations. */
   confirmUnnamed?: boolean;
+  /**
+   * Whether several clients share the upstream (serving over HTTP): then no roots, log messages
+   * or log level are relayed (see the module documentation). Defaults to false (stdio: one client).
+   */
+  shared?: boolean;
 }
 
 /** What round 1 seals about the upstream and the tool (the guard's fingerprint). */
@@ -128,7 +140,8 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   const { confirmation, upstream } = options;
   const policy = options.policy ?? EMPTY_POLICY;
   const confirmUnnamed = options.confirmUnnamed ?? false;
-  const capabilities = offeredCapabilities(upstream.client.getServerCapabilities());
+  const shared = options.shared ?? false;
+  const capabilities = offeredCapabilities(upstream.client.getServerCapabilities(), shared);
   /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
   const servers = new Map<McpServer, { era: 'legacy' | 'modern'; inFlight: ServerContext[] }>();
 
@@ -154,6 +167,7 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   // The upstream's log messages: unsolicited to a 2025-era client (the SDK applies its setLevel),
   // on the newest relayed request in flight to a 2026-era client (the request's own log level applies).
   upstream.onLog((params) => {
+    if (shared) return;
     for (const [s, conn] of servers) {
       if (!s.isConnected()) continue;
       if (conn.era === 'legacy') {
@@ -176,6 +190,7 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
     unchanged: (_args, fp) => fp.upstream === upstream.identityDigest && fp.definition === definitionDigest(tool),
     act: (args, { ctx }) => forward(server, name, args.arguments, ctx),
     nothingDone: 'nothing was forwarded to the upstream server',
+    pageValues: (args) => proxyPageValues(args.arguments),
   });
 
   /** The client's cancellation, and its progress token for the upstream's progress, of one relayed request. */
@@ -238,6 +253,12 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
     }
   };
 
+  // Shared by several clients (HTTP): no one client's roots are the upstream's.
+  if (shared) {
+    upstream.setRootsSource(async () => {
+      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_SHARED);
+    });
+  }
   // The upstream's roots/list: answered by the first connection (stdio serves one), once known.
   let rootsConnection: { server: McpServer; era: 'legacy' | 'modern' } | undefined;
   const clientRoots = async (): Promise<ListRootsResult> => {
@@ -277,7 +298,7 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       void upstream.rootsChanged().catch(() => {});
     });
     servers.set(server, { era, inFlight: [] });
-    if (rootsConnection === undefined) {
+    if (rootsConnection === undefined && !shared) {
       rootsConnection = { server, era };
       if (era === 'modern') upstream.setRootsSource(clientRoots);
       else {

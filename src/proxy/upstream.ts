@@ -1,10 +1,14 @@
 /**
- * The proxy's upstream: one MCP server spawned over stdio and driven by the SDK v2 `Client`.
+ * The proxy's upstream: one MCP server, spawned over stdio ({@link Upstream.spawn}) or reached over
+ * Streamable HTTP ({@link Upstream.connectHttp}), driven by the SDK v2 `Client`.
  *
  * The v2 `Client` negotiates whichever era the upstream speaks (`versionNegotiation: 'auto'`:
- * `server/discover` on a short-lived sibling process of the same command, then the session; a
- * 2025-era upstream such as `@modelcontextprotocol/server-filesystem` answers `initialize` with
- * 2025-11-25). Toward the upstream the proxy declares only `roots` (with `listChanged`), answered
+ * `server/discover` first, on a short-lived sibling process of the same command over stdio and on
+ * the connection itself over HTTP, then the session; a 2025-era upstream such as
+ * `@modelcontextprotocol/server-filesystem` answers `initialize` with 2025-11-25). Over HTTP the
+ * only credentials sent are the headers the operator configured ({@link HttpUpstreamOptions.headers}):
+ * nothing of the proxy's own client (its bearer token above all) is ever forwarded (MCP
+ * 2026-07-28, basic/security_best_practices, "Token Passthrough"). Toward the upstream the proxy declares only `roots` (with `listChanged`), answered
  * from the client through {@link Upstream.setRootsSource}; no elicitation or sampling: an
  * upstream's own `elicitation/create` or `sampling/createMessage` request is refused with a
  * JSON-RPC error, and its own `input_required` result with `ERR_CONFIRM_UPSTREAM_INPUT`, so no
@@ -31,6 +35,7 @@ import {
   SERVER_INFO_META_KEY,
   type Tool,
 } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import {
   ConfirmUpstreamDownError,
@@ -40,18 +45,40 @@ import {
 } from '../errors.js';
 import { canonicalDigest } from '../state/digest.js';
 
-/** Options of {@link Upstream.spawn}. */
-export interface UpstreamOptions {
-  /** The command and its arguments, e.g. `['npx', '-y', '@modelcontextprotocol/server-filesystem', '/home/me']`. */
-  command: readonly string[];
+/** Options shared by {@link Upstream.spawn} and {@link Upstream.connectHttp}. */
+interface CommonUpstreamOptions {
   /** Deadline of one upstream request, in milliseconds (the handshake gets at least {@link HANDSHAKE_TIMEOUT_MS}). Defaults to 120,000. */
   callTimeoutMs?: number;
-  /** Environment of the upstream process. Defaults to this process's environment. */
-  env?: Record<string, string>;
   /** Diagnostics (stderr). */
   log?: (line: string) => void;
   /** The proxy's own name and version, announced to the upstream. */
   clientInfo?: { name: string; version: string };
+  /**
+   * Whether the proxy declares `roots` toward the upstream (its `roots/list` requests then relayed
+   * through {@link Upstream.setRootsSource}). Defaults to true; false when several clients share the
+   * upstream (HTTP), whose roots cannot be told apart.
+   */
+  roots?: boolean;
+}
+
+/** Options of {@link Upstream.spawn}. */
+export interface UpstreamOptions extends CommonUpstreamOptions {
+  /** The command and its arguments, e.g. `['npx', '-y', '@modelcontextprotocol/server-filesystem', '/home/me']`. */
+  command: readonly string[];
+  /** Environment of the upstream process. Defaults to this process's environment. */
+  env?: Record<string, string>;
+}
+
+/** Options of {@link Upstream.connectHttp}. */
+export interface HttpUpstreamOptions extends CommonUpstreamOptions {
+  /** The upstream's Streamable HTTP endpoint (http or https), e.g. `https://mcp.example.com/mcp`. */
+  url: URL;
+  /**
+   * The headers sent with every request to the upstream (its credentials, e.g. `Authorization`),
+   * as configured by the operator; values are secrets, never logged. The transport's own headers
+   * (`mcp-session-id`, `mcp-protocol-version`) take precedence over same-named entries.
+   */
+  headers?: ReadonlyArray<readonly [name: string, value: string]>;
 }
 
 /** The upstream's identity as the state binds it. */
@@ -60,8 +87,10 @@ export interface UpstreamIdentity {
   readonly name: string;
   /** `serverInfo.version` as the upstream announced it. */
   readonly version: string;
-  /** The command the proxy started it with. */
-  readonly command: readonly string[];
+  /** The command the proxy started it with (a stdio upstream). */
+  readonly command?: readonly string[];
+  /** Its endpoint URL (an HTTP upstream); the configured headers are not part of it. */
+  readonly url?: string;
 }
 
 /** The error message an upstream gets for its own `elicitation/create` or `sampling/createMessage` request (JSON-RPC -32601). */
@@ -124,6 +153,11 @@ function withoutUpstreamInfo<T extends Record<string, unknown>>(result: T): T {
   return { ...result, _meta: rest };
 }
 
+/** An upstream URL as diagnostics show it: origin and path only (a query or user info may carry a secret). */
+export function shownUrl(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
+
 function processEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (typeof v === 'string') env[k] = v;
@@ -145,10 +179,20 @@ export class Upstream {
   private rootsSource: ((signal: AbortSignal) => Promise<ListRootsResult>) | undefined;
   private readonly rootsWaiters: Array<() => void> = [];
 
-  private constructor(client: Client, identity: UpstreamIdentity, callTimeoutMs: number) {
+  private constructor(
+    client: Client,
+    identity: UpstreamIdentity,
+    callTimeoutMs: number,
+    private readonly rootsDeclared: boolean,
+  ) {
     this.client = client;
     this.identity = identity;
-    this.identityDigest = canonicalDigest({ name: identity.name, version: identity.version, command: identity.command }, 'upstream identity');
+    this.identityDigest = canonicalDigest(
+      identity.url === undefined
+        ? { name: identity.name, version: identity.version, command: identity.command ?? [] }
+        : { name: identity.name, version: identity.version, url: identity.url },
+      'upstream identity',
+    );
     this.callTimeoutMs = callTimeoutMs;
   }
 
@@ -160,6 +204,45 @@ export class Upstream {
   static async spawn(options: UpstreamOptions): Promise<Upstream> {
     const [command, ...args] = options.command;
     if (command === undefined || command === '') throw new Error('no upstream command given (after --)');
+    const transport = new StdioClientTransport({ command, args, env: options.env ?? processEnv(), stderr: 'inherit' });
+    return Upstream.open(options, transport, { command: [...options.command] }, 'the upstream server could not be started or did not complete the handshake', (markDown) => {
+      // The exit code and signal make the down reason precise (see childOf for why the private field).
+      let exitDetail: string | undefined;
+      childOf(transport)?.once('exit', (code, signal) => {
+        exitDetail = signal ? `it was killed by ${signal}` : `it exited with code ${code ?? '?'}`;
+        markDown(exitDetail);
+      });
+      return () => exitDetail;
+    });
+  }
+
+  /**
+   * Connects to a Streamable HTTP upstream and completes the handshake. Redirects are followed
+   * only within the URL's origin (the SDK's default `redirectPolicy`), so the configured headers
+   * never reach another origin.
+   *
+   * @throws {Error} when the upstream cannot be reached or the handshake fails (the message names
+   *   the URL's origin and path, never the headers or the query).
+   */
+  static async connectHttp(options: HttpUpstreamOptions): Promise<Upstream> {
+    const headers = new Headers();
+    for (const [name, value] of options.headers ?? []) headers.append(name, value);
+    const transport = new StreamableHTTPClientTransport(options.url, { requestInit: { headers } });
+    return Upstream.open(options, transport, { url: options.url.href }, `the upstream server at ${shownUrl(options.url)} could not be reached or did not complete the handshake`);
+  }
+
+  /**
+   * Builds the client, connects it over `transport` and reads the upstream's identity.
+   *
+   * @param watchExit - for a spawned upstream: watches its process and returns the precise down reason once known.
+   */
+  private static async open(
+    options: CommonUpstreamOptions,
+    transport: Transport,
+    where: { command: string[] } | { url: string },
+    failure: string,
+    watchExit?: (markDown: (reason: string) => void) => () => string | undefined,
+  ): Promise<Upstream> {
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const log = options.log ?? (() => {});
     let upstream: Upstream | undefined;
@@ -169,8 +252,9 @@ export class Upstream {
       debounceMs: 0,
       onChanged: () => upstream?.changed(kind),
     });
+    const declareRoots = options.roots ?? true;
     const client = new Client(options.clientInfo ?? { name: 'mcp-confirm-proxy', version: '0.1.0' }, {
-      capabilities: { roots: { listChanged: true } },
+      capabilities: declareRoots ? { roots: { listChanged: true } } : {},
       versionNegotiation: { mode: 'auto' },
       // An upstream's own input_required comes back as a result, never fulfilled here.
       inputRequired: { autoFulfill: false },
@@ -179,10 +263,12 @@ export class Upstream {
     client.setNotificationHandler('notifications/message', (notification) => {
       for (const l of upstream?.logListeners ?? []) l(notification.params);
     });
-    client.setRequestHandler('roots/list', async (_request, ctx) => {
-      if (upstream === undefined) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: not ready');
-      return upstream.roots(ctx.mcpReq.signal);
-    });
+    if (declareRoots) {
+      client.setRequestHandler('roots/list', async (_request, ctx) => {
+        if (upstream === undefined) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: not ready');
+        return upstream.roots(ctx.mcpReq.signal);
+      });
+    }
     // The upstream's own requests for input are refused with a sentence saying why (not a bare -32601).
     // Neither capability is declared, so the SDK accepts no handler for them: the fallback answers every
     // request the proxy does not handle (elicitation, sampling, anything else) with the refusal.
@@ -194,26 +280,24 @@ export class Upstream {
           : `mcp-confirm proxy: ${request.method} is not relayed to the client`,
       );
     };
-    const transport = new StdioClientTransport({ command, args, env: options.env ?? processEnv(), stderr: 'inherit' });
-    let exitDetail: string | undefined;
     const markDown = (reason: string): void => {
       if (upstream) upstream.markDown(reason);
     };
-    client.onclose = () => markDown(exitDetail ?? 'its connection closed');
-    client.onerror = (e) => log(`upstream: ${e.message}`);
+    let exitDetail: () => string | undefined = () => undefined;
+    client.onclose = () => markDown(exitDetail() ?? 'its connection closed');
+    // A shutdown the proxy asked for aborts the open streams: not worth a line.
+    client.onerror = (e) => {
+      if (!upstream?.closing) log(`upstream: ${e.message}`);
+    };
     try {
       await client.connect(transport, { timeout: Math.max(callTimeoutMs, HANDSHAKE_TIMEOUT_MS) });
     } catch (e) {
       await transport.close().catch(() => {});
-      throw new Error(`the upstream server could not be started or did not complete the handshake: ${(e as Error).message}`);
+      throw new Error(`${failure}: ${(e as Error).message}`);
     }
-    // The exit code and signal make the down reason precise (see childOf for why the private field).
-    childOf(transport)?.once('exit', (code, signal) => {
-      exitDetail = signal ? `it was killed by ${signal}` : `it exited with code ${code ?? '?'}`;
-      markDown(exitDetail);
-    });
+    if (watchExit) exitDetail = watchExit(markDown);
     const info = client.getServerVersion();
-    upstream = new Upstream(client, { name: info?.name ?? '', version: info?.version ?? '', command: [...options.command] }, callTimeoutMs);
+    upstream = new Upstream(client, { name: info?.name ?? '', version: info?.version ?? '', ...where }, callTimeoutMs, declareRoots);
     return upstream;
   }
 
@@ -272,7 +356,7 @@ export class Upstream {
 
   /** Tells the upstream the client's roots changed (`notifications/roots/list_changed`). */
   async rootsChanged(): Promise<void> {
-    if (this.downReason !== undefined) return;
+    if (this.downReason !== undefined || !this.rootsDeclared) return;
     await this.client.sendRootsListChanged();
   }
 
