@@ -377,7 +377,7 @@ export class PasskeyApproval {
 <dl class="facts">
 <dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
 <dt>Principal</dt><dd>${principalHtml(view.principal)}</dd>
-<dt>Tool</dt><dd><code>${escapeHtml(view.tool)}</code></dd>
+<dt>Tool</dt><dd>${questionHtml(renderValue(view.tool, UNCUT))}</dd>
 <dt>Time left</dt><dd id="time-left" data-seconds="${Math.max(0, Math.floor((record.expiresAtMs - nowMs) / 1000))}">${minutes(record.expiresAtMs - nowMs)}</dd>
 </dl>
 <p class="question" id="question">${questionHtml(view.question)}</p>
@@ -524,6 +524,12 @@ function writeAnswer(res: ServerResponse, answer: Answer, method: string | undef
 }
 
 /**
+ * Options that render a value whole (the page shows every value uncut; the question may cut).
+ * The tool name is rendered too: a proxied upstream's tool name is untrusted text.
+ */
+const UNCUT = { maxGraphemes: Number.MAX_SAFE_INTEGER };
+
+/**
  * The principal as the page shows it: `local`, or for a verified token (`["jwt", iss, sub]`, see
  * `jwtPrincipalOf`) the subject and its issuer. Escaped; never markup.
  */
@@ -535,8 +541,7 @@ function principalHtml(principal: string): string {
     return escapeHtml(principal);
   }
   if (Array.isArray(parsed) && parsed.length === 3 && parsed[0] === 'jwt' && typeof parsed[1] === 'string' && typeof parsed[2] === 'string') {
-    const uncut = { maxGraphemes: Number.MAX_SAFE_INTEGER };
-    return `${questionHtml(renderValue(parsed[2], uncut))} (issuer ${questionHtml(renderValue(parsed[1], uncut))})`;
+    return `${questionHtml(renderValue(parsed[2], UNCUT))} (issuer ${questionHtml(renderValue(parsed[1], UNCUT))})`;
   }
   return escapeHtml(principal);
 }

@@ -61,11 +61,12 @@ afterAll(async () => {
 });
 
 /** The proxy with --approval passkey (no wait for the page) in front of the fixture upstream writing in `dir`. */
-async function startProxy(dir: string): Promise<{ client: Client; stderr: () => string }> {
+async function startProxy(dir: string, env: Record<string, string> = {}): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [MAIN, 'proxy', '--approval', 'passkey', '--approvers', approversPath, '--approval-wait', '0', '--', process.execPath, FIXTURE, dir],
     stderr: 'pipe',
+    ...(Object.keys(env).length > 0 ? { env: { ...process.env, ...env } as Record<string, string> } : {}),
   });
   let err = '';
   transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
@@ -166,5 +167,23 @@ describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real C
     const r2 = await callTool(client, { name: 'write_note', arguments: args, inputResponses: URL_ACCEPT, requestState: e.state });
     expect(r2).toMatchObject({ kind: 'result', text: 'You declined; nothing was forwarded to the upstream server.' });
     expect(calls(dir)).toEqual([]);
+  });
+
+  it('the page renders an upstream tool name like any untrusted value (a right-to-left override and markup are escaped, never raw); control: approved, the tool runs once', async () => {
+    const dir = join(R, 'odd');
+    mkdirSync(dir);
+    const { client } = await startProxy(dir, { FIXTURE_ODD_TOOL: '1' });
+    const name = 'note\u202Etxt.exe<b>';
+    const e = elicitation(await callTool(client, { name, arguments: {} }));
+    await ann.page.goto(e.url);
+    const facts = (await ann.page.locator('dl.facts').textContent()) ?? '';
+    expect(facts).toContain('note⟨U+202E⟩txt.exe<b>');
+    expect(facts).not.toContain('\u202E');
+    expect(await ann.page.locator('dl.facts b').count()).toBe(0);
+    await ann.page.click('#approve');
+    expect(await outcomeOf(ann.page)).toContain('approved');
+    const done = await callTool(client, { name, arguments: {}, inputResponses: URL_ACCEPT, requestState: e.state });
+    expect(done).toMatchObject({ kind: 'result', isError: false, text: 'odd tool ran' });
+    expect(calls(dir)).toEqual(['odd tool']);
   });
 });
