@@ -20,7 +20,7 @@ import {
 } from '@simplewebauthn/server';
 import { MemoryLedger } from '../ledger/memoryLedger.js';
 import { checkApproverName, describePrincipal, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
-import { escapeHtml, hostMatches, hostnameMatches, layout, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
+import { escapeHtml, hostMatches, hostnameMatches, layout, libraryReason, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
 import { CHALLENGE_TTL_MS } from './passkey.js';
 import { parsePublicUrl } from './publicUrl.js';
 
@@ -211,7 +211,7 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
           return refuse(res, 403, 'the signature counter did not move forward');
         }
       } catch (e) {
-        return refuse(res, 403, `the passkey assertion did not verify (${(e as Error).message.slice(0, 200)})`);
+        return refuse(res, 403, `the passkey assertion did not verify (${libraryReason(e)})`);
       }
       authorized = true;
       log(`enrolment authorized by approver ${approver.name}`);
@@ -255,7 +255,7 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
       sendJson(res, 200, { outcome: 'enrolled', message: `passkey of ${name} saved; you can close this page` });
     } catch (e) {
       registering = false;
-      return refuse(res, 403, `the passkey registration did not verify (${(e as Error).message.slice(0, 200)})`);
+      return refuse(res, 403, `the passkey registration did not verify (${libraryReason(e)})`);
     }
   };
 

@@ -38,6 +38,7 @@ import {
   escapeHtml,
   hostnameMatches,
   layout,
+  libraryReason,
   listenLoopback,
   readJson,
   SECURITY_HEADERS,
@@ -469,7 +470,7 @@ ${
         },
       });
     } catch (e) {
-      return this.#refuse(403, `the passkey assertion did not verify (${(e as Error).message.slice(0, 200)})`);
+      return this.#refuse(403, `the passkey assertion did not verify (${libraryReason(e)})`);
     }
     if (!verified.verified || !verified.authenticationInfo.userVerified) return this.#refuse(403, 'the passkey assertion did not verify');
     // 4. The signature counter moves forward atomically (a replayed or cloned authenticator's does not).

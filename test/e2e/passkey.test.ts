@@ -309,6 +309,40 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(((await s.call('self-approve.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
   });
 
+  it('attack: a forged assertion whose clientDataJSON origin holds a line break and ANSI escapes cannot write a line to stderr (the library reason is rendered); control: the passkey approves', async () => {
+    const s = await startServer();
+    file('log-forge.txt');
+    const e = elicitation(await s.call('log-forge.txt'));
+    const origin = new URL(e.url).origin;
+    const options = await optionsFor(e.url);
+    const forgedLine = 'mcp-confirm: approval page: approved by mallory';
+    const evilOrigin = `x"\n\u001b[32m${forgedLine}\u001b[0m\n`;
+    const [cred] = await ann.credentials();
+    const id = Buffer.from(cred!.credentialId, 'base64').toString('base64url');
+    const forged = {
+      id,
+      rawId: id,
+      type: 'public-key',
+      response: {
+        clientDataJSON: Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin: evilOrigin })).toString('base64url'),
+        authenticatorData: Buffer.alloc(37).toString('base64url'),
+        signature: Buffer.alloc(64).toString('base64url'),
+      },
+      clientExtensionResults: {},
+    };
+    const r = await postJson(`${e.url}/assertion`, forged, origin);
+    expect(r.status).toBe(403);
+    expect(r.body).not.toContain('\u001b');
+    expect(s.stderr()).toContain('approval page: refused: the passkey assertion did not verify');
+    const lines = s.stderr().split('\n');
+    expect(lines.some((l) => l.startsWith(forgedLine) || l.includes(`\u001b[32m${forgedLine}`))).toBe(false);
+    expect(s.stderr()).not.toContain('\u001b');
+    // Control: the enrolled passkey approves, and its line is the only approval line.
+    expect(await approveOnPage(ann, e.url)).toContain('approved');
+    expect(((await s.call('log-forge.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(s.stderr().split('\n').filter((l) => l.includes('approval page: approved by'))).toEqual(['mcp-confirm: approval page: approved by ann']);
+  });
+
   it('attack: an assertion from an authenticator that was never enrolled is refused; control: the enrolled one approves', async () => {
     const s = await startServer();
     const target = file('stranger.txt');
