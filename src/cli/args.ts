@@ -6,9 +6,8 @@
 import { parseArgs } from 'node:util';
 import { checkAudience, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, HTTP_USAGE, parseHttpSpec, type HttpSpec } from './httpArgs.js';
-import { allowedHostnames } from '../http/bind.js';
 import { jwtPrincipalFor } from '../approval/approvers.js';
-import { parsePublicUrl } from '../approval/publicUrl.js';
+import { APPROVAL_OPTIONS, checkedPublicUrl, parseApprovalFlags, wholeNumber, type ApprovalFlags } from './approvalArgs.js';
 import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, parseAuditFlag, type AuditVerifyCommand } from './auditArgs.js';
 
 export { UsageError };
@@ -87,7 +86,7 @@ export type Command =
     }
   | { kind: 'approvers-list'; approvers: string }
   | { kind: 'approvers-remove'; approvers: string; name: string }
-  | {
+  | ({
       kind: 'serve';
       roots: string[];
       audience: string;
@@ -98,20 +97,7 @@ export type Command =
       http: HttpSpec | undefined;
       /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
       audit: string | undefined;
-      approval: 'form' | 'passkey';
-      approvers: string | undefined;
-      approvalPort: number;
-      approvalWaitSeconds: number;
-      /** `--public-url` (with `--http` and passkey approval): the page's origin and RP ID. */
-      publicUrl: URL | undefined;
-    };
-
-function wholeNumber(flag: string, text: string, min: number, max: number): number {
-  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(text)}`);
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got ${text}`);
-  return n;
-}
+    } & ApprovalFlags);
 
 /**
  * Parses `argv` (without the node and script paths).
@@ -137,12 +123,8 @@ export function parseCommand(argv: readonly string[]): Command {
         version: { type: 'boolean' },
         ...HTTP_OPTIONS,
         ...AUDIT_OPTIONS,
-        approval: { type: 'string' },
-        approvers: { type: 'string' },
-        'public-url': { type: 'string' },
+        ...APPROVAL_OPTIONS,
         principal: { type: 'string', multiple: true },
-        'approval-port': { type: 'string' },
-        'approval-wait': { type: 'string' },
         name: { type: 'string' },
         port: { type: 'string' },
         timeout: { type: 'string' },
@@ -245,14 +227,6 @@ export function parseCommand(argv: readonly string[]): Command {
   if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
   const ttlSeconds = values.ttl === undefined ? 300 : wholeSeconds('--ttl', values.ttl);
   const audience = checkAudience(values.audience);
-  const approval = values.approval ?? 'form';
-  if (approval !== 'form' && approval !== 'passkey') throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
-  if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {
-    throw new UsageError('--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)');
-  }
-  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined || values['public-url'] !== undefined)) {
-    throw new UsageError('--approvers, --approval-port, --approval-wait and --public-url need --approval passkey');
-  }
   let http: HttpSpec | undefined;
   let audit: string | undefined;
   try {
@@ -261,25 +235,7 @@ export function parseCommand(argv: readonly string[]): Command {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  let publicUrl: URL | undefined;
-  if (approval === 'passkey' && http === undefined && values['public-url'] !== undefined) {
-    throw new UsageError('--public-url is for --http; over stdio the approval page is http://localhost:PORT (--approval-port)');
-  }
-  if (approval === 'passkey' && http !== undefined) {
-    // Over HTTP the page lives on the --http listener, at the origin browsers use.
-    if (values['approval-port'] !== undefined) throw new UsageError('--approval-port is for stdio; with --http the approval page is served on the --http listener');
-    if (values['public-url'] === undefined) {
-      throw new UsageError('--approval passkey with --http needs --public-url URL: the origin browsers use for the approval page (e.g. https://mcp.example.com); its host name is the WebAuthn RP ID');
-    }
-    publicUrl = checkedPublicUrl(values['public-url']);
-    // Requests for the page name the public URL's host: it must pass the DNS-rebinding check like any other.
-    const allowed = allowedHostnames(http.bind, http.resource, http.allowedHosts);
-    if (!allowed.includes(publicUrl.hostname)) {
-      throw new UsageError(
-        `--public-url host ${publicUrl.hostname} is not an allowed host (allowed: ${allowed.join(', ')}); add it with --allowed-hosts ${publicUrl.hostname}, or use the --resource URL's host`,
-      );
-    }
-  }
+  const approval = parseApprovalFlags(values, http);
   return {
     kind: 'serve',
     roots,
@@ -289,18 +245,6 @@ export function parseCommand(argv: readonly string[]): Command {
     ledger: values.ledger ?? 'memory',
     http,
     audit,
-    approval,
-    approvers: values.approvers,
-    approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
-    approvalWaitSeconds: values['approval-wait'] === undefined ? 60 : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
-    publicUrl,
+    ...approval,
   };
-}
-
-function checkedPublicUrl(text: string): URL {
-  try {
-    return parsePublicUrl(text, '--public-url');
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
 }

@@ -74,9 +74,8 @@ function logApprovalEvent(event: ApprovalEvent): void {
 /** Starts the approval page for `--approval passkey`, or nothing. Start-up errors are exit 2, naming what. */
 async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledger: unknown): Promise<PasskeyApproval | undefined> {
   if (command.approval !== 'passkey' || command.approvers === undefined) return undefined;
-  const [{ isApprovalStore }, rootsModule] = await Promise.all([import('../approval/store.js'), import('../fs/roots.js')]);
+  const rootsModule = await import('../fs/roots.js');
   const { RootError } = rootsModule;
-  if (!isApprovalStore(ledger)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
   let roots: Roots;
   try {
     roots = await rootsModule.Roots.open(command.roots);
@@ -85,36 +84,13 @@ async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledge
     throw e;
   }
   // Loaded only here, so a form-mode server never loads the WebAuthn library.
-  const { ApproversFileError, loadApproversForServer } = await import('../approval/approvers.js');
-  const { ListenError } = await import('../approval/http.js');
-  const { PasskeyApproval } = await import('../approval/passkey.js');
-  try {
-    const approvers = await loadApproversForServer(command.approvers, roots.list.map((r) => r.realPath));
-    if (command.publicUrl !== undefined) {
-      const { isLocalhostName } = await import('../approval/publicUrl.js');
-      if (command.publicUrl.protocol === 'http:' && !isLocalhostName(command.publicUrl.hostname)) {
-        process.stderr.write(`mcp-confirm: warning: --public-url ${command.publicUrl.origin}: browsers allow passkeys only in a secure context, which http:// is only for localhost names; use https (e.g. a TLS proxy in front)\n`);
-      }
-      // Behind --http: no listener of its own; serveHttp routes /approve/… and /assets/… to it.
-      return await PasskeyApproval.start({
-        store: ledger,
-        approvers,
-        publicUrl: command.publicUrl,
-        waitSeconds: command.approvalWaitSeconds,
-        onEvent: logApprovalEvent,
-      });
-    }
-    return await PasskeyApproval.start({
-      store: ledger,
-      approvers,
-      port: command.approvalPort,
-      waitSeconds: command.approvalWaitSeconds,
-      onEvent: logApprovalEvent,
-    });
-  } catch (e) {
-    if (e instanceof ApproversFileError || e instanceof ListenError || e instanceof RangeError) throw new UsageError(`--approval passkey: ${e.message}`);
-    throw e;
-  }
+  const { startPasskeyApproval } = await import('./approvalStart.js');
+  return startPasskeyApproval(command, {
+    store: ledger,
+    forbiddenDirs: roots.list.map((r) => r.realPath),
+    onEvent: logApprovalEvent,
+    warn: (line) => process.stderr.write(`mcp-confirm: ${line}\n`),
+  });
 }
 
 async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void> {
@@ -171,7 +147,8 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   };
   if (http && command.http) {
     await reportLeftovers();
-    await http.serveHttp(command.http, built.factory, { ledger: opened, metrics: metrics!, ...(approval ? { approval } : {}) }, async () => {
+    const ops = { ledger: opened, metrics: metrics!, served: 'delete_file', log: (line: string) => process.stderr.write(`mcp-confirm: ${line}\n`) };
+    await http.serveHttp(command.http, built.factory, { ...ops, ...(approval ? { approval } : {}) }, async () => {
       await audit?.close();
       await approval?.close();
       await ledger.close?.();

@@ -21,13 +21,14 @@ import type { Ledger } from '../ledger/ledger.js';
 import { AUDIT_OPTIONS, parseAuditFlag } from './auditArgs.js';
 import { checkAudience, readKeyFile, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, parseHttpSpec, type HttpSpec } from './httpArgs.js';
+import { APPROVAL_OPTIONS, parseApprovalFlags, type ApprovalFlags } from './approvalArgs.js';
 import { openLedger } from './ledgerSpec.js';
 
 export const PROXY_USAGE = `Usage:
   mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--audience NAME] [--ttl SECONDS]
                     [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS]
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
-                    [--approval-port PORT] [--approval-wait SECONDS]
+                    [--approval-port PORT | --public-url URL] [--approval-wait SECONDS]
                     [--http HOST:PORT [--auth-issuer URL --auth-jwks PATH|URL] [--resource URL]
                      [--allowed-hosts LIST] [--drain-seconds N]]
                     ( -- COMMAND [ARG ...] | --upstream-url URL [--upstream-header 'NAME: VALUE' ...] )
@@ -49,9 +50,10 @@ Options:
   --upstream-timeout SECONDS
                             Deadline of one upstream request (1 to 86400). Default: 120.
   --audience, --ttl, --key-file, --ledger, --audit, --approval, --approvers, --approval-port,
-  --approval-wait, --http, --auth-issuer, --auth-jwks, --resource, --allowed-hosts, --drain-seconds
-                            As for serving delete_file (mcp-confirm --help). --approval passkey is
-                            available over stdio only for now (not with --http).`;
+  --public-url, --approval-wait, --http, --auth-issuer, --auth-jwks, --resource, --allowed-hosts,
+  --drain-seconds           As for serving delete_file (mcp-confirm --help). --approval passkey with
+                            --http needs --public-url URL: the approval page is served on the --http
+                            listener at URL/approve/….`;
 
 /** What `mcp-confirm proxy …` asks for. */
 export interface ProxyCommand {
@@ -69,10 +71,8 @@ export interface ProxyCommand {
   http: HttpSpec | undefined;
   /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
   audit: string | undefined;
-  approval: 'form' | 'passkey';
-  approvers: string | undefined;
-  approvalPort: number;
-  approvalWaitSeconds: number;
+  /** `--approval` and its flags (`--approvers`, `--approval-port`, `--approval-wait`, `--public-url`). */
+  approval: ApprovalFlags;
 }
 
 /** Header names the transport or HTTP itself sets: refused in `--upstream-header`. */
@@ -143,13 +143,6 @@ export function parseUpstreamUrl(text: string): URL {
   return url;
 }
 
-function wholeNumber(flag: string, text: string, min: number, max: number): number {
-  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(text)}`);
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got ${text}`);
-  return n;
-}
-
 /**
  * Parses the arguments after `proxy`.
  *
@@ -157,7 +150,9 @@ function wholeNumber(flag: string, text: string, min: number, max: number): numb
  * @throws {UsageError} on unknown options; neither or both of `-- COMMAND` and `--upstream-url`;
  *   `--upstream-header` without `--upstream-url` or malformed ({@link parseUpstreamHeaders}); a bad
  *   `--ttl`, `--audience`, `--upstream-timeout`, `--upstream-url`, HTTP flag or approval flag;
- *   `--audit` without `--key-file`; `--approval passkey` without `--approvers` or with `--http`.
+ *   `--audit` without `--key-file`; approval flags as for serving `delete_file`
+ *   ({@link parseApprovalFlags}: passkey needs `--approvers`, and with `--http` a `--public-url`
+ *   whose host is an allowed host).
  */
 export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ProxyCommand {
   const dash = argv.indexOf('--');
@@ -181,10 +176,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
         'upstream-header': { type: 'string', multiple: true },
         ...HTTP_OPTIONS,
         ...AUDIT_OPTIONS,
-        approval: { type: 'string' },
-        approvers: { type: 'string' },
-        'approval-port': { type: 'string' },
-        'approval-wait': { type: 'string' },
+        ...APPROVAL_OPTIONS,
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -203,14 +195,6 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
   const upstream: ProxyCommand['upstream'] =
     urlText === undefined || help ? { kind: 'command', command } : { kind: 'url', url: parseUpstreamUrl(urlText), headers: parseUpstreamHeaders(headerLines, env) };
   const audience = checkAudience(values.audience);
-  const approval = values.approval ?? 'form';
-  if (approval !== 'form' && approval !== 'passkey') throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
-  if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {
-    throw new UsageError('--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)');
-  }
-  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined)) {
-    throw new UsageError('--approvers, --approval-port and --approval-wait need --approval passkey');
-  }
   let http: HttpSpec | undefined;
   let audit: string | undefined;
   try {
@@ -219,7 +203,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  if (approval === 'passkey' && http !== undefined) throw new UsageError('proxy: --approval passkey is available over stdio only for now (not with --http)');
+  const approval = parseApprovalFlags(values, http);
   return {
     help,
     policyPath: values.policy,
@@ -233,9 +217,6 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     http,
     audit,
     approval,
-    approvers: values.approvers,
-    approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
-    approvalWaitSeconds: values['approval-wait'] === undefined ? 60 : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
   };
 }
 
@@ -299,26 +280,18 @@ function logApprovalEvent(event: ApprovalEvent): void {
 }
 
 /**
- * Starts the approval page for `--approval passkey` (stdio only), or nothing.
+ * Starts the approval page for `--approval passkey`, or nothing: over stdio on localhost, over
+ * `--http` behind `--public-url` (served on the --http listener).
  *
- * @throws {UsageError} when the ledger cannot hold approvals, the approvers file is unusable, or the port cannot be bound.
+ * @throws {UsageError} when the ledger cannot hold approvals, the approvers file is unusable or
+ *   enrolled for another RP ID, or the port cannot be bound.
  */
 async function startApproval(command: ProxyCommand, ledger: Ledger): Promise<PasskeyApproval | undefined> {
-  if (command.approval !== 'passkey' || command.approvers === undefined) return undefined;
-  const { isApprovalStore } = await import('../approval/store.js');
-  if (!isApprovalStore(ledger)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
+  if (command.approval.approval !== 'passkey') return undefined;
   // Loaded only here, so a form-mode proxy never loads the WebAuthn library.
-  const { ApproversFileError, loadApproversForServer } = await import('../approval/approvers.js');
-  const { ListenError } = await import('../approval/http.js');
-  const { PasskeyApproval } = await import('../approval/passkey.js');
-  try {
-    // The proxy has no roots of its own: where the upstream may write is its business (README, "Proxy").
-    const approvers = await loadApproversForServer(command.approvers, []);
-    return await PasskeyApproval.start({ store: ledger, approvers, port: command.approvalPort, waitSeconds: command.approvalWaitSeconds, onEvent: logApprovalEvent });
-  } catch (e) {
-    if (e instanceof ApproversFileError || e instanceof ListenError || e instanceof RangeError) throw new UsageError(`--approval passkey: ${e.message}`);
-    throw e;
-  }
+  const { startPasskeyApproval } = await import('./approvalStart.js');
+  // The proxy has no roots of its own: where the upstream may write is its business (README, "Proxy").
+  return startPasskeyApproval(command.approval, { store: ledger, forbiddenDirs: [], onEvent: logApprovalEvent, warn: log });
 }
 
 /**
@@ -352,7 +325,8 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
   };
   let approval: PasskeyApproval | undefined;
   try {
-    approval = await startApproval(command, opened);
+    // The same object as the ledger (over HTTP the timed wrapper, which forwards the approval records).
+    approval = await startApproval(command, ledger);
   } catch (e) {
     await closeStores();
     throw e;
@@ -387,15 +361,15 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
   const { factory } = createProxy({ confirmation, upstream, policy, confirmUnnamed: command.confirmUnnamed, shared: command.http !== undefined });
   const where = command.upstream.kind === 'url' ? `at ${shownUrl(command.upstream.url)}` : 'spawned over stdio';
   const served = `${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)}`;
-  const summary = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`;
+  const details = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}`;
   if (http && command.http) {
-    const { serveProxyHttp } = await import('../proxy/serveHttp.js');
     const stopped = async (): Promise<void> => {
       await upstream.close();
+      await approval?.close().catch(() => {});
       await closeStores();
     };
     try {
-      await serveProxyHttp(command.http, () => factory(), { ledger: opened, metrics: metrics!, log, served, summary }, stopped);
+      await http.serveHttp(command.http, () => factory(), { ledger: opened, metrics: metrics!, log, served, details, ...(approval ? { approval } : {}) }, stopped);
     } catch (e) {
       // Not serving (the address is taken): end the upstream too, so the process can exit.
       await stopped();
@@ -414,7 +388,7 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
   process.stdin.once('end', () => void stop());
-  log(`serving ${served} over stdio; ${summary}`);
+  log(`serving ${served} over stdio; ${details}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`);
   return -1;
 }
 

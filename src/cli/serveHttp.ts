@@ -1,12 +1,12 @@
 /**
- * `mcp-confirm --http HOST:PORT`: the demo server over Streamable HTTP.
- * Loaded with a dynamic `import()` only when `--http` is given, so stdio
- * start-up never loads the HTTP, Node-adapter or token-verification modules.
+ * `mcp-confirm --http HOST:PORT` and `mcp-confirm proxy --http HOST:PORT`: serving over Streamable
+ * HTTP. Loaded with a dynamic `import()` only when `--http` is given, so stdio start-up never
+ * loads the HTTP, Node-adapter or token-verification modules.
  *
  * @module
  */
 import type { McpServer, OAuthTokenVerifier } from '@modelcontextprotocol/server';
-import { createHttpApp, MCP_PATH } from '../http/app.js';
+import { createHttpApp, MCP_PATH, type HttpApp } from '../http/app.js';
 import { allowedHostnames } from '../http/bind.js';
 import { createJwtVerifier, jwtPrincipal, jwtPrincipalOf } from '../http/jwtAuth.js';
 import { listenHttp, type Listening } from '../http/listen.js';
@@ -14,17 +14,13 @@ import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.
 import type { Ledger } from '../ledger/ledger.js';
 import type { HttpSpec } from './httpArgs.js';
 import type { PasskeyApproval } from '../approval/passkey.js';
-import { UsageError } from './args.js';
+import { UsageError } from './common.js';
 
 export { jwtPrincipal as principal };
 
 /** The metrics of this server: feed it the decision events and wrap the ledger with it before building the server. */
 export function createMetrics(): ServerMetrics {
   return new ServerMetrics();
-}
-
-function log(line: string): void {
-  process.stderr.write(`mcp-confirm: ${line}\n`);
 }
 
 /**
@@ -43,35 +39,51 @@ export async function checkHttpAuth(spec: HttpSpec): Promise<void> {
   }
 }
 
+/** What {@link serveHttp} serves besides MCP, and how it reports. */
+export interface HttpServeOptions {
+  /** The ledger `/healthz` pings (the one opened, not its metrics wrapper). */
+  ledger: Ledger;
+  /** What `/metrics` exposes; feed it the decision events and wrap the ledger with it before building the server. */
+  metrics: ServerMetrics;
+  /** `--approval passkey` behind `--public-url`: its page is mounted on this listener, before the token check. */
+  approval?: PasskeyApproval;
+  /** What the serving line names: `delete_file`, or the proxy's upstream name and version. */
+  served: string;
+  /** More of the serving line, between the auth and the approval (the proxy's upstream, policy, …). */
+  details?: string;
+  /** Diagnostics (stderr), one line each. */
+  log: (line: string) => void;
+}
+
 /**
- * Listens and serves until SIGTERM/SIGINT, then drains (see README, "Serving over HTTP").
+ * Listens on `spec.bind`, serves MCP at `/mcp` with the main application ({@link createHttpApp}:
+ * Host/Origin checks, RFC 9728 metadata, bearer JWTs, 2025-era sessions bound to their principal),
+ * the approval page (`/approve/…`, `/assets/…`, no token) and `/healthz`, `/metrics` (no token),
+ * until SIGTERM/SIGINT; then drains in-flight requests for up to `spec.drainMs`, awaits
+ * `onStopped` and exits 0 (see README, "Serving over HTTP"). One implementation for
+ * `mcp-confirm --http` and `mcp-confirm proxy --http`. The serving line on stderr reads
+ * `serving SERVED over Streamable HTTP at http://HOST:PORT/mcp; resource URL; auth …; [DETAILS; ]approval …`.
  *
- * @param onStopped - closes what the caller opened (the ledger); awaited before exit code 0.
+ * @param factory - builds one server (per 2026-07-28 request, per 2025-era session).
+ * @param onStopped - closes what the caller opened (audit trail, approval page, upstream, ledger).
  * @throws {UsageError} when the address cannot be bound or the resource host is not allowed.
  */
-export async function serveHttp(
-  spec: HttpSpec,
-  factory: () => McpServer,
-  ops: { ledger: Ledger; metrics: ServerMetrics; approval?: PasskeyApproval },
-  onStopped: () => Promise<void>,
-): Promise<Listening> {
-  let listening: Listening | undefined;
-  let app: ReturnType<typeof createHttpApp> | undefined;
+export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: HttpServeOptions, onStopped: () => Promise<void>): Promise<Listening> {
+  const { log } = ops;
+  let app: HttpApp | undefined;
   const onerror = (e: Error): void => log(e.message);
   // The app is built once the real port is known (port 0), so the default resource names it.
-  const proxy = {
-    fetch: (request: Request) => app!.fetch(request),
-    close: () => app!.close(),
-  };
+  const late = { fetch: (request: Request) => app!.fetch(request), close: () => app!.close() };
+  let listening: Listening;
   try {
-    listening = await listenHttp(proxy as never, spec.bind.host, spec.bind.port, onerror);
+    listening = await listenHttp(late as HttpApp, spec.bind.host, spec.bind.port, onerror);
   } catch (e) {
     throw new UsageError(`--http ${spec.bind.urlHost}:${spec.bind.port}: cannot listen (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   const port = listening.address.port;
   const resource = spec.resource ?? new URL(`http://${spec.bind.urlHost}:${port}${MCP_PATH}`);
-  let verifier: OAuthTokenVerifier | undefined;
   try {
+    let verifier: OAuthTokenVerifier | undefined;
     if (spec.auth) verifier = await createJwtVerifier({ issuer: spec.auth.issuer, jwks: spec.auth.jwks, resource });
     app = createHttpApp({
       factory,
@@ -84,7 +96,7 @@ export async function serveHttp(
         // passkey assertion is the proof, and the id alone lets one see the question and deny, never approve).
         // Host/Origin are checked by the app first, then by the page itself (its host name; POSTs' exact Origin).
         if (ops.approval?.servesPath(url.pathname)) return ops.approval.fetch(request);
-        // Operations: no token needed (they reveal no file names or principals); Host/Origin still apply.
+        // Operations: no token needed (they reveal no arguments or principals); Host/Origin still apply.
         if (url.pathname !== '/healthz' && url.pathname !== '/metrics') return undefined;
         if (request.method !== 'GET' && request.method !== 'HEAD') return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
         return url.pathname === '/healthz' ? healthResponse(ops.ledger) : metricsResponse(ops.metrics);
@@ -97,21 +109,20 @@ export async function serveHttp(
     await listening.close(0);
     throw new UsageError(e instanceof TypeError ? e.message : String(e));
   }
-  if (!spec.auth) {
-    log('warning: no --auth-issuer/--auth-jwks: every caller is the same principal "local" (loopback only)');
-  }
+  if (!spec.auth) log('warning: no --auth-issuer/--auth-jwks: every caller is the same principal "local" (loopback only)');
   const stop = async (signal: string): Promise<void> => {
     log(`${signal}: no longer accepting; draining in-flight requests (up to ${spec.drainMs / 1000}s)`);
-    const drained = await listening!.close(spec.drainMs);
+    const drained = await listening.close(spec.drainMs);
     if (!drained) log('drain deadline reached; remaining requests were cut off');
-    await onStopped().catch((e: unknown) => log(`closing the ledger failed: ${(e as Error).message}`));
+    await onStopped().catch((e: unknown) => log(`closing failed: ${(e as Error).message}`));
     log('stopped');
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
+  const approval = ops.approval ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})` : 'form';
   log(
-    `serving delete_file over Streamable HTTP at http://${spec.bind.urlHost}:${port}${MCP_PATH}; resource ${resource.href}; auth ${spec.auth ? `issuer ${JSON.stringify(spec.auth.issuer)}` : 'none'}; approval ${ops.approval ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})` : 'form'}`,
+    `serving ${ops.served} over Streamable HTTP at http://${spec.bind.urlHost}:${port}${MCP_PATH}; resource ${resource.href}; auth ${spec.auth ? `issuer ${JSON.stringify(spec.auth.issuer)}` : 'none'}; ${ops.details !== undefined ? `${ops.details}; ` : ''}approval ${approval}`,
   );
   return listening;
 }

@@ -369,10 +369,10 @@ describe('proxy upstream options: clear errors (exit 2), nothing secret echoed',
     expect(free.stderr()).toContain('serving `fixture-upstream` `1.0.0` over Streamable HTTP at ');
   });
 
-  it('--http with --approval passkey is refused for now; --audit without --key-file is refused', async () => {
+  it('--http with --approval passkey without --public-url is refused naming it (test/e2e/proxyPasskeyHttp.test.ts serves it); --audit without --key-file is refused', async () => {
     const passkey = await run(['--http', '127.0.0.1:0', '--approval', 'passkey', '--approvers', join(R, 'approvers.json'), '--', process.execPath, 'x.mjs']);
     expect(passkey.status).toBe(2);
-    expect(passkey.stderr).toContain('proxy: --approval passkey is available over stdio only for now (not with --http)');
+    expect(passkey.stderr).toContain('--approval passkey with --http needs --public-url URL');
     const audit = await run(['--audit', join(R, 'trail'), '--', process.execPath, 'x.mjs']);
     expect(audit.status).toBe(2);
     expect(audit.stderr).toContain('--audit needs --key-file PATH');

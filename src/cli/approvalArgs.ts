@@ -1,0 +1,110 @@
+/**
+ * The approval flags shared by `mcp-confirm` (serving `delete_file`) and `mcp-confirm proxy`:
+ * `--approval form|passkey`, `--approvers`, `--approval-port`, `--approval-wait` and `--public-url`,
+ * one set of rules and messages for both (README, "Passkey approval"). Free of the WebAuthn and
+ * HTTP server modules, so parsing loads neither.
+ *
+ * @module
+ */
+import { allowedHostnames } from '../http/bind.js';
+import { parsePublicUrl } from '../approval/publicUrl.js';
+import { UsageError } from './common.js';
+import type { HttpSpec } from './httpArgs.js';
+
+/** The `parseArgs` option table of the approval flags (`--public-url` is also `approvers enroll`'s). */
+export const APPROVAL_OPTIONS = {
+  approval: { type: 'string' },
+  approvers: { type: 'string' },
+  'public-url': { type: 'string' },
+  'approval-port': { type: 'string' },
+  'approval-wait': { type: 'string' },
+} as const;
+
+type ApprovalValues = { [K in keyof typeof APPROVAL_OPTIONS]?: string | undefined };
+
+/** How a human approves, as the flags ask. */
+export interface ApprovalFlags {
+  approval: 'form' | 'passkey';
+  /** `--approvers PATH` (set exactly when `approval` is `passkey`). */
+  approvers: string | undefined;
+  /** Over stdio, the page's port on 127.0.0.1 and ::1 (0: a random free port). */
+  approvalPort: number;
+  /** How long a retry waits for the page's decision, in seconds (0 to 3600; default 60). */
+  approvalWaitSeconds: number;
+  /** `--public-url` (with `--http` and passkey approval): the page's origin; its host name is the RP ID. */
+  publicUrl: URL | undefined;
+}
+
+/**
+ * A whole number from `min` to `max`.
+ *
+ * @throws {UsageError} naming `flag` and the text given.
+ */
+export function wholeNumber(flag: string, text: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(text)}`);
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got ${text}`);
+  return n;
+}
+
+/**
+ * `--public-url URL` checked with {@link parsePublicUrl}.
+ *
+ * @throws {UsageError} naming the flag and what is wrong.
+ */
+export function checkedPublicUrl(text: string): URL {
+  try {
+    return parsePublicUrl(text, '--public-url');
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/**
+ * Validates the approval flags against how the server is served (`http`: the `--http` settings,
+ * undefined over stdio). Over stdio the page listens on localhost (`--approval-port`); over
+ * `--http` it is served on the same listener at `--public-url`, whose host must be an allowed host
+ * (the DNS-rebinding check every request passes).
+ *
+ * @throws {UsageError} for a mode other than form or passkey; passkey without `--approvers`;
+ *   `--approvers`, `--approval-port`, `--approval-wait` or `--public-url` without passkey;
+ *   `--public-url` over stdio; `--approval-port` with `--http`; `--http` passkey without
+ *   `--public-url`; a public URL that is not an http(s) origin with a DNS host name, or whose
+ *   host is not an allowed host; a port or wait out of range.
+ */
+export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | undefined): ApprovalFlags {
+  const approval = values.approval ?? 'form';
+  if (approval !== 'form' && approval !== 'passkey') throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
+  if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {
+    throw new UsageError('--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)');
+  }
+  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined || values['public-url'] !== undefined)) {
+    throw new UsageError('--approvers, --approval-port, --approval-wait and --public-url need --approval passkey');
+  }
+  let publicUrl: URL | undefined;
+  if (approval === 'passkey' && http === undefined && values['public-url'] !== undefined) {
+    throw new UsageError('--public-url is for --http; over stdio the approval page is http://localhost:PORT (--approval-port)');
+  }
+  if (approval === 'passkey' && http !== undefined) {
+    // Over HTTP the page lives on the --http listener, at the origin browsers use.
+    if (values['approval-port'] !== undefined) throw new UsageError('--approval-port is for stdio; with --http the approval page is served on the --http listener');
+    if (values['public-url'] === undefined) {
+      throw new UsageError('--approval passkey with --http needs --public-url URL: the origin browsers use for the approval page (e.g. https://mcp.example.com); its host name is the WebAuthn RP ID');
+    }
+    publicUrl = checkedPublicUrl(values['public-url']);
+    // Requests for the page name the public URL's host: it must pass the DNS-rebinding check like any other.
+    const allowed = allowedHostnames(http.bind, http.resource, http.allowedHosts);
+    if (!allowed.includes(publicUrl.hostname)) {
+      throw new UsageError(
+        `--public-url host ${publicUrl.hostname} is not an allowed host (allowed: ${allowed.join(', ')}); add it with --allowed-hosts ${publicUrl.hostname}, or use the --resource URL's host`,
+      );
+    }
+  }
+  return {
+    approval,
+    approvers: values.approvers,
+    approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
+    approvalWaitSeconds: values['approval-wait'] === undefined ? 60 : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
+    publicUrl,
+  };
+}

@@ -1,0 +1,374 @@
+/**
+ * `mcp-confirm proxy --http … --approval passkey --approvers PATH --public-url URL`: the built CLI as
+ * real subprocesses (enrolment with `--public-url` and `--principal ISS SUB`; the proxy in front of
+ * the 2025-era fixture upstream over stdio, fixtures/upstream.mjs, and in front of a Streamable
+ * HTTP upstream, fixtures/httpUpstream.mjs, with `--upstream-url`), real v2 clients pinned to
+ * 2026-07-28 over Streamable HTTP with real JWTs (RS256, a local JWK set), and real headless
+ * Chromium with WebAuthn virtual authenticators (CDP).
+ *
+ * As in passkeyHttp.test.ts, the public URL is `http://approve.test:PORT` (RP ID `approve.test`):
+ * Chromium maps the name to 127.0.0.1 (`--host-resolver-rules`) and treats those origins as secure
+ * (`--unsafely-treat-insecure-origin-as-secure`); Node's own requests go to 127.0.0.1 with
+ * `Host: approve.test:PORT`. Needs `npm run build` first, and chromium (a failure, not a skip).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client, StreamableHTTPClientTransport, type InputRequiredResult } from '@modelcontextprotocol/client';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, type Reply } from '../helpers/harness.js';
+import { assertionIn, launchBrowser, newAuthPage, outcomeOf, rawRequest, type AuthPage, type Browser } from '../helpers/browser.js';
+import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
+
+const STDIO_UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
+const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
+const ISSUER = 'https://auth.example.test';
+const HOST = 'approve.test';
+const URL_ACCEPT = { confirm: { action: 'accept' } };
+const publicUrl = (port: number): string => `http://${HOST}:${port}`;
+
+let dir: string;
+let jwksPath: string;
+let approversPath: string;
+let signingKey: CryptoKey;
+let browser: Browser;
+/** Approver for principal u1 only. */
+let ann: AuthPage;
+/** Approver for principal u2 only, on an authenticator of his own. */
+let bob: AuthPage;
+/** The port of the proxy in front of the stdio upstream, and of the one in front of the HTTP upstream. */
+let P1: number;
+let P2: number;
+/** Where the stdio upstream writes (calls.log: one JSON line per write_note call). */
+let upstreamDir: string;
+let proxy: HttpServerProcess;
+const children: ChildProcess[] = [];
+const servers: HttpServerProcess[] = [];
+const clients: Client[] = [];
+
+function listenOn(host: string, port: number): Promise<TcpServer> {
+  return new Promise((res, rej) => {
+    const srv = createTcpServer();
+    srv.once('error', rej);
+    srv.listen({ host, port, ipv6Only: host === '::1', exclusive: true }, () => res(srv));
+  });
+}
+
+/** A port free on 127.0.0.1 and ::1 (the enrolment page holds both loopback addresses). */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const first = await listenOn('127.0.0.1', 0);
+    const port = (first.address() as { port: number }).port;
+    const other = await listenOn('::1', port).then(
+      (s) => s,
+      () => undefined,
+    );
+    await Promise.all([first, ...(other ? [other] : [])].map((s) => new Promise((r) => s.close(r))));
+    if (other) return port;
+  }
+}
+
+/** A JWT access token of `sub` at ISSUER for the resource of the proxy on `port`. */
+function token(sub: string, port: number): Promise<string> {
+  const nowS = Math.floor(Date.now() / 1000);
+  return new SignJWT({ scope: 'mcp' })
+    .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
+    .setIssuer(ISSUER)
+    .setAudience(`${publicUrl(port)}/mcp`)
+    .setSubject(sub)
+    .setIssuedAt(nowS - 5)
+    .setExpirationTime(nowS + 3600)
+    .sign(signingKey);
+}
+
+/** A v2 client pinned to 2026-07-28 over Streamable HTTP with a bearer token, declaring URL elicitation, rounds by hand. */
+async function connectUrlClient(mcpUrl: URL, bearer: string): Promise<Client> {
+  const client = new Client(
+    { name: 'proxy-passkey-http-test', version: '0.0.0' },
+    { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+  );
+  await client.connect(new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } }));
+  clients.push(client);
+  return client;
+}
+
+/** Round 1's URL-mode elicitation: its url, message and the state. */
+function elicitation(reply: Reply): { mode: string; url: string; message: string; state: string } {
+  if (reply.kind !== 'input_required' || reply.state === undefined) throw new Error(`expected input_required, got ${JSON.stringify(reply).slice(0, 400)}`);
+  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as { params: { mode?: string; url?: string; message: string } };
+  if (entry.params.url === undefined) throw new Error(`no url in ${JSON.stringify(reply).slice(0, 400)}`);
+  return { mode: entry.params.mode ?? 'form', url: entry.params.url, message: entry.params.message, state: reply.state };
+}
+
+const round1 = (c: Client, text: string): Promise<Reply> => callTool(c, { name: 'write_note', arguments: { text } });
+const round2 = (c: Client, text: string, state: string): Promise<Reply> => callTool(c, { name: 'write_note', arguments: { text }, inputResponses: URL_ACCEPT, requestState: state });
+const textOf = (r: Reply): string => (r.kind === 'result' ? r.text : JSON.stringify(r));
+
+/** How many times the upstream writing in `where` was called with write_note(`text`). */
+function callsWith(where: string, text: string): number {
+  const file = join(where, 'calls.log');
+  if (!existsSync(file)) return 0;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .filter((l) => JSON.parse(l) === text).length;
+}
+
+/** A request to a page URL on `approve.test` from Node: sent to 127.0.0.1 with `Host: approve.test:PORT`. */
+function pageRequest(pageUrl: string, options: { origin?: string; body?: unknown } = {}): ReturnType<typeof rawRequest> {
+  const u = new URL(pageUrl);
+  const headers: Record<string, string> = { host: u.host };
+  if (options.origin !== undefined) headers.origin = options.origin;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  return rawRequest(`http://127.0.0.1:${u.port}${u.pathname}`, {
+    method: options.body === undefined ? 'GET' : 'POST',
+    headers,
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
+}
+
+/** Opens `url` in the approver's tab, brought to the front first (Chromium refuses WebAuthn in a document without focus). */
+async function open(page: AuthPage, url: string): Promise<void> {
+  await page.page.bringToFront();
+  await page.page.goto(url);
+}
+
+async function approveOnPage(page: AuthPage, url: string): Promise<string> {
+  await open(page, url);
+  await page.page.click('#approve');
+  return outcomeOf(page.page);
+}
+
+/** Starts `mcp-confirm approvers enroll …`; resolves with the first stdout line (the URL) and the exit. */
+function startEnrol(args: string[]): Promise<{ url: string; exit: Promise<{ code: number | null; stderr: string }> }> {
+  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  const exit = new Promise<{ code: number | null; stderr: string }>((res) => child.once('exit', (code) => res({ code, stderr })));
+  return new Promise((res, rej) => {
+    createInterface({ input: child.stdout! }).once('line', (url) => res({ url, exit }));
+    void exit.then((e) => rej(new Error(`enrol exited ${e.code} before printing a URL: ${e.stderr}`)));
+  });
+}
+
+/** The proxy's own arguments for a deployment whose public URL is http://approve.test:PORT (then the upstream). */
+function proxyArgs(port: number, extra: string[] = []): string[] {
+  return [
+    'proxy',
+    '--http', `127.0.0.1:${port}`,
+    '--auth-issuer', ISSUER,
+    '--auth-jwks', jwksPath,
+    '--resource', `${publicUrl(port)}/mcp`,
+    '--approval', 'passkey',
+    '--approvers', approversPath,
+    '--public-url', publicUrl(port),
+    '--approval-wait', '0',
+    ...extra,
+  ];
+}
+
+async function serve(args: string[]): Promise<HttpServerProcess> {
+  const server = await startHttpServer(args);
+  servers.push(server);
+  return server;
+}
+
+/** Starts the HTTP fixture upstream of `era` writing in `where`; resolves with its endpoint URL (its first stdout line). */
+async function startHttpUpstream(era: '2025' | '2026', where: string): Promise<string> {
+  const child = spawn(process.execPath, [HTTP_UPSTREAM, era, where], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((res, rej) => {
+    createInterface({ input: child.stdout! }).once('line', res);
+    child.once('exit', (code) => rej(new Error(`the HTTP upstream exited with ${code} before listening`)));
+  });
+}
+
+beforeAll(async () => {
+  dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-proxy-passkey-http-')));
+  upstreamDir = join(dir, 'upstream');
+  mkdirSync(upstreamDir);
+  approversPath = join(dir, 'approvers.json');
+  const pair = await generateKeyPair('RS256', { extractable: true });
+  signingKey = pair.privateKey;
+  jwksPath = join(dir, 'jwks.json');
+  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+  P1 = await freePort();
+  P2 = await freePort();
+  browser = await launchBrowser([`--host-resolver-rules=MAP ${HOST} 127.0.0.1`, `--unsafely-treat-insecure-origin-as-secure=${[P1, P2].map(publicUrl).join(',')}`]);
+  ann = await newAuthPage(browser);
+  bob = await newAuthPage(browser);
+  // ann: the first approver, for u1.
+  const first = await startEnrol(['--approvers', approversPath, '--name', 'ann', '--public-url', publicUrl(P1), '--principal', ISSUER, 'u1']);
+  await open(ann, first.url);
+  await ann.page.click('#enroll');
+  expect(await outcomeOf(ann.page)).toContain('enrolled');
+  expect((await first.exit).code).toBe(0);
+  // bob, for u2, on his own authenticator: ann's passkey authorises the enrolment first (the file
+  // already holds her), then bob's page registers his.
+  const second = await startEnrol(['--approvers', approversPath, '--name', 'bob', '--public-url', publicUrl(P1), '--principal', ISSUER, 'u2']);
+  await open(ann, second.url);
+  const origin = new URL(second.url).origin;
+  const step = await pageRequest(`${second.url}/options`, { origin, body: {} });
+  expect(JSON.parse(step.body).step).toBe('authenticate');
+  const authorised = await pageRequest(`${second.url}/authenticate`, { origin, body: await assertionIn(ann.page, JSON.parse(step.body).options) });
+  expect(authorised.status, authorised.body).toBe(200);
+  await open(bob, second.url);
+  await bob.page.click('#enroll');
+  expect(await outcomeOf(bob.page)).toContain('enrolled');
+  expect((await second.exit).code).toBe(0);
+  proxy = await serve([...proxyArgs(P1), '--', process.execPath, STDIO_UPSTREAM, upstreamDir]);
+}, 300_000);
+
+afterAll(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => {})));
+  for (const s of servers) if (s.proc.exitCode === null) s.proc.kill('SIGTERM');
+  await Promise.all(servers.map((s) => s.exited));
+  for (const c of children) if (c.exitCode === null) c.kill();
+  await browser?.close();
+  rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+describe('mcp-confirm proxy --http --approval passkey --public-url (real Chromium, RP ID approve.test, real JWTs)', { timeout: 300_000 }, () => {
+  it('approved on the page at the public URL (served on the --http listener, no bearer token), the upstream tool is called once with exactly the text; the replay is ERR_CONFIRM_SPENT', async () => {
+    expect(proxy.stderr()).toContain(`serving \`fixture-upstream\` \`1.0.0\` over Streamable HTTP at http://127.0.0.1:${P1}/mcp; resource ${publicUrl(P1)}/mcp; auth issuer "${ISSUER}"; upstream spawned over stdio;`);
+    expect(proxy.stderr()).toContain(`approval passkey, page at ${publicUrl(P1)}/approve/… (RP ID approve.test)`);
+    const c = await connectUrlClient(proxy.url, await token('u1', P1));
+    const text = 'approved through the proxy over HTTP';
+    const e = elicitation(await round1(c, text));
+    expect(e.mode).toBe('url');
+    expect(e.url).toMatch(new RegExp(`^http://approve\\.test:${P1}/approve/[A-Za-z0-9_-]{32}$`));
+    expect(e.message).toContain('Run the tool `write_note` of the upstream server `fixture-upstream`');
+    // The page: no Authorization header (the browser has none), while MCP on the same listener wants a token.
+    expect((await rawRequest(proxy.url.href, { method: 'POST', headers: { host: proxy.url.host, 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
+    const page = await pageRequest(e.url);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('id="approve"');
+    await open(ann, e.url);
+    const facts = (await ann.page.locator('dl.facts').textContent()) ?? '';
+    expect(facts).toContain('u1 (issuer https://auth.example.test)');
+    expect(facts).toContain('write_note');
+    expect(await ann.page.locator('#values').textContent()).toContain(text);
+    await ann.page.click('#approve');
+    expect(await outcomeOf(ann.page)).toContain('approved by ann');
+    // The page only records the approval: nothing reached the upstream yet.
+    expect(callsWith(upstreamDir, text)).toBe(0);
+    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+    expect(callsWith(upstreamDir, text)).toBe(1);
+    expect(readFileSync(join(upstreamDir, 'note.txt'), 'utf8')).toBe(text);
+    expect(textOf(await round2(c, text, e.state))).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
+    expect(callsWith(upstreamDir, text)).toBe(1);
+    expect(proxy.stderr()).toContain('approval page: approved by `ann`');
+    expect(proxy.stderr()).toContain('confirmed and forwarded (approved by `ann`)');
+  });
+
+  it("attack: an approver enrolled for principal U1 cannot approve U2's proxied call (nothing forwarded); control: U2's own approver approves it and it is forwarded once", async () => {
+    const c = await connectUrlClient(proxy.url, await token('u2', P1));
+    const text = "u2's note";
+    const e = elicitation(await round1(c, text));
+    await open(ann, e.url);
+    expect(await ann.page.locator('dl.facts').textContent()).toContain('u2 (issuer https://auth.example.test)');
+    // Through the page: the challenge allows only u2's approvers' credentials; ann's authenticator has none of them.
+    expect(await approveOnPage(ann, e.url)).toContain('refused');
+    // Her own valid, user-verified assertion for this approval's challenge, asked without a credential list: refused by the proxy.
+    await open(ann, e.url);
+    const options = await pageRequest(`${e.url}/options`, { origin: publicUrl(P1), body: {} });
+    expect(options.status, options.body).toBe(200);
+    const assertion = await assertionIn(ann.page, { ...(JSON.parse(options.body) as { options: Record<string, unknown> }).options, allowCredentials: [] });
+    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: Array<{ name: string; credentialId: string }> };
+    expect(assertion.id).toBe(saved.approvers.find((a) => a.name === 'ann')!.credentialId);
+    const r = await pageRequest(`${e.url}/assertion`, { origin: publicUrl(P1), body: assertion });
+    expect(r.status).toBe(403);
+    expect(JSON.parse(r.body).message).toContain('not an approver for this principal');
+    // U2's retry: asked again with the same URL; nothing forwarded.
+    expect(elicitation(await round2(c, text, e.state)).url).toBe(e.url);
+    expect(callsWith(upstreamDir, text)).toBe(0);
+    // Control: bob, u2's approver, approves on the same page; the same retry is forwarded once.
+    expect(await approveOnPage(bob, e.url)).toContain('approved by bob');
+    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+    expect(callsWith(upstreamDir, text)).toBe(1);
+  });
+
+  it('attack: round 2 before the approval is asked again with the same URL and state, and nothing is forwarded; control: once approved, forwarded once', async () => {
+    const c = await connectUrlClient(proxy.url, await token('u1', P1));
+    const text = 'not before the passkey (HTTP)';
+    const e = elicitation(await round1(c, text));
+    for (let i = 0; i < 2; i++) {
+      const again = elicitation(await round2(c, text, e.state));
+      expect(again.url).toBe(e.url);
+      expect(again.state).toBe(e.state);
+      expect(callsWith(upstreamDir, text)).toBe(0);
+    }
+    expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
+    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+    expect(callsWith(upstreamDir, text)).toBe(1);
+  });
+
+  it('denied on the page: nothing is forwarded ("You declined; nothing was forwarded to the upstream server.")', async () => {
+    const c = await connectUrlClient(proxy.url, await token('u1', P1));
+    const text = 'denied over HTTP';
+    const e = elicitation(await round1(c, text));
+    await open(ann, e.url);
+    await ann.page.click('#deny');
+    expect(await outcomeOf(ann.page)).toContain('denied');
+    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', text: 'You declined; nothing was forwarded to the upstream server.' });
+    expect(callsWith(upstreamDir, text)).toBe(0);
+  });
+
+  it('with --upstream-url (a Streamable HTTP upstream): approved on the page, the upstream tool is called once; the replay is ERR_CONFIRM_SPENT', async () => {
+    const where = join(dir, 'http-upstream');
+    mkdirSync(where);
+    const upstreamUrl = await startHttpUpstream('2026', where);
+    const front = await serve([...proxyArgs(P2), '--upstream-url', upstreamUrl]);
+    expect(front.stderr()).toContain(`upstream at ${upstreamUrl};`);
+    expect(front.stderr()).toContain(`approval passkey, page at ${publicUrl(P2)}/approve/… (RP ID approve.test)`);
+    const c = await connectUrlClient(front.url, await token('u1', P2));
+    const text = 'through an HTTP upstream';
+    const e = elicitation(await round1(c, text));
+    expect(e.url).toMatch(new RegExp(`^http://approve\\.test:${P2}/approve/[A-Za-z0-9_-]{32}$`));
+    expect(e.message).toContain('`http-upstream-2026`');
+    expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
+    expect(callsWith(where, text)).toBe(0);
+    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+    expect(callsWith(where, text)).toBe(1);
+    expect(textOf(await round2(c, text, e.state))).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
+    expect(callsWith(where, text)).toBe(1);
+    // SIGTERM drains and ends the proxy (the page, the upstream connection and the ledger closed): exit 0.
+    front.proc.kill('SIGTERM');
+    expect(await front.exited).toBe(0);
+    expect(front.stderr()).toContain('mcp-confirm proxy: stopped');
+  });
+
+  it('refuses at start-up (exit 2, naming it) --http passkey without --public-url, a public URL whose host is not allowed or an IP, approvers of another RP ID, --approval-port with --http, --public-url over stdio; control: fixed, it serves', async () => {
+    const upstream = ['--', process.execPath, STDIO_UPSTREAM, join(dir, 'refusals')];
+    mkdirSync(join(dir, 'refusals'));
+    const base = ['proxy', '--http', '127.0.0.1:0', '--auth-issuer', ISSUER, '--auth-jwks', jwksPath, '--approval', 'passkey', '--approvers', approversPath];
+    const resource = ['--resource', 'http://approve.test:9/mcp'];
+    const localhostFile = join(dir, 'approvers-localhost.json');
+    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: unknown[] };
+    writeFileSync(localhostFile, JSON.stringify({ version: 1, rpId: 'localhost', approvers: saved.approvers }), { mode: 0o600 });
+    for (const [args, says] of [
+      [[...base, ...resource], '--approval passkey with --http needs --public-url URL'],
+      [[...base, '--public-url', 'http://approve.test:9'], '--public-url host approve.test is not an allowed host'],
+      [[...base, ...resource, '--public-url', 'http://127.0.0.1:9'], 'cannot be an IP address'],
+      [[...base, ...resource, '--public-url', 'http://approve.test:9', '--approval-port', '5000'], '--approval-port is for stdio'],
+      [['proxy', '--approval', 'passkey', '--approvers', approversPath, '--public-url', 'http://approve.test:9'], '--public-url is for --http'],
+      [['proxy', '--http', '127.0.0.1:0', '--public-url', 'http://approve.test:9'], 'need --approval passkey'],
+      [['proxy', ...base.slice(1, -1), localhostFile, ...resource, '--public-url', 'http://approve.test:9'], 'approvers ("ann", "bob") were enrolled for RP ID "localhost", but this page\'s RP ID is "approve.test"'],
+    ] as const) {
+      const r = await runCli([...args, ...upstream]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(says);
+    }
+    // Control: the public URL's host allowed by --allowed-hosts; it serves, with the secure-context warning for http://.
+    const ok = await serve([...base, '--allowed-hosts', HOST, '--public-url', 'http://approve.test:9', ...upstream]);
+    expect(ok.stderr()).toContain('approval passkey, page at http://approve.test:9/approve/… (RP ID approve.test)');
+    expect(ok.stderr()).toContain('warning: --public-url http://approve.test:9: browsers allow passkeys only in a secure context');
+    ok.proc.kill('SIGTERM');
+    expect(await ok.exited).toBe(0);
+  });
+});
