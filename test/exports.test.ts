@@ -74,4 +74,14 @@ describe('package exports', () => {
     // Control: the walker sees it from the subpath's entry.
     expect(importGraph(join(DIST, 'approval/index.js')).bare.has('@simplewebauthn/server')).toBe(true);
   });
+
+  it('the default approval wait (DEFAULT_APPROVAL_WAIT_SECONDS) is below both MCP SDK clients\' default request timeout, so a pending approval is asked again before a client gives up', async () => {
+    const { DEFAULT_APPROVAL_WAIT_SECONDS } = await import('mcp-confirm/approval');
+    const v2 = (await import('@modelcontextprotocol/client')).DEFAULT_REQUEST_TIMEOUT_MSEC;
+    const v1 = (await import('@modelcontextprotocol/sdk/shared/protocol.js')).DEFAULT_REQUEST_TIMEOUT_MSEC;
+    expect(DEFAULT_APPROVAL_WAIT_SECONDS).toBe(45);
+    // With room for the rounds' own time on a busy server.
+    expect(DEFAULT_APPROVAL_WAIT_SECONDS * 1000).toBeLessThanOrEqual(Math.min(v1, v2) - 10_000);
+  });
 });
+

@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { PasskeyApproval, REDEEM_WITHIN_MS, CHALLENGE_TTL_MS, type PasskeyApprovalOptions, type ApprovalView, type ApprovalEvent } from './passkey.js';
+export { PasskeyApproval, REDEEM_WITHIN_MS, CHALLENGE_TTL_MS, DEFAULT_APPROVAL_WAIT_SECONDS, type PasskeyApprovalOptions, type ApprovalView, type ApprovalEvent } from './passkey.js';
 export {
   loadApproversForServer,
   readApprovers,

@@ -45,6 +45,9 @@ import {
   type LoopbackListener,
 } from './http.js';
 import type { ApprovalRecord, ApprovalStore } from './store.js';
+import { DEFAULT_APPROVAL_WAIT_SECONDS } from './defaults.js';
+
+export { DEFAULT_APPROVAL_WAIT_SECONDS };
 import { parsePublicUrl } from './publicUrl.js';
 import { renderValue } from '../prompt/render.js';
 
@@ -81,7 +84,11 @@ export interface PasskeyApprovalOptions {
    * {@link PasskeyApproval.fetch}. Defaults to none (a loopback listener, origin `http://localhost:PORT`).
    */
   publicUrl?: string | URL;
-  /** How long round 2 waits for the page's decision, in whole seconds, 0 to 3,600. Defaults to 60. 0 answers at once. */
+  /**
+   * How long round 2 waits for the page's decision, in whole seconds, 0 to 3,600. Defaults to
+   * {@link DEFAULT_APPROVAL_WAIT_SECONDS} (45). 0 answers at once. Keep it below the clients' request
+   * timeout (the MCP SDKs' default is 60 s), or a client gives up before it is asked again.
+   */
   waitSeconds?: number;
   /** The clock, Unix milliseconds, for every stored time (challenges, decisions, expiry). Defaults to `Date.now`. */
   now?: () => number;
@@ -142,7 +149,7 @@ export class PasskeyApproval {
     this.#approvers = options.approvers;
     this.#now = options.now ?? Date.now;
     this.#poll = options.pollIntervalMs ?? 250;
-    this.waitMs = (options.waitSeconds ?? 60) * 1000;
+    this.waitMs = (options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS) * 1000;
     this.#listener = listener;
     this.origin = origin;
     const url = new URL(origin);
@@ -174,7 +181,7 @@ export class PasskeyApproval {
    * const confirmation = await createConfirmation({ ledger, approval });
    */
   static async start(options: PasskeyApprovalOptions): Promise<PasskeyApproval> {
-    const wait = options.waitSeconds ?? 60;
+    const wait = options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
     if (!Number.isSafeInteger(wait) || wait < 0 || wait > 3_600) throw new RangeError('waitSeconds must be a whole number of seconds from 0 to 3600');
     const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
     const rpId = publicUrl?.hostname ?? 'localhost';

@@ -7,6 +7,7 @@
  * @module
  */
 import { allowedHostnames } from '../http/bind.js';
+import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../approval/defaults.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
 import { UsageError } from './common.js';
 import type { HttpSpec } from './httpArgs.js';
@@ -104,7 +105,7 @@ export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | unde
     approval,
     approvers: values.approvers,
     approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
-    approvalWaitSeconds: values['approval-wait'] === undefined ? 60 : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
+    approvalWaitSeconds: values['approval-wait'] === undefined ? DEFAULT_APPROVAL_WAIT_SECONDS : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
     publicUrl,
   };
 }

@@ -55,7 +55,8 @@ Options:
                     RP ID, and must be an allowed host (--resource's, --allowed-hosts or the bind's).
   --principal ISS SUB  (approvers enroll, repeatable) A token issuer and subject the approver may
                     approve for over --http with --auth-issuer. Default: local (stdio, or --http without tokens).
-  --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: 60.
+  --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: 45
+                           (below the 60 s request timeout of the MCP SDKs' clients).
   --yes             (demo) Answer the confirmation with yes without asking.
   --version         Print the package version and exit.
   -h, --help        Show this help.

@@ -38,7 +38,8 @@ export function checkAudience(value: string | undefined): string {
 }
 
 /**
- * Reads `--key-file PATH` into a key ring (the module loads only when a key file is given).
+ * Reads `--key-file PATH` into a key ring (the module loads only when a key file is given). Warns
+ * on stderr when the file's mode lets group or others read or write it (`chmod 600` it).
  *
  * @returns the ring, or `undefined` without a key file (one random key per process then).
  * @throws {UsageError} naming `--key-file` and what is wrong (never key material).
@@ -46,9 +47,19 @@ export function checkAudience(value: string | undefined): string {
 export async function readKeyFile(path: string | undefined): Promise<KeyRing | undefined> {
   if (path === undefined) return undefined;
   const { KeyRing } = await import('../state/keyRing.js');
+  let ring: KeyRing;
   try {
-    return await KeyRing.fromFile(path);
+    ring = await KeyRing.fromFile(path);
   } catch (e) {
     throw new UsageError(`--key-file: ${(e as Error).message}`);
   }
+  // The ring seals every state and keys the audit trail's MACs: say so when others can read it.
+  const { statSync } = await import('node:fs');
+  const mode = statSync(path).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    process.stderr.write(
+      `mcp-confirm: warning: --key-file ${path} has mode 0${mode.toString(8)}: group or others can read or change the keys that seal every state and sign the audit trail; chmod 600 it\n`,
+    );
+  }
+  return ring;
 }

@@ -4,7 +4,7 @@
  * first (the README's test command does it).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -194,6 +194,26 @@ describe('exit codes and messages', () => {
     const r = await run(['--root', root, '--ttl', ttl]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--ttl');
+  });
+
+  it('warns on stderr when the key file can be read by group or others (mode 0644), without echoing a key; control: mode 0600 serves without the warning', async () => {
+    const keygen = await run(['keygen', '--kid', 'k1']);
+    const key = (JSON.parse(keygen.stdout) as { keys: Array<{ k: string }> }).keys[0]!.k;
+    const open = join(R, 'open-keys.json');
+    writeFileSync(open, keygen.stdout, { mode: 0o644 });
+    chmodSync(open, 0o644);
+    const loose = await run(['--root', root, '--key-file', open]); // stdin closed at once: serves, then ends
+    expect(loose.status).toBe(0);
+    expect(loose.stderr).toContain(`warning: --key-file ${open} has mode 0644`);
+    expect(loose.stderr).toContain('chmod 600');
+    expect(loose.stderr).not.toContain(key);
+    const tight = join(R, 'tight-keys.json');
+    writeFileSync(tight, keygen.stdout, { mode: 0o600 });
+    chmodSync(tight, 0o600);
+    const ok = await run(['--root', root, '--key-file', tight]);
+    expect(ok.status).toBe(0);
+    expect(ok.stderr).toContain('serving');
+    expect(ok.stderr).not.toContain('warning: --key-file');
   });
 
   it('exits 2 for a key file with a short key, without echoing the key', async () => {
