@@ -8,7 +8,7 @@
  * @module
  */
 import { isApprovalStore } from '../approval/store.js';
-import { ApproversFileError, loadApproversForServer } from '../approval/approvers.js';
+import { ApproversFileError, describePrincipal, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { ListenError } from '../approval/http.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
@@ -25,6 +25,35 @@ export interface ApprovalStartOptions {
   onEvent: (event: ApprovalEvent) => void;
   /** Diagnostics (stderr). */
   warn: (line: string) => void;
+  /**
+   * The issuer every principal's token comes from (`--auth-issuer`), or undefined when every
+   * caller is the one principal `local` (stdio, or `--http` without tokens). Used to warn at
+   * start-up when no approver could approve any call this server will see.
+   */
+  authIssuer?: string | undefined;
+}
+
+/**
+ * The warning for an approvers file none of whose approvers can approve this server's calls, or
+ * undefined when at least one can. Without tokens every call's principal is `local`; with
+ * `--auth-issuer ISS` every principal is `["jwt", ISS, sub]`, so an approver enrolled for another
+ * issuer string (a trailing `/` is another string) approves nothing here.
+ */
+export function unusableApproversWarning(approvers: ApproversFile, authIssuer: string | undefined): string | undefined {
+  const all = approvers.approvers.flatMap((a) => a.principals);
+  const usable = all.some((p) => {
+    if (authIssuer === undefined) return p === 'local';
+    try {
+      const parsed = JSON.parse(p) as unknown;
+      return Array.isArray(parsed) && parsed[0] === 'jwt' && parsed[1] === authIssuer;
+    } catch {
+      return false;
+    }
+  });
+  if (usable) return undefined;
+  const wanted = authIssuer === undefined ? 'the principal local (no tokens)' : `token principals of issuer ${JSON.stringify(authIssuer)} (--auth-issuer)`;
+  const have = [...new Set(all.map(describePrincipal))].slice(0, 5).join('; ') || 'none';
+  return `warning: --approvers: no approver may approve calls here: this server's calls have ${wanted}, the approvers are enrolled for: ${have}. Every approval would be refused on the page; enrol with approvers enroll ${authIssuer === undefined ? 'without --principal' : `--principal ${authIssuer} SUB`}`;
 }
 
 /**
@@ -40,6 +69,8 @@ export async function startPasskeyApproval(flags: ApprovalFlags, options: Approv
   if (!isApprovalStore(options.store)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
   try {
     const approvers = await loadApproversForServer(flags.approvers, options.forbiddenDirs);
+    const unusable = unusableApproversWarning(approvers, options.authIssuer);
+    if (unusable !== undefined) options.warn(unusable);
     const common = { store: options.store, approvers, waitSeconds: flags.approvalWaitSeconds, onEvent: options.onEvent };
     if (flags.publicUrl !== undefined) {
       if (flags.publicUrl.protocol === 'http:' && !isLocalhostName(flags.publicUrl.hostname)) {

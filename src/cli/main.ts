@@ -90,6 +90,7 @@ async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledge
     forbiddenDirs: roots.list.map((r) => r.realPath),
     onEvent: logApprovalEvent,
     warn: (line) => process.stderr.write(`mcp-confirm: ${line}\n`),
+    authIssuer: command.http?.auth?.issuer,
   });
 }
 

@@ -291,7 +291,7 @@ async function startApproval(command: ProxyCommand, ledger: Ledger): Promise<Pas
   // Loaded only here, so a form-mode proxy never loads the WebAuthn library.
   const { startPasskeyApproval } = await import('./approvalStart.js');
   // The proxy has no roots of its own: where the upstream may write is its business (README, "Proxy").
-  return startPasskeyApproval(command.approval, { store: ledger, forbiddenDirs: [], onEvent: logApprovalEvent, warn: log });
+  return startPasskeyApproval(command.approval, { store: ledger, forbiddenDirs: [], onEvent: logApprovalEvent, warn: log, authIssuer: command.http?.auth?.issuer });
 }
 
 /**

@@ -562,6 +562,23 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(ok.status).toBe(0);
   });
 
+  it('warns at start-up when no approver may approve this server\'s calls (only token principals in the file, served over stdio), naming what they are enrolled for; control: the file enrolled for local starts without the warning', async () => {
+    const start = (path: string) => runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', path]);
+    const file = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: Array<{ principals: string[] }> };
+    for (const a of file.approvers) a.principals = [JSON.stringify(['jwt', 'https://auth.example.com/', 'alice'])];
+    const tokenOnly = join(dir, 'token-only.json');
+    writeFileSync(tokenOnly, JSON.stringify(file), { mode: 0o600 });
+    chmodSync(tokenOnly, 0o600);
+    const r = await start(tokenOnly);
+    expect(r.status).toBe(0); // it serves: the file is well-formed, just of no use here
+    expect(r.stderr).toContain("warning: --approvers: no approver may approve calls here: this server's calls have the principal local (no tokens)");
+    expect(r.stderr).toContain('alice (issuer https://auth.example.com/)');
+    const ok = await start(approversPath);
+    expect(ok.status).toBe(0);
+    expect(ok.stderr).toContain('approval passkey, page on http://localhost:');
+    expect(ok.stderr).not.toContain('no approver may approve');
+  });
+
   it('refuses an enrolment whose --name exists unless --replace', async () => {
     const r = await runProcess(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', 'ann', '--timeout', '5']);
     expect(r.status).toBe(1);
