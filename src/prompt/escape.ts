@@ -27,8 +27,10 @@
  * - U+0020 SPACE, except a single space with a non-space on each side inside the value
  *   (leading, trailing and repeated spaces are escaped, since renderers collapse or trim them);
  * - a combining mark or other grapheme extender (gc=M, Grapheme_Extend, Emoji_Modifier) with no
- *   visible base before it: at the start, or right after an escape (it would otherwise sit on
- *   the fence or on the `⟩` of an escape);
+ *   visible base before it: at the start, right after an escape (it would otherwise sit on
+ *   the fence or on the `⟩` of an escape), or right after a space (on a space a mark is drawn by
+ *   itself, as a spacing accent: U+0020 U+0300 is drawn like the backtick, U+0020 U+0301 like
+ *   U+00B4, their compatibility decomposition in UnicodeData.txt);
  * - per Unicode TR #39 §5.4 (optional detection): a nonspacing mark (gc=Mn/Me) that repeats the
  *   mark just before it, or that is the fifth or later in a row; and any extender that is the
  *   ninth or later in a row (so a single grapheme cannot hide a long run of marks).
@@ -37,9 +39,12 @@
  * cannot be imitated:
  * - {@link ANGLE_LOOKALIKES}: the escape's brackets `⟨` U+27E8 and `⟩` U+27E9 and every bracket a
  *   reader can take for them (see there), so no text can pass for an escape such as `⟨U+202E⟩`;
- * - {@link GRAVE_LOOKALIKES}: the backtick U+0060 (the code span's fence, see render.ts) and the
- *   grave accents drawn like it, so a value never holds its fence and cannot seem to close it,
- *   even in a client that shows the backticks as they are.
+ * - {@link GRAVE_LOOKALIKES}: the backtick U+0060 (the code span's fence, see render.ts) and every
+ *   mark drawn like it (grave accents, reversed primes, turned and reversed commas; see there),
+ *   always, whatever the script, so a value never holds its fence and cannot seem to close it or
+ *   open a second span, even in a client that shows the backticks as they are;
+ * - {@link ELLIPSIS_LOOKALIKES}: the cut mark `…` and every row of dots drawn like it (U+22EF `⋯`
+ *   and the other ellipses, see there), so only the renderer's own cut reads as a cut.
  * - path-syntax look-alikes ({@link PATH_SYNTAX_LOOKALIKES}, from Unicode TR #39 §4
  *   confusables.txt of Unicode 13.0.0, see confusablesData.ts): every code point whose skeleton
  *   is made of `/`, `\`, `.`, `:`, `~`, space, `⟨`, `⟩` or `…` (U+2215 DIVISION SLASH, U+2044
@@ -114,12 +119,55 @@ export const ANGLE_LOOKALIKES =
   '\uFE3F\uFE40\uFE64\uFE65\uFF1C\uFF1E';
 
 /**
- * The backtick U+0060 (the code span's fence) and the grave accents TR #39 lists as its
- * look-alikes on the way to the apostrophe (`→ˋ→→｀→`): U+02CB MODIFIER LETTER GRAVE ACCENT,
- * U+02F4 MODIFIER LETTER MIDDLE GRAVE ACCENT, U+1FEF GREEK VARIA, U+FF40 FULLWIDTH GRAVE ACCENT.
- * (The apostrophes and quotation marks of that class stay: they are ordinary in names.)
+ * The backtick U+0060 (the code span's fence) and every code point drawn like it, always shown as
+ * `⟨U+XXXX⟩`. The backtick's skeleton in Unicode TR #39 §4 (confusables.txt, Unicode 13.0.0) is
+ * the apostrophe U+0027, and a fence may be a run of backticks, so the source is the classes of
+ * the prototypes `'`, `''` and `'''`, narrowed to the marks whose glyph leans or hooks like the
+ * backtick (by their names in UnicodeData.txt), plus the marks of the same names the table does
+ * not list:
+ * - grave accents drawn alone (not combining): U+02CB ˋ, U+02CE ˎ (LOW GRAVE), U+02F4 ˴, U+02F5 ˵
+ *   (MIDDLE DOUBLE GRAVE), U+1FEF ` GREEK VARIA and the Greek spacing accents with a varia
+ *   U+1FCD ῍, U+1FDD ῝, U+1FED ῭, U+FF40 ｀, the Duployan grave affixes U+1BC82, U+1BC83, U+1BC92,
+ *   U+1BC93;
+ * - reversed primes U+2035 ‵, U+2036 ‶, U+2037 ‷ and the reversed-9 quotation marks U+201B ‛,
+ *   U+201F ‟, U+2E42 ⹂;
+ * - turned and reversed commas: U+02BB ʻ (MODIFIER LETTER TURNED COMMA), U+02BD ʽ, U+2018 ‘ and
+ *   U+201C “ (the turned-comma quotation marks, drawn as ʻ is), U+1FFE ῾ GREEK DASIA, U+2E32 ⸲,
+ *   U+2E41 ⹁, the ornaments U+275B ❛, U+275D ❝, U+1F676 🙶; and U+055D ՝ ARMENIAN COMMA, drawn as
+ *   a grave.
+ * Always escaped, whatever the script: the fence must never appear in a value. Most are
+ * symbols, punctuation or modifier letters of no particular script (Script_Extensions Common),
+ * which the path-syntax rule below escapes always too; this holds U+02BB ʻ, the Hawaiian ʻokina,
+ * so `Hawaiʻi.txt` shows `Hawai⟨U+02BB⟩i.txt`. The letters of a script here (U+02CB, a Bopomofo
+ * tone mark, and the Duployan shorthand affixes) are escaped always as well: one letter of the
+ * same script anywhere in the component would otherwise let them close the fence.
+ * Not escaped, the rest of those classes: the ASCII `'` and `"`; the comma-shaped marks leaning
+ * the other way, ordinary in names (U+2019 ’ the apostrophe, U+201D ”, U+02BC ʼ, U+1FBD ᾽,
+ * U+1FBF ᾿); the primes and acute accents (U+2032 ′, U+2033 ″, U+2034 ‴, U+00B4 ´, U+02CA ˊ,
+ * U+1FFD ´, U+0384 ΄, U+02B9 ʹ, U+0374 ʹ, U+02DD ˝, U+02F6 ˶); the upright ticks (U+02C8 ˈ,
+ * U+02BA ʺ, U+02EE ˮ, U+A78C ꞌ, U+FF07 ＇, U+FF02 ＂, U+3003 〃, U+1CD3, U+02BE ʾ); and the
+ * letters and punctuation of scripts used in names (Hebrew U+05D9 י, U+05F2 ײ, U+05F3 ׳, U+05F4
+ * ״, Armenian U+055A ՚, N'Ko U+07F4, U+07F5, U+144A ᑊ, U+16CC ᛌ, U+16F51, U+16F52). A combining
+ * grave on a space (U+0020 U+0300) is escaped as a mark without a visible base (module
+ * documentation). test/prompt/fence.test.ts checks that every member of the three classes is on
+ * one list or the other.
  */
-export const GRAVE_LOOKALIKES = '\u0060\u02CB\u02F4\u1FEF\uFF40';
+export const GRAVE_LOOKALIKES =
+  '\u0060\u02BB\u02BD\u02CB\u02CE\u02F4\u02F5\u055D\u1FCD\u1FDD\u1FED\u1FEF\u1FFE\u2018\u201B\u201C\u201F' +
+  '\u2035\u2036\u2037\u275B\u275D\u2E32\u2E41\u2E42\uFF40\u{1BC82}\u{1BC83}\u{1BC92}\u{1BC93}\u{1F676}';
+
+/**
+ * The cut mark `…` U+2026 HORIZONTAL ELLIPSIS and the code points drawn like it: the TR #39
+ * classes (confusables.txt, Unicode 13.0.0) of `...` (U+2026 itself) and of `···` (U+22EF ⋯
+ * MIDLINE HORIZONTAL ELLIPSIS, U+2D48 ⵈ TIFINAGH LETTER TUAREG YAQ), and every other code point
+ * drawn as a row of dots whose name says ELLIPSIS (UnicodeData.txt): U+1801 ᠁ MONGOLIAN ELLIPSIS,
+ * U+22EE ⋮, U+22F0 ⋰, U+22F1 ⋱, U+FE19 ︙. (U+0EAF LAO ELLIPSIS and U+0E2F THAI PAIYANNOI are
+ * letter-shaped, not dots. Two dots and one, U+2025 ‥ and U+2024 ․, are path-syntax look-alikes.)
+ * Symbols and punctuation are always escaped; the one letter, U+2D48 of Tuareg Tifinagh, follows
+ * the path-syntax letters' rule: escaped unless another code point of its `/`-separated
+ * component is Tifinagh.
+ */
+export const ELLIPSIS_LOOKALIKES = '\u1801\u2026\u22EE\u22EF\u22F0\u22F1\u2D48\uFE19';
 
 /**
  * Code points that draw nothing yet are neither Cf, Z, Cn, White_Space nor default-ignorable,
@@ -183,7 +231,7 @@ function kindOf(cp: number): number {
       break;
     }
   if (cp >= 0x300 && OVERLAY_MARKS.includes(ch)) return HIDDEN;
-  if (kind !== HIDDEN && cp >= 0x80 && PATH_SYNTAX_LOOKALIKES.includes(ch)) {
+  if (kind !== HIDDEN && cp >= 0x80 && (PATH_SYNTAX_LOOKALIKES.includes(ch) || ELLIPSIS_LOOKALIKES.includes(ch))) {
     return LETTER_DIGIT_MARK.test(ch) && !NO_SCRIPT.test(ch) ? kind + PATH_LETTER : HIDDEN;
   }
   return kind;
@@ -330,6 +378,7 @@ export function escapeValue(value: string): Escaped {
       const inner = at > 0 && i < n && value.charCodeAt(at - 1) !== 0x20 && value.charCodeAt(i) !== 0x20;
       if (inner) {
         pushLiteral(' ');
+        base = false; // a mark on a space is drawn by itself (a spacing accent)
         extenderRun = 0;
         nonspacingRun = 0;
         lastNonspacing = -1;

@@ -48,6 +48,7 @@ import { warningSuffix, warningsFor } from './warnings.js';
 export {
   ANGLE_LOOKALIKES,
   BLANK_LOOKING,
+  ELLIPSIS_LOOKALIKES,
   GRAVE_LOOKALIKES,
   codePointEscape,
   escapeValue,
