@@ -1,0 +1,143 @@
+/**
+ * `mcp-confirm proxy` against hostile or failing upstream answers and oversized arguments: the
+ * built CLI as a real subprocess, a real v2 client pinned to 2026-07-28 driving the rounds by hand.
+ * The HTTP upstream is fixtures/httpUpstream.mjs (SDK v1, 2025 era) behind a small node:http
+ * front in this process that can answer with an error status and a body echoing the request's
+ * headers (as a gateway might); the stdio upstream is fixtures/upstream.mjs.
+ * Needs `npm run build` first.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+
+const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
+const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
+/** The upstream credential the proxy is configured with (through the environment). */
+const SECRET = 'Bearer gateway-echo-secret-91c2f7';
+
+let R: string;
+const children: ChildProcess[] = [];
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(() => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
+  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-proxyhard-')));
+});
+afterAll(async () => {
+  for (const c of closers.splice(0).reverse()) await c().catch(() => {});
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  rmSync(R, { recursive: true, force: true });
+});
+
+let dirs = 0;
+function freshDir(): string {
+  const dir = join(R, `d${++dirs}`);
+  mkdirSync(dir);
+  return dir;
+}
+
+/** Starts the HTTP fixture upstream (2025 era) in `dir`; resolves with its endpoint URL. */
+async function startUpstream(dir: string): Promise<string> {
+  const child = spawn(process.execPath, [HTTP_UPSTREAM, '2025', dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((res, rej) => {
+    createInterface({ input: child.stdout! }).once('line', res);
+    child.once('exit', (code) => rej(new Error(`the HTTP upstream exited with ${code} before listening`)));
+  });
+}
+
+/**
+ * A front in front of the upstream at `target`: forwards every request as it is, except while
+ * `failing` says so: then it answers 502 with a body quoting the request's headers.
+ * `'tools/call'` fails only the POSTs whose JSON-RPC method is tools/call; `'all'` every request.
+ */
+async function startFront(target: string): Promise<{ url: string; fail(mode: 'none' | 'tools/call' | 'all'): void }> {
+  let failing: 'none' | 'tools/call' | 'all' = 'none';
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const isCall = body.toString('utf8').includes('"method":"tools/call"');
+      if (failing === 'all' || (failing === 'tools/call' && isCall)) {
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`Bad gateway. Your request headers were: ${JSON.stringify(req.headers)}`);
+        return;
+      }
+      const up = httpRequest(target, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      up.end(body);
+    });
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+  closers.push(() => new Promise((res) => server.close(res)));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/mcp`, fail: (mode) => (failing = mode) };
+}
+
+/** `mcp-confirm proxy --upstream-url URL --upstream-header 'Authorization: $VAR' [extra]` over stdio with the manual v2 client. */
+async function httpProxy(url: string, extra: string[] = []): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, 'proxy', '--upstream-url', url, '--upstream-header', 'Authorization: $HARDENING_UPSTREAM_AUTH', ...extra],
+    env: { PATH: process.env['PATH'] ?? '', HARDENING_UPSTREAM_AUTH: SECRET },
+    stderr: 'pipe',
+  });
+  let err = '';
+  transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const client = new Client({ name: 'proxy-hardening-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+  await client.connect(transport);
+  closers.push(() => client.close());
+  return { client, stderr: () => err };
+}
+
+/** Resolves once `condition` holds (stderr arrives on its own pipe, after or before the answer). */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((r) => setTimeout(r, 20));
+}
+
+function text(reply: Reply): string {
+  if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);
+  return reply.text;
+}
+
+function calls(dir: string): string[] {
+  const file = join(dir, 'calls.log');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as string);
+}
+
+describe('an HTTP upstream answering with an error status', () => {
+  it('a 502 whose body echoes the configured Authorization header: the client gets HTTP 502, never the body; stderr neither', async () => {
+    const dir = freshDir();
+    const front = await startFront(await startUpstream(dir));
+    const { client, stderr } = await httpProxy(front.url);
+    // Control: healthy, the passed-through read answers normally.
+    expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe('(no note)');
+    front.fail('tools/call');
+    const failed = await callTool(client, { name: 'read_note', arguments: {} });
+    expect(failed.kind === 'result' && failed.isError).toBe(true);
+    expect(text(failed)).toBe('[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (HTTP 502); whether it acted is unknown, and the call was not retried.');
+    await until(() => stderr().includes('upstream: HTTP 502'));
+    expect(JSON.stringify(failed)).not.toContain('gateway-echo-secret');
+    expect(stderr()).not.toContain('gateway-echo-secret');
+    expect(stderr()).not.toContain('Bad gateway');
+    // Control: healthy again, the same call answers normally.
+    front.fail('none');
+    expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe('(no note)');
+    expect(calls(dir)).toEqual([]);
+  });
+});
