@@ -420,13 +420,15 @@ export class Upstream {
    * Maps a failure of an upstream request: a JSON-RPC error from the upstream is returned as it
    * is (a `ProtocolError`); a closed connection, a timeout or anything else becomes a refusal,
    * described by {@link describeFailure} (never an HTTP answer's body).
+   *
+   * @param request - the request that failed: only a `tools/call` says that whether the upstream acted is unknown.
    */
-  private failure(e: unknown): unknown {
+  private failure(e: unknown, request: string): unknown {
     if (e instanceof ProtocolError) return e;
     if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) return new ConfirmUpstreamTimeoutError(Math.round(this.callTimeoutMs / 1000));
-    if (this.downReason !== undefined) return new ConfirmUpstreamFailedError(this.downReason, { cause: e });
-    if (e instanceof SdkError && e.code === SdkErrorCode.ConnectionClosed) return new ConfirmUpstreamFailedError('its connection closed', { cause: e });
-    return new ConfirmUpstreamFailedError(describeFailure(e, this.http), { cause: e });
+    if (this.downReason !== undefined) return new ConfirmUpstreamFailedError(this.downReason, { cause: e, request });
+    if (e instanceof SdkError && e.code === SdkErrorCode.ConnectionClosed) return new ConfirmUpstreamFailedError('its connection closed', { cause: e, request });
+    return new ConfirmUpstreamFailedError(describeFailure(e, this.http), { cause: e, request });
   }
 
   /**
@@ -446,7 +448,7 @@ export class Upstream {
         cursor = page.nextCursor;
       } while (cursor !== undefined);
     } catch (e) {
-      throw this.failure(e);
+      throw this.failure(e, 'tools/list');
     }
     return tools;
   }
@@ -468,7 +470,7 @@ export class Upstream {
         { timeout: this.callTimeoutMs, signal: options.signal, onprogress: options.onprogress, allowInputRequired: true } as never,
       )) as Record<string, unknown>;
     } catch (e) {
-      throw this.failure(e);
+      throw this.failure(e, method);
     }
     if (result.resultType === 'input_required') throw new ConfirmUpstreamInputError();
     return withoutUpstreamInfo(result);
@@ -494,7 +496,7 @@ export class Upstream {
         { timeout: this.callTimeoutMs, signal: options.signal, onprogress: options.onprogress, allowInputRequired: true } as never,
       )) as CallToolResult | InputRequiredResult;
     } catch (e) {
-      throw this.failure(e);
+      throw this.failure(e, 'tools/call');
     }
     if ((result as InputRequiredResult).resultType === 'input_required') throw new ConfirmUpstreamInputError();
     return withoutUpstreamInfo(result as CallToolResult);

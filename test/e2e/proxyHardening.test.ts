@@ -141,3 +141,31 @@ describe('an HTTP upstream answering with an error status', () => {
     expect(calls(dir)).toEqual([]);
   });
 });
+
+describe('the refusal of a failed upstream request names what failed', () => {
+  it('tools/list while the upstream fails: a plain failed message, no "whether it acted"; a failed tools/call still says whether it acted is unknown', async () => {
+    const dir = freshDir();
+    const front = await startFront(await startUpstream(dir));
+    const { client } = await httpProxy(front.url);
+    // Control: healthy, tools/list answers.
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['read_note', 'write_note']);
+    front.fail('all');
+    const listed = await client.listTools().then(
+      () => undefined,
+      (e: unknown) => e as Error & { code?: number },
+    );
+    expect(listed?.code).toBe(-32603);
+    expect(listed?.message).toContain('[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed to answer tools/list (HTTP 502).');
+    expect(listed?.message).not.toContain('acted');
+    expect(listed?.message).not.toContain('retried');
+    // A tools/call whose preliminary listing fails: nothing was forwarded, so the same plain message.
+    expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe('[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed to answer tools/list (HTTP 502).');
+    // The forwarded tools/call itself failing: whether the upstream acted is unknown.
+    front.fail('tools/call');
+    expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe(
+      '[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (HTTP 502); whether it acted is unknown, and the call was not retried.',
+    );
+    front.fail('none');
+    expect((await client.listTools()).tools).toHaveLength(2);
+  });
+});
