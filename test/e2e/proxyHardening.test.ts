@@ -15,10 +15,11 @@ import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
+const STDIO_UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
 /** The upstream credential the proxy is configured with (through the environment). */
 const SECRET = 'Bearer gateway-echo-secret-91c2f7';
 
@@ -101,6 +102,17 @@ async function httpProxy(url: string, extra: string[] = []): Promise<{ client: C
   return { client, stderr: () => err };
 }
 
+/** `mcp-confirm proxy [extra] -- node fixtures/upstream.mjs DIR` over stdio with the manual v2 client. */
+async function stdioProxy(dir: string, extra: string[] = []): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', ...extra, '--', process.execPath, STDIO_UPSTREAM, dir], stderr: 'pipe' });
+  let err = '';
+  transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const client = new Client({ name: 'proxy-hardening-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+  await client.connect(transport);
+  closers.push(() => client.close());
+  return { client, stderr: () => err };
+}
+
 /** Resolves once `condition` holds (stderr arrives on its own pipe, after or before the answer). */
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((r) => setTimeout(r, 20));
@@ -167,5 +179,33 @@ describe('the refusal of a failed upstream request names what failed', () => {
     );
     front.fail('none');
     expect((await client.listTools()).tools).toHaveLength(2);
+  });
+});
+
+describe('the question bounds each whole value, a path-like one included', () => {
+  /** A bound for these questions: the head line plus three summaries fit well within it. */
+  const MAX_QUESTION_CHARS = 2000;
+
+  it("'ok/'.repeat(20000) and a 1-line long value are summarised: the question stays under 2,000 characters with every argument present", async () => {
+    const dir = freshDir();
+    const { client } = await stdioProxy(dir);
+    const pathLike = 'ok/'.repeat(20000);
+    const oneLine = 'word '.repeat(3000).trim();
+    const { message } = asked(await callTool(client, { name: 'write_note', arguments: { text: pathLike, other: oneLine, short: 'kept' } }));
+    expect(message.length).toBeLessThan(MAX_QUESTION_CHARS);
+    const lines = message.split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[1]).toMatch(/^Argument `other`: a long value of 14999 bytes in 1 line, shown in part: `word word .*….* word word` \(shortened, fingerprint [0-9a-f]{16}\), fingerprint [0-9a-f]{16}$/);
+    expect(lines[2]).toBe('Argument `short`: `kept`');
+    expect(lines[3]).toMatch(/^Argument `text`: a long value of 60000 bytes in 1 line, shown in part: `ok\/ok\/.*….*ok\/ok\/` \(shortened, fingerprint [0-9a-f]{16}\), fingerprint [0-9a-f]{16}$/);
+    expect(calls(dir)).toEqual([]);
+  });
+
+  it('control: a short path-like value is shown whole, component by component', async () => {
+    const dir = freshDir();
+    const { client } = await stdioProxy(dir);
+    const path = '/home/me/projects/notes/2026/summary-of-the-week.txt';
+    const { message } = asked(await callTool(client, { name: 'write_note', arguments: { text: path } }));
+    expect(message.split('\n')[1]).toBe(`Argument \`text\`: \`${path}\``);
   });
 });
