@@ -15,7 +15,8 @@ import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { runProcess } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
@@ -207,5 +208,51 @@ describe('the question bounds each whole value, a path-like one included', () =>
     const path = '/home/me/projects/notes/2026/summary-of-the-week.txt';
     const { message } = asked(await callTool(client, { name: 'write_note', arguments: { text: path } }));
     expect(message.split('\n')[1]).toBe(`Argument \`text\`: \`${path}\``);
+  });
+});
+
+describe('--max-argument-bytes: a size bound on a call\'s arguments, checked before any rendering', () => {
+  /** The default bound: 1 MiB of canonical JSON. */
+  const BOUND = 1_048_576;
+  /** `{"text":"…"}` around a value of `n` bytes: the canonical JSON is n + 11 bytes. */
+  const textOf = (n: number) => 'a'.repeat(n);
+  const WRAPPER = Buffer.byteLength(JSON.stringify({ text: '' }), 'utf8');
+
+  it('arguments one byte over the default 1 MiB are refused with ERR_CONFIRM_BAD_ARGUMENT naming the size and the bound; nothing asked, the upstream not called', async () => {
+    const dir = freshDir();
+    const { client, stderr } = await stdioProxy(dir);
+    const over = await callTool(client, { name: 'write_note', arguments: { text: textOf(BOUND - WRAPPER + 1) } });
+    expect(over).toMatchObject({ kind: 'result', isError: true });
+    expect(text(over)).toBe(
+      `[ERR_CONFIRM_BAD_ARGUMENT] Bad argument: the arguments are ${BOUND + 1} bytes as canonical JSON (RFC 8785), more than the proxy's bound of ${BOUND} bytes (--max-argument-bytes); nothing was asked and nothing was done.`,
+    );
+    expect(stderr()).not.toContain('asked to confirm');
+    expect(calls(dir)).toEqual([]);
+  });
+
+  it('control: arguments of exactly 1 MiB are asked, and the confirmed text is forwarded once', async () => {
+    const dir = freshDir();
+    const { client } = await stdioProxy(dir);
+    const value = textOf(BOUND - WRAPPER);
+    const { message, state } = asked(await callTool(client, { name: 'write_note', arguments: { text: value } }));
+    expect(message).toContain(`Argument \`text\`: a long value of ${value.length} bytes in 1 line`);
+    const done = await callTool(client, { name: 'write_note', arguments: { text: value }, inputResponses: ACCEPT, requestState: state });
+    expect(done).toMatchObject({ kind: 'result', isError: false });
+    expect(calls(dir)).toEqual([value]);
+  });
+
+  it('a lower --max-argument-bytes applies to every call, a passed-through one included; a bad value is refused at start-up (exit 2)', async () => {
+    const dir = freshDir();
+    const { client } = await stdioProxy(dir, ['--max-argument-bytes', '100']);
+    const refused = await callTool(client, { name: 'write_note', arguments: { text: textOf(100 - WRAPPER + 1) } });
+    expect(text(refused)).toContain('the arguments are 101 bytes as canonical JSON (RFC 8785), more than the proxy\'s bound of 100 bytes');
+    asked(await callTool(client, { name: 'write_note', arguments: { text: textOf(100 - WRAPPER) } }));
+    const read = await callTool(client, { name: 'pid', arguments: { pad: textOf(200) } });
+    expect(text(read)).toContain('[ERR_CONFIRM_BAD_ARGUMENT]');
+    expect(text(await callTool(client, { name: 'pid', arguments: {} }))).toMatch(/^[0-9]+$/);
+    const bad = await runProcess(process.execPath, [MAIN, 'proxy', '--max-argument-bytes', '0', '--', process.execPath, STDIO_UPSTREAM, dir]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('--max-argument-bytes must be a whole number of bytes from 1 to 1073741824, got "0"');
+    expect(calls(dir)).toEqual([]);
   });
 });
