@@ -194,16 +194,21 @@ export class ConfirmUpstreamDownError extends ConfirmError {
 }
 
 /**
- * Proxy: the connection to the upstream failed while a call was in flight
- * (it exited or crashed mid-call). Whether the upstream acted is unknown;
- * the call is never retried.
+ * Proxy: the upstream failed while a request was in flight (it exited or crashed, its connection
+ * failed, or an HTTP upstream answered with an error status). For a forwarded `tools/call`,
+ * whether the upstream acted is unknown and the call is never retried; for any other request
+ * (`request`, e.g. `tools/list`) the message says only that it failed. `detail` is the proxy's own
+ * description (see `describeFailure` in src/proxy/upstream.ts: never an HTTP response body).
  */
 export class ConfirmUpstreamFailedError extends ConfirmError {
-  constructor(detail: string, options?: { cause?: unknown }) {
+  constructor(detail: string, options?: { cause?: unknown; request?: string }) {
+    const request = options?.request ?? 'tools/call';
     super(
       'ERR_CONFIRM_UPSTREAM_FAILED',
-      `The upstream server failed during the call (${detail}); whether it acted is unknown, and the call was not retried.`,
-      options,
+      request === 'tools/call'
+        ? `The upstream server failed during the call (${detail}); whether it acted is unknown, and the call was not retried.`
+        : `The upstream server failed to answer ${request} (${detail}).`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
   }
 }

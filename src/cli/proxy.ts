@@ -12,7 +12,7 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createConfirmation, type ConfirmEvent } from '../guard/confirmation.js';
 import { renderValue } from '../prompt/render.js';
 import { EMPTY_POLICY, parsePolicy, PolicyError, type Policy } from '../proxy/policy.js';
-import { createProxy } from '../proxy/server.js';
+import { createProxy, DEFAULT_MAX_ARGUMENT_BYTES } from '../proxy/server.js';
 import { Upstream } from '../proxy/upstream.js';
 import { shownUrl } from '../proxy/upstream.js';
 import type { AuditLog } from '../audit/auditLog.js';
@@ -26,7 +26,7 @@ import { openLedger } from './ledgerSpec.js';
 
 export const PROXY_USAGE = `Usage:
   mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--audience NAME] [--ttl SECONDS]
-                    [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS]
+                    [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS] [--max-argument-bytes N]
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
                     [--approval-port PORT | --public-url URL] [--approval-wait SECONDS]
                     [--http HOST:PORT [--auth-issuer URL --auth-jwks PATH|URL] [--resource URL]
@@ -49,6 +49,9 @@ Options:
   --confirm-unnamed         Ask for every tool the policy does not name, whatever its annotations.
   --upstream-timeout SECONDS
                             Deadline of one upstream request (1 to 86400). Default: 120.
+  --max-argument-bytes N    The most bytes of a call's arguments as canonical JSON (RFC 8785);
+                            a larger call is refused (ERR_CONFIRM_BAD_ARGUMENT), nothing forwarded.
+                            1 to 1073741824. Default: 1048576 (1 MiB).
   --audience, --ttl, --key-file, --ledger, --audit, --approval, --approvers, --approval-port,
   --public-url, --approval-wait, --http, --auth-issuer, --auth-jwks, --resource, --allowed-hosts,
   --drain-seconds           As for serving delete_file (mcp-confirm --help). --approval passkey with
@@ -65,6 +68,8 @@ export interface ProxyCommand {
   keyFile: string | undefined;
   ledger: string;
   upstreamTimeoutSeconds: number;
+  /** `--max-argument-bytes`: the most bytes of a call's arguments as canonical JSON. */
+  maxArgumentBytes: number;
   /** The upstream: a command to spawn, or a Streamable HTTP URL with the headers to send it. */
   upstream: { kind: 'command'; command: string[] } | { kind: 'url'; url: URL; headers: Array<[name: string, value: string]> };
   /** Serve the client over Streamable HTTP instead of stdio (undefined: stdio). */
@@ -149,7 +154,7 @@ export function parseUpstreamUrl(text: string): URL {
  * @param env - where `--upstream-header` `$VAR` values are read. Defaults to the process environment.
  * @throws {UsageError} on unknown options; neither or both of `-- COMMAND` and `--upstream-url`;
  *   `--upstream-header` without `--upstream-url` or malformed ({@link parseUpstreamHeaders}); a bad
- *   `--ttl`, `--audience`, `--upstream-timeout`, `--upstream-url`, HTTP flag or approval flag;
+ *   `--ttl`, `--audience`, `--upstream-timeout`, `--max-argument-bytes`, `--upstream-url`, HTTP flag or approval flag;
  *   `--audit` without `--key-file`; approval flags as for serving `delete_file`
  *   ({@link parseApprovalFlags}: passkey needs `--approvers`, and with `--http` a `--public-url`
  *   whose host is an allowed host).
@@ -172,6 +177,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
         'key-file': { type: 'string' },
         ledger: { type: 'string' },
         'upstream-timeout': { type: 'string' },
+        'max-argument-bytes': { type: 'string' },
         'upstream-url': { type: 'string' },
         'upstream-header': { type: 'string', multiple: true },
         ...HTTP_OPTIONS,
@@ -213,11 +219,24 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     keyFile: values['key-file'],
     ledger: values.ledger ?? 'memory',
     upstreamTimeoutSeconds: values['upstream-timeout'] === undefined ? 120 : wholeSeconds('--upstream-timeout', values['upstream-timeout']),
+    maxArgumentBytes: values['max-argument-bytes'] === undefined ? DEFAULT_MAX_ARGUMENT_BYTES : argumentBytes(values['max-argument-bytes']),
     upstream,
     http,
     audit,
     approval,
   };
+}
+
+/** Most `--max-argument-bytes` accepted: 1 GiB. */
+const MAX_ARGUMENT_BYTES_LIMIT = 1_073_741_824;
+
+/** @throws {UsageError} unless `text` is a whole number from 1 to 1 GiB. */
+function argumentBytes(text: string): number {
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_ARGUMENT_BYTES_LIMIT) {
+    throw new UsageError(`--max-argument-bytes must be a whole number of bytes from 1 to ${MAX_ARGUMENT_BYTES_LIMIT}, got ${JSON.stringify(text)}`);
+  }
+  return n;
 }
 
 /**
@@ -358,7 +377,14 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
     log(`warning: --upstream-header values go to ${shownUrl(command.upstream.url)} over plain http, readable on the network; use https`);
   }
   upstream.onDown((reason) => log(`the upstream server is down (${reason}); it is not restarted: every call now answers ERR_CONFIRM_UPSTREAM_DOWN`));
-  const { factory } = createProxy({ confirmation, upstream, policy, confirmUnnamed: command.confirmUnnamed, shared: command.http !== undefined });
+  const { factory } = createProxy({
+    confirmation,
+    upstream,
+    policy,
+    confirmUnnamed: command.confirmUnnamed,
+    shared: command.http !== undefined,
+    maxArgumentBytes: command.maxArgumentBytes,
+  });
   const where = command.upstream.kind === 'url' ? `at ${shownUrl(command.upstream.url)}` : 'spawned over stdio';
   const served = `${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)}`;
   const details = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}`;

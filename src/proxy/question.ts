@@ -10,11 +10,12 @@
  *   string `"true"` and the boolean `true` read differently; keys in UTF-16 code-unit order, the
  *   order of the canonical JSON.
  *
- * Size bound: a value is shown whole when its escaped text has at most
- * {@link MAX_INLINE_GRAPHEMES} graphemes; a longer one is shown as a summary, and the human then
+ * Size bound: a value is shown whole when its whole escaped text has at most
+ * {@link MAX_INLINE_GRAPHEMES} graphemes in total (a path-like value included: the bound is not
+ * per `/`-separated component); a longer one is shown as a summary, and the human then
  * approves that summary, not the text itself: its size in bytes (UTF-8), its number of lines, its
- * first and last lines (each rendered, at most {@link MAX_LINE_GRAPHEMES} graphemes, cut in the
- * middle beyond) and the fingerprint of the whole value (first 16 hex digits of SHA-256 over its
+ * first and last lines (each rendered as one string, at most {@link MAX_LINE_GRAPHEMES} graphemes
+ * in total, cut in the middle beyond) and the fingerprint of the whole value (first 16 hex digits of SHA-256 over its
  * UTF-16LE code units, as the renderer's). The sealed state binds the exact arguments whatever is
  * shown.
  *
@@ -51,12 +52,17 @@ function linesOf(value: string): string[] {
 /**
  * Renders one value (a string, or the canonical JSON of another value) within the size bound.
  *
+ * The bound is checked on the whole value (no `segments`: with them the renderer bounds each
+ * `/`-separated component, so `'ok/'.repeat(20000)` would be shown whole). A value within it is
+ * then rendered with `segments: '/'`, which cuts nothing there (no component can be wider than
+ * the whole) and runs the look-alike checks per component.
+ *
  * @param text - the untrusted text.
  * @returns the code span (with the renderer's suffixes), or the summary of a long value.
  */
 export function renderBounded(text: string): string {
-  const whole = renderValueParts(text, { ...AS_PATH, maxGraphemes: MAX_INLINE_GRAPHEMES });
-  if (!whole.cut) return whole.text;
+  const whole = renderValueParts(text, { maxGraphemes: MAX_INLINE_GRAPHEMES });
+  if (!whole.cut) return renderValue(text, { ...AS_PATH, maxGraphemes: MAX_INLINE_GRAPHEMES });
   const lines = linesOf(text);
   const first = lines[0] ?? '';
   const last = lines[lines.length - 1] ?? '';
@@ -64,8 +70,8 @@ export function renderBounded(text: string): string {
   const lineWord = lines.length === 1 ? 'line' : 'lines';
   const ends =
     lines.length === 1
-      ? `, shown in part: ${renderValue(first, { ...AS_PATH, maxGraphemes: MAX_LINE_GRAPHEMES })}`
-      : `, first line ${renderValue(first, { ...AS_PATH, maxGraphemes: MAX_LINE_GRAPHEMES })}, last line ${renderValue(last, { ...AS_PATH, maxGraphemes: MAX_LINE_GRAPHEMES })}`;
+      ? `, shown in part: ${renderValue(first, { maxGraphemes: MAX_LINE_GRAPHEMES })}`
+      : `, first line ${renderValue(first, { maxGraphemes: MAX_LINE_GRAPHEMES })}, last line ${renderValue(last, { maxGraphemes: MAX_LINE_GRAPHEMES })}`;
   return `a long value of ${bytes} bytes in ${lines.length} ${lineWord}${ends}, fingerprint ${fingerprint(text)}`;
 }
 

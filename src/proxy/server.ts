@@ -11,6 +11,9 @@
  * - `tools/call`: deny → `ERR_CONFIRM_POLICY_DENIED`; allow → forwarded as is; confirm → the
  *   guard's two rounds ({@link Confirmation.guard}), the state binding the upstream's identity,
  *   the tool name, a digest of the tool's definition as listed at round 1, and the arguments.
+ *   Before any of it (policy, listing, question), arguments whose RFC 8785 canonical JSON is
+ *   longer than {@link ProxyOptions.maxArgumentBytes} are refused with `ERR_CONFIRM_BAD_ARGUMENT`:
+ *   rendering a question costs time linear in their size, and nothing is forwarded.
  *   At round 2 the tool is listed again: gone → `ERR_CONFIRM_UPSTREAM_TOOL_GONE`, a different
  *   definition → asked again; then the confirmed arguments are forwarded once and the upstream's
  *   result (or JSON-RPC error) returned as is.
@@ -44,7 +47,8 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { Tool } from '@modelcontextprotocol/client';
-import { ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
+import canonicalize from 'canonicalize';
+import { ConfirmBadArgumentError, ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
 import type { Confirmation, ConfirmableTool } from '../guard/confirmation.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
 import { proxyPageValues, proxyQuestion } from './question.js';
@@ -88,6 +92,27 @@ function withoutMeta(params: unknown): Record<string, unknown> | undefined {
   return rest;
 }
 
+/** Default bound on a call's arguments (their canonical JSON, UTF-8): 1 MiB. */
+export const DEFAULT_MAX_ARGUMENT_BYTES = 1_048_576;
+
+/**
+ * Checks a call's arguments against the size bound.
+ *
+ * @param args - the call's arguments as sent (undefined: none, always within the bound).
+ * @param maxBytes - the most bytes (UTF-8) their RFC 8785 canonical JSON may have.
+ * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT` naming their size and the bound.
+ */
+export function checkArgumentSize(args: Record<string, unknown> | undefined, maxBytes: number): void {
+  if (args === undefined) return;
+  const text = canonicalize(args);
+  // No canonical form: left to the guard, which refuses it before asking.
+  if (typeof text !== 'string') return;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) {
+    throw new ConfirmBadArgumentError(`the arguments are ${bytes} bytes as canonical JSON (RFC 8785), more than the proxy's bound of ${maxBytes} bytes (--max-argument-bytes)`);
+  }
+}
+
 /** The name and version the proxy announces to its client. */
 export const PROXY_INFO = { name: 'mcp-confirm-proxy', version: '0.1.0' } as const;
 
@@ -106,6 +131,12 @@ export interface ProxyOptions {
    * or log level are relayed (see the module documentation). Defaults to false (stdio: one client).
    */
   shared?: boolean;
+  /**
+   * The most bytes (UTF-8) of a call's arguments as RFC 8785 canonical JSON; a larger call is
+   * refused (`ERR_CONFIRM_BAD_ARGUMENT`) before the policy, the listing or the question, and
+   * nothing is forwarded. Defaults to {@link DEFAULT_MAX_ARGUMENT_BYTES} (1 MiB).
+   */
+  maxArgumentBytes?: number;
 }
 
 /** What round 1 seals about the upstream and the tool (the guard's fingerprint). */
@@ -141,6 +172,7 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   const policy = options.policy ?? EMPTY_POLICY;
   const confirmUnnamed = options.confirmUnnamed ?? false;
   const shared = options.shared ?? false;
+  const maxArgumentBytes = options.maxArgumentBytes ?? DEFAULT_MAX_ARGUMENT_BYTES;
   const capabilities = offeredCapabilities(upstream.client.getServerCapabilities(), shared);
   /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
   const servers = new Map<McpServer, { era: 'legacy' | 'modern'; inFlight: ServerContext[] }>();
@@ -225,6 +257,8 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   const callTool = async (server: McpServer, params: { name: string; arguments?: Record<string, unknown> }, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
     const { name } = params;
     try {
+      // Before anything is rendered (the question's cost is linear in the arguments' size).
+      checkArgumentSize(params.arguments, maxArgumentBytes);
       upstream.assertUp();
       // A tool the policy names needs no annotations; an unnamed one is decided from the current list.
       let decision = namedDecision(policy, name);

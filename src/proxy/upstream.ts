@@ -28,6 +28,8 @@ import {
   ProtocolErrorCode,
   SdkError,
   SdkErrorCode,
+  SdkHttpError,
+  UnauthorizedError,
   type CallToolResult,
   type InputRequiredResult,
   type ListRootsResult,
@@ -43,6 +45,7 @@ import {
   ConfirmUpstreamInputError,
   ConfirmUpstreamTimeoutError,
 } from '../errors.js';
+import { renderValue } from '../prompt/render.js';
 import { canonicalDigest } from '../state/digest.js';
 
 /** Options shared by {@link Upstream.spawn} and {@link Upstream.connectHttp}. */
@@ -153,6 +156,51 @@ function withoutUpstreamInfo<T extends Record<string, unknown>>(result: T): T {
   return { ...result, _meta: rest };
 }
 
+/** Most graphemes of an upstream failure's text shown in a refusal or a diagnostic (see {@link describeFailure}). */
+export const MAX_FAILURE_GRAPHEMES = 200;
+
+/** The error and its causes (`cause`), outermost first, at most 8. */
+function causeChain(e: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let c = e; c !== undefined && c !== null && chain.length < 8; c = (c as { cause?: unknown }).cause) chain.push(c);
+  return chain;
+}
+
+/** The HTTP status an error of the SDK's HTTP transport carries (anywhere in the cause chain), if any. */
+function httpStatusOf(e: unknown): number | undefined {
+  for (const c of causeChain(e)) {
+    if (c instanceof UnauthorizedError) return 401;
+    if (c instanceof SdkHttpError && typeof c.status === 'number') return c.status;
+    const data = c instanceof SdkError ? (c.data as { status?: unknown } | undefined) : undefined;
+    if (typeof data?.status === 'number') return data.status;
+  }
+  return undefined;
+}
+
+/**
+ * What a refusal or a diagnostic says about a failure of the upstream (or of the connection to it).
+ *
+ * An HTTP upstream's answer is upstream-controlled and may echo the request, the configured
+ * `--upstream-header` credentials included (a gateway in front of it, say), and the SDK puts a
+ * non-2xx answer's whole body into its error message. So nothing of an HTTP answer is ever shown:
+ * only its status, `HTTP 502` (a 3xx: `HTTP 307, a redirect to another origin, not followed`),
+ * when one is known anywhere in the cause chain; else `its answer was not valid JSON` when a
+ * `SyntaxError` is in the chain (V8 quotes the start of the text it could not parse); else the
+ * error's message, rendered with `renderValue` (one line, escaped, at most
+ * {@link MAX_FAILURE_GRAPHEMES} graphemes), as it is for a stdio upstream.
+ *
+ * @param e - what the SDK threw or reported.
+ * @param http - whether the upstream is reached over HTTP.
+ */
+export function describeFailure(e: unknown, http: boolean): string {
+  if (http) {
+    const status = httpStatusOf(e);
+    if (status !== undefined) return status >= 300 && status < 400 ? `HTTP ${status}, a redirect to another origin, not followed` : `HTTP ${status}`;
+    if (causeChain(e).some((c) => c instanceof SyntaxError)) return 'its answer was not valid JSON';
+  }
+  return renderValue(e instanceof Error ? e.message : String(e), { maxGraphemes: MAX_FAILURE_GRAPHEMES });
+}
+
 /** An upstream URL as diagnostics show it: origin and path only (a query or user info may carry a secret). */
 export function shownUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
@@ -171,6 +219,8 @@ export class Upstream {
   /** SHA-256 (RFC 8785) of {@link identity}, for the state. */
   readonly identityDigest: string;
   readonly callTimeoutMs: number;
+  /** Whether the upstream is reached over HTTP (its answers are then never quoted, see {@link describeFailure}). */
+  private readonly http: boolean;
   private downReason: string | undefined;
   private closing = false;
   private readonly downListeners: Array<(reason: string) => void> = [];
@@ -194,6 +244,7 @@ export class Upstream {
       'upstream identity',
     );
     this.callTimeoutMs = callTimeoutMs;
+    this.http = identity.url !== undefined;
   }
 
   /**
@@ -287,13 +338,13 @@ export class Upstream {
     client.onclose = () => markDown(exitDetail() ?? 'its connection closed');
     // A shutdown the proxy asked for aborts the open streams: not worth a line.
     client.onerror = (e) => {
-      if (!upstream?.closing) log(`upstream: ${e.message}`);
+      if (!upstream?.closing) log(`upstream: ${describeFailure(e, 'url' in where)}`);
     };
     try {
       await client.connect(transport, { timeout: Math.max(callTimeoutMs, HANDSHAKE_TIMEOUT_MS) });
     } catch (e) {
       await transport.close().catch(() => {});
-      throw new Error(`${failure}: ${(e as Error).message}`);
+      throw new Error(`${failure}: ${describeFailure(e, 'url' in where)}`);
     }
     if (watchExit) exitDetail = watchExit(markDown);
     const info = client.getServerVersion();
@@ -367,14 +418,17 @@ export class Upstream {
 
   /**
    * Maps a failure of an upstream request: a JSON-RPC error from the upstream is returned as it
-   * is (a `ProtocolError`); a closed connection, a timeout or anything else becomes a refusal.
+   * is (a `ProtocolError`); a closed connection, a timeout or anything else becomes a refusal,
+   * described by {@link describeFailure} (never an HTTP answer's body).
+   *
+   * @param request - the request that failed: only a `tools/call` says that whether the upstream acted is unknown.
    */
-  private failure(e: unknown): unknown {
+  private failure(e: unknown, request: string): unknown {
     if (e instanceof ProtocolError) return e;
     if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) return new ConfirmUpstreamTimeoutError(Math.round(this.callTimeoutMs / 1000));
-    if (this.downReason !== undefined) return new ConfirmUpstreamFailedError(this.downReason, { cause: e });
-    if (e instanceof SdkError && e.code === SdkErrorCode.ConnectionClosed) return new ConfirmUpstreamFailedError('its connection closed', { cause: e });
-    return new ConfirmUpstreamFailedError(e instanceof Error ? e.message : 'unknown error', { cause: e });
+    if (this.downReason !== undefined) return new ConfirmUpstreamFailedError(this.downReason, { cause: e, request });
+    if (e instanceof SdkError && e.code === SdkErrorCode.ConnectionClosed) return new ConfirmUpstreamFailedError('its connection closed', { cause: e, request });
+    return new ConfirmUpstreamFailedError(describeFailure(e, this.http), { cause: e, request });
   }
 
   /**
@@ -394,7 +448,7 @@ export class Upstream {
         cursor = page.nextCursor;
       } while (cursor !== undefined);
     } catch (e) {
-      throw this.failure(e);
+      throw this.failure(e, 'tools/list');
     }
     return tools;
   }
@@ -416,7 +470,7 @@ export class Upstream {
         { timeout: this.callTimeoutMs, signal: options.signal, onprogress: options.onprogress, allowInputRequired: true } as never,
       )) as Record<string, unknown>;
     } catch (e) {
-      throw this.failure(e);
+      throw this.failure(e, method);
     }
     if (result.resultType === 'input_required') throw new ConfirmUpstreamInputError();
     return withoutUpstreamInfo(result);
@@ -442,7 +496,7 @@ export class Upstream {
         { timeout: this.callTimeoutMs, signal: options.signal, onprogress: options.onprogress, allowInputRequired: true } as never,
       )) as CallToolResult | InputRequiredResult;
     } catch (e) {
-      throw this.failure(e);
+      throw this.failure(e, 'tools/call');
     }
     if ((result as InputRequiredResult).resultType === 'input_required') throw new ConfirmUpstreamInputError();
     return withoutUpstreamInfo(result as CallToolResult);
