@@ -28,7 +28,7 @@ const Input = z.strictObject({ path: z.string() });
 const SCHEMA = { type: 'object' as const, properties: { confirmed: { type: 'boolean' as const } }, required: ['confirmed'] };
 const done = (path: string): CallToolResult => ({ content: [{ type: 'text', text: `deleted ${path}` }] });
 
-function bareServer(): McpServer {
+export function bareServer(): McpServer {
   const server = new McpServer({ name: 'bare', version: '0' });
   server.registerTool('delete_file', { inputSchema: Input }, async ({ path }, ctx) => {
     const a = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
@@ -38,7 +38,7 @@ function bareServer(): McpServer {
   return server;
 }
 
-function codecServerFactory(): () => McpServer {
+export function codecServerFactory(): () => McpServer {
   const codec = createRequestStateCodec<{ path: string }>({ key: randomBytes(32), ttlSeconds: 300 });
   return () => {
     const server = new McpServer({ name: 'codec', version: '0' }, { requestState: { verify: codec.verify } });
@@ -54,7 +54,7 @@ function codecServerFactory(): () => McpServer {
   };
 }
 
-async function confirmedServerFactory(): Promise<() => McpServer> {
+export async function confirmedServerFactory(): Promise<() => McpServer> {
   const confirmation = await createConfirmation({ ledger: undefined });
   return () => {
     const server = new McpServer({ name: 'confirmed', version: '0' }, { ...confirmation.serverOptions });
@@ -66,7 +66,7 @@ async function confirmedServerFactory(): Promise<() => McpServer> {
   };
 }
 
-async function connectTo(factory: () => McpServer): Promise<Client> {
+export async function connectTo(factory: () => McpServer): Promise<Client> {
   const [c, s] = InMemoryTransport.createLinkedPair();
   serveStdio(factory, { transport: s });
   const client = new Client(
@@ -77,7 +77,7 @@ async function connectTo(factory: () => McpServer): Promise<Client> {
   return client;
 }
 
-async function twoRounds(client: Client, i: number): Promise<void> {
+export async function twoRounds(client: Client, i: number): Promise<void> {
   const args = { path: `/data/file-${i}.txt` };
   const r1 = (await client.request({ method: 'tools/call', params: { name: 'delete_file', arguments: args } } as never, { allowInputRequired: true } as never)) as {
     requestState?: string;
@@ -133,7 +133,7 @@ export async function benchMrtr(options: { calls?: number; runs?: number } = {})
 }
 
 /** One round-1 `tools/call` (no state, no answers); the server answers `input_required`. */
-async function roundOne(client: Client, i: number): Promise<string | undefined> {
+export async function roundOne(client: Client, i: number): Promise<string | undefined> {
   const r = (await client.request(
     { method: 'tools/call', params: { name: 'delete_file', arguments: { path: `/data/file-${i}.txt` } } } as never,
     { allowInputRequired: true } as never,
@@ -147,7 +147,7 @@ async function roundOne(client: Client, i: number): Promise<string | undefined> 
  * ciphertext segment (part 4), so every copy decodes to other bytes and fails its open (the
  * AES-GCM tag check), and none is the same string as another.
  */
-function tamperedCopies(state: string, count: number): string[] {
+export function tamperedCopies(state: string, count: number): string[] {
   const parts = state.split('.');
   const ct = parts[3] ?? '';
   if (parts.length !== 5 || ct.length < count) throw new Error('bench expected a compact JWE with a long enough ciphertext');
@@ -160,7 +160,7 @@ function tamperedCopies(state: string, count: number): string[] {
 }
 
 /** One round-2 call carrying a tampered state; resolves once the server refused it with -32602. */
-async function tamperedRoundTwo(client: Client, i: number, state: string): Promise<void> {
+export async function tamperedRoundTwo(client: Client, i: number, state: string): Promise<void> {
   try {
     await client.request(
       {
