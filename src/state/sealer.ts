@@ -141,6 +141,27 @@ export class StateRefusedError extends Error {
   }
 }
 
+/**
+ * Runs `f` with V8's `Error.stackTraceLimit` at 0, restoring it after: an error made meanwhile
+ * records no stack frames. For refusals of client-controlled input (a forged state), where the
+ * reason is the whole story and walking the stack (the SDK's and ours, up to 10 frames) per
+ * refusal is the costliest part of saying no. Where the limit cannot be set (a frozen `Error`),
+ * `f` just runs.
+ */
+function withoutStackTraces<T>(f: () => T): T {
+  const limit = Error.stackTraceLimit;
+  try {
+    Error.stackTraceLimit = 0;
+  } catch {
+    return f();
+  }
+  try {
+    return f();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 const B64U_43 = /^[A-Za-z0-9_-]{43}$/;
 const B64U_22 = /^[A-Za-z0-9_-]{22}$/;
 
@@ -242,6 +263,11 @@ export class Sealer {
    * @throws {StateRefusedError} with the reason; the caller turns it into the SDK's `-32602`.
    */
   openSync(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
+    // Every way out but the last is a refusal of client-controlled input: no stack is recorded for it.
+    return withoutStackTraces(() => this.#open(state, context));
+  }
+
+  #open(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
     // 1. Bound the input before any parsing: the client controls its size.
     if (typeof state !== 'string' || state.length === 0 || state.length > MAX_STATE_LENGTH) throw new StateRefusedError('malformed');
     // 2. Exactly the five parts of a compact JWE (RFC 7516 §7.1).
