@@ -83,6 +83,7 @@ describe('the state format, with jose as the oracle', () => {
         const jose = await joseOpen(state);
         expect(jose?.protectedHeader).toEqual({ alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt' });
         expect(JSON.parse(jose!.plaintext)).toEqual(asJson(claims));
+        expect(jose!.plaintext).toBe(JSON.stringify(claims));
         expect(asJson(sealer.openSync(state, { principal, nowMs: NOW }))).toEqual(asJson(claims));
       }),
       { numRuns: 200 },
