@@ -222,25 +222,29 @@ export class Sealer {
     const sealing = this.#sealing;
     const iat = Math.floor(input.nowMs / 1000);
     const offset = takeSealRandom();
+    // The jti and the IV are read out of the pool here, before any other code runs (a fingerprint's toJSON
+    // could seal again and refill the pool): the cipher context copies the IV, and both are encoded now.
     const iv = randomPool.subarray(offset + JTI_BYTES, offset + SEAL_RANDOM_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', sealing.key.secretKey, iv, { authTagLength: TAG_BYTES });
+    const encodedIv = iv.toString('base64url');
+    const jti = randomPool.toString('base64url', offset, offset + JTI_BYTES);
     const claims: ConfirmClaims = {
       aud: this.audience,
       sub: principalTagOf(sealing, input.principal),
       iat,
       exp: iat + this.ttlSeconds,
-      jti: randomPool.toString('base64url', offset, offset + JTI_BYTES),
+      jti,
       tool: input.tool,
       args: input.args,
       question: input.question,
       fingerprint: input.fingerprint ?? null,
     };
-    const cipher = createCipheriv('aes-256-gcm', sealing.key.secretKey, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(sealing.aad);
     const head = cipher.update(JSON.stringify(claims), 'utf8');
     const rest = cipher.final(); // GCM is a stream mode: empty, kept for form
     const ciphertext = rest.length === 0 ? head : Buffer.concat([head, rest]);
     const tag = cipher.getAuthTag();
-    const state = `${sealing.encodedHeader}..${iv.toString('base64url')}.${ciphertext.toString('base64url')}.${tag.toString('base64url')}`;
+    const state = `${sealing.encodedHeader}..${encodedIv}.${ciphertext.toString('base64url')}.${tag.toString('base64url')}`;
     if (state.length > MAX_STATE_LENGTH) throw new ConfirmBadArgumentError('the request is too large to confirm (its sealed state would exceed the size limit)');
     return { state, claims };
   }
