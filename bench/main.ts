@@ -5,12 +5,15 @@
  *
  * Cold start spawns the built CLI (dist/cli/main.js): run `npm run build` first.
  *
+ * `npm run bench -- --only seal,mrtr` runs only the named groups (ledger, seal, mrtr, garbage, prompt, cold, lb, proxy).
+ *
  * Redis: uses REDIS_URL when set; otherwise starts a throwaway redis-server with
  * scripts/start-redis.sh when one is installed, and stops it at the end.
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { benchColdStart } from './coldStart.js';
 import { benchLedger } from './ledger.js';
 import { benchLoadBalancer } from './loadBalancer.js';
@@ -66,18 +69,26 @@ async function loadBalancerRows(): Promise<Row[]> {
   return benchLoadBalancer({ redisUrl: redis.url });
 }
 
-const redis = startRedis();
+/** Groups to run: all, or those named after `--only` (comma-separated: ledger, seal, mrtr, garbage, prompt, cold, lb, proxy). */
+const GROUPS = ['ledger', 'seal', 'mrtr', 'garbage', 'prompt', 'cold', 'lb', 'proxy'] as const;
+const { values: cli } = parseArgs({ options: { only: { type: 'string' } } });
+const only = cli.only === undefined ? new Set<string>(GROUPS) : new Set(cli.only.split(','));
+for (const g of only) if (!(GROUPS as readonly string[]).includes(g)) throw new Error(`--only: unknown group ${g} (one of ${GROUPS.join(', ')})`);
+
+const redis = only.has('ledger') || only.has('lb') ? startRedis() : undefined;
 const rows: Row[] = [];
 try {
-  rows.push(...(await benchLedger(redis ? { redisUrl: redis.url } : {})));
-  if (!redis) rows.push({ name: 'ledger: redis', value: 'not measured (no redis-server)', unit: '' });
-  rows.push(...(await benchSeal()));
-  rows.push(...(await benchMrtr()));
-  rows.push(...(await benchGarbage()));
-  rows.push(...(await benchPrompt()));
-  rows.push(...(await benchColdStart()));
-  rows.push(...(await loadBalancerRows()));
-  rows.push(...(await benchProxy()));
+  if (only.has('ledger')) {
+    rows.push(...(await benchLedger(redis ? { redisUrl: redis.url } : {})));
+    if (!redis) rows.push({ name: 'ledger: redis', value: 'not measured (no redis-server)', unit: '' });
+  }
+  if (only.has('seal')) rows.push(...(await benchSeal()));
+  if (only.has('mrtr')) rows.push(...(await benchMrtr()));
+  if (only.has('garbage')) rows.push(...(await benchGarbage()));
+  if (only.has('prompt')) rows.push(...(await benchPrompt()));
+  if (only.has('cold')) rows.push(...(await benchColdStart()));
+  if (only.has('lb')) rows.push(...(await loadBalancerRows()));
+  if (only.has('proxy')) rows.push(...(await benchProxy()));
 } finally {
   redis?.stop();
 }

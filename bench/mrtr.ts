@@ -28,7 +28,7 @@ const Input = z.strictObject({ path: z.string() });
 const SCHEMA = { type: 'object' as const, properties: { confirmed: { type: 'boolean' as const } }, required: ['confirmed'] };
 const done = (path: string): CallToolResult => ({ content: [{ type: 'text', text: `deleted ${path}` }] });
 
-function bareServer(): McpServer {
+export function bareServer(): McpServer {
   const server = new McpServer({ name: 'bare', version: '0' });
   server.registerTool('delete_file', { inputSchema: Input }, async ({ path }, ctx) => {
     const a = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
@@ -38,7 +38,7 @@ function bareServer(): McpServer {
   return server;
 }
 
-function codecServerFactory(): () => McpServer {
+export function codecServerFactory(): () => McpServer {
   const codec = createRequestStateCodec<{ path: string }>({ key: randomBytes(32), ttlSeconds: 300 });
   return () => {
     const server = new McpServer({ name: 'codec', version: '0' }, { requestState: { verify: codec.verify } });
@@ -54,7 +54,7 @@ function codecServerFactory(): () => McpServer {
   };
 }
 
-async function confirmedServerFactory(): Promise<() => McpServer> {
+export async function confirmedServerFactory(): Promise<() => McpServer> {
   const confirmation = await createConfirmation({ ledger: undefined });
   return () => {
     const server = new McpServer({ name: 'confirmed', version: '0' }, { ...confirmation.serverOptions });
@@ -66,7 +66,7 @@ async function confirmedServerFactory(): Promise<() => McpServer> {
   };
 }
 
-async function connectTo(factory: () => McpServer): Promise<Client> {
+export async function connectTo(factory: () => McpServer): Promise<Client> {
   const [c, s] = InMemoryTransport.createLinkedPair();
   serveStdio(factory, { transport: s });
   const client = new Client(
@@ -77,7 +77,7 @@ async function connectTo(factory: () => McpServer): Promise<Client> {
   return client;
 }
 
-async function twoRounds(client: Client, i: number): Promise<void> {
+export async function twoRounds(client: Client, i: number): Promise<void> {
   const args = { path: `/data/file-${i}.txt` };
   const r1 = (await client.request({ method: 'tools/call', params: { name: 'delete_file', arguments: args } } as never, { allowInputRequired: true } as never)) as {
     requestState?: string;
@@ -132,8 +132,28 @@ export async function benchMrtr(options: { calls?: number; runs?: number } = {})
   ];
 }
 
+/**
+ * The same tool on an SDK server whose `requestState` verify hook refuses every state at once
+ * (no decoding, no crypto): what the SDK's own refusal path (`-32602`, error objects on both
+ * sides) costs, the floor any verify hook's garbage-flood ratio can reach.
+ */
+export function refusingServer(): McpServer {
+  const server = new McpServer(
+    { name: 'refusing', version: '0' },
+    {
+      requestState: {
+        verify: async () => {
+          throw new Error('refused');
+        },
+      },
+    },
+  );
+  server.registerTool('delete_file', { inputSchema: Input }, async ({ path }) => done(path));
+  return server;
+}
+
 /** One round-1 `tools/call` (no state, no answers); the server answers `input_required`. */
-async function roundOne(client: Client, i: number): Promise<string | undefined> {
+export async function roundOne(client: Client, i: number): Promise<string | undefined> {
   const r = (await client.request(
     { method: 'tools/call', params: { name: 'delete_file', arguments: { path: `/data/file-${i}.txt` } } } as never,
     { allowInputRequired: true } as never,
@@ -147,7 +167,7 @@ async function roundOne(client: Client, i: number): Promise<string | undefined> 
  * ciphertext segment (part 4), so every copy decodes to other bytes and fails its open (the
  * AES-GCM tag check), and none is the same string as another.
  */
-function tamperedCopies(state: string, count: number): string[] {
+export function tamperedCopies(state: string, count: number): string[] {
   const parts = state.split('.');
   const ct = parts[3] ?? '';
   if (parts.length !== 5 || ct.length < count) throw new Error('bench expected a compact JWE with a long enough ciphertext');
@@ -160,7 +180,7 @@ function tamperedCopies(state: string, count: number): string[] {
 }
 
 /** One round-2 call carrying a tampered state; resolves once the server refused it with -32602. */
-async function tamperedRoundTwo(client: Client, i: number, state: string): Promise<void> {
+export async function tamperedRoundTwo(client: Client, i: number, state: string): Promise<void> {
   try {
     await client.request(
       {
@@ -185,14 +205,16 @@ async function tamperedRoundTwo(client: Client, i: number, state: string): Promi
  * Garbage floods: round-2 calls carrying a tampered state, each refused with `-32602`
  * (one failed open each), per second through a real v2 Client (in-memory transport), against
  * the bare SDK server's round-1 `tools/call` of the same tool with no state, per second.
- * Interleaved: one batch of each per round, several rounds; the ratio is the median of the
- * per-round ratios.
+ * Beside them, the same tampered round 2 against {@link refusingServer} (a hook that refuses at
+ * once): the SDK's own cost of a refusal. Interleaved: one batch of each per round, several
+ * rounds; each ratio is the median of the per-round ratios.
  */
 export async function benchGarbage(options: { calls?: number; runs?: number } = {}): Promise<Figure[]> {
   const calls = options.calls ?? 2000;
   const runs = options.runs ?? 7;
   const bare = await connectTo(bareServer);
   const confirmed = await connectTo(await confirmedServerFactory());
+  const floor = await connectTo(refusingServer);
   const state = await roundOne(confirmed, 0);
   if (state === undefined) throw new Error('bench: round 1 of the confirmed server carried no requestState');
   const forged = tamperedCopies(state, 64);
@@ -203,32 +225,34 @@ export async function benchGarbage(options: { calls?: number; runs?: number } = 
   };
   const bareCall = (i: number): Promise<unknown> => roundOne(bare, i);
   const garbageCall = (i: number): Promise<unknown> => tamperedRoundTwo(confirmed, i, forged[i % forged.length]!);
+  const floorCall = (i: number): Promise<unknown> => tamperedRoundTwo(floor, i, forged[i % forged.length]!);
   for (let i = 0; i < 300; i++) {
     await bareCall(i);
     await garbageCall(i);
+    await floorCall(i);
   } // warm-up
   const bareRates: number[] = [];
   const garbageRates: number[] = [];
+  const floorRates: number[] = [];
   const ratios: number[] = [];
+  const floorRatios: number[] = [];
   for (let r = 0; r < runs; r++) {
-    let b: number;
-    let g: number;
-    if (r % 2 === 0) {
-      b = await batch(bareCall);
-      g = await batch(garbageCall);
-    } else {
-      g = await batch(garbageCall);
-      b = await batch(bareCall);
-    }
-    bareRates.push(b);
-    garbageRates.push(g);
-    ratios.push(g / b);
+    const order = r % 2 === 0 ? (['bare', 'garbage', 'floor'] as const) : (['floor', 'garbage', 'bare'] as const);
+    const rate: Record<(typeof order)[number], number> = { bare: 0, garbage: 0, floor: 0 };
+    for (const side of order) rate[side] = await batch(side === 'bare' ? bareCall : side === 'garbage' ? garbageCall : floorCall);
+    bareRates.push(rate.bare);
+    garbageRates.push(rate.garbage);
+    floorRates.push(rate.floor);
+    ratios.push(rate.garbage / rate.bare);
+    floorRatios.push(rate.floor / rate.bare);
   }
-  await Promise.all([bare.close(), confirmed.close()]);
+  await Promise.all([bare.close(), confirmed.close(), floor.close()]);
   return [
     { name: 'round-1 tools/call, bare SDK (no state)', value: median(bareRates), unit: 'calls/s' },
     { name: 'round-2 call with a tampered state, refused with -32602', value: median(garbageRates), unit: 'calls/s' },
     { name: 'tampered round 2 refused / bare round trip', value: median(ratios), unit: 'ratio', target: 0.8 },
+    { name: 'the same round 2, refused by a verify hook that opens nothing (the SDK\'s own refusal path)', value: median(floorRates), unit: 'calls/s' },
+    { name: 'refused by a hook that opens nothing / bare round trip (the floor of the row above)', value: median(floorRatios), unit: 'ratio' },
   ];
 }
 

@@ -339,6 +339,11 @@ function digestOrNull(args: unknown): string | null {
   }
 }
 
+/** How many question digests a confirmation keeps (oldest dropped first). */
+const QUESTION_DIGESTS_KEPT = 256;
+/** Longest message, in UTF-16 code units, whose question digest is kept. */
+const QUESTION_DIGEST_MAX_MESSAGE = 2048;
+
 /** Errors whose audit line was already written (by the "failed" line after `act`). */
 const RECORDED = new WeakSet<object>();
 
@@ -408,6 +413,26 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     }
   };
 
+  /**
+   * The digest sealed for a question: SHA-256 of the RFC 8785 form of `{message, requestedSchema}`, or with
+   * passkey approval (the elicitation carries a per-ask URL) of `{message, approval: 'passkey'}`. A pure
+   * function of the message here, so the last {@link QUESTION_DIGESTS_KEPT} digests of messages up to
+   * {@link QUESTION_DIGEST_MAX_MESSAGE} code units are kept: round 2 renders the message round 1 sealed.
+   */
+  const questionDigests = new Map<string, string>();
+  const questionDigest = (message: string): string => {
+    const known = questionDigests.get(message);
+    if (known !== undefined) return known;
+    const digest = approval
+      ? canonicalDigest({ message, approval: 'passkey' }, 'question')
+      : canonicalDigest({ message, requestedSchema: CONFIRM_SCHEMA }, 'question');
+    if (typeof message === 'string' && message.length <= QUESTION_DIGEST_MAX_MESSAGE) {
+      if (questionDigests.size >= QUESTION_DIGESTS_KEPT) questionDigests.delete(questionDigests.keys().next().value!);
+      questionDigests.set(message, digest);
+    }
+    return digest;
+  };
+
   // Opened synchronously (node:crypto, no thread-pool hop); the hook keeps its Promise type.
   const verify = async (state: string, ctx: ServerContext): Promise<OpenedState> => {
     try {
@@ -430,11 +455,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
 
     const renderAsk = (args: A, fingerprint: F) => {
       const message = tool.question(args, fingerprint);
-      // With passkey approval the elicitation carries a per-ask URL, so the digest covers the question and the channel.
-      const digest = approval
-        ? canonicalDigest({ message, approval: 'passkey' }, 'question')
-        : canonicalDigest({ message, requestedSchema: CONFIRM_SCHEMA }, 'question');
-      return { message, requestedSchema: CONFIRM_SCHEMA, digest };
+      return { message, requestedSchema: CONFIRM_SCHEMA, digest: questionDigest(message) };
     };
 
     /** The elicitation that sends the human to the approval page: URL mode when the client has it, else a form carrying the URL. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { ConfirmBadArgumentError } from '../errors.js';
 
@@ -24,5 +24,14 @@ export function canonicalDigest(value: unknown, what = 'arguments'): string {
     text = undefined;
   }
   if (typeof text !== 'string') throw new ConfirmBadArgumentError(`the ${what} have no canonical JSON form (RFC 8785)`);
-  return createHash('sha256').update(text, 'utf8').digest('base64url');
+  return sha256Base64url(text);
 }
+
+/**
+ * SHA-256 of the UTF-8 of `text`, unpadded base64url: Node's one-shot `crypto.hash` where the
+ * runtime has it (Node 20.12+, 21.7+; no Hash object per call), else `createHash`.
+ */
+const sha256Base64url: (text: string) => string =
+  typeof nodeCrypto.hash === 'function'
+    ? (text) => nodeCrypto.hash('sha256', text, 'base64url')
+    : (text) => nodeCrypto.createHash('sha256').update(text, 'utf8').digest('base64url');

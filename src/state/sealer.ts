@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
 import { ConfirmBadArgumentError } from '../errors.js';
 import { decodeBase64url } from './base64url.js';
 import { KeyRing, type RingKey } from './keyRing.js';
@@ -49,6 +49,30 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** Random bytes of a `jti`. */
 const JTI_BYTES = 16;
+/** Fresh random bytes one seal takes: its `jti`, then its IV. */
+const SEAL_RANDOM_BYTES = JTI_BYTES + IV_BYTES;
+/** Seals served by one `randomFillSync` call (a fixed cost per call, whatever its length). */
+const SEALS_PER_FILL = 256;
+
+/**
+ * Random bytes for seals, filled from the CSPRNG (`randomFillSync`) `SEALS_PER_FILL` seals at a
+ * time and handed out in order; each byte is handed out once, and the whole pool is filled
+ * again only after its last byte was taken. A `jti` and an IV are copied out (encoded, or into
+ * the cipher context) at once, so refilling never changes a state already sealed.
+ */
+const randomPool = Buffer.alloc(SEAL_RANDOM_BYTES * SEALS_PER_FILL);
+let randomOffset = randomPool.length;
+
+/** The offset in `randomPool` of `SEAL_RANDOM_BYTES` fresh random bytes for one seal. */
+function takeSealRandom(): number {
+  if (randomOffset === randomPool.length) {
+    randomFillSync(randomPool);
+    randomOffset = 0;
+  }
+  const offset = randomOffset;
+  randomOffset += SEAL_RANDOM_BYTES;
+  return offset;
+}
 
 /** One key as the sealer uses it: the encoded protected header for its kid, and that header's ASCII as AAD. */
 interface SealingKey {
@@ -117,6 +141,27 @@ export class StateRefusedError extends Error {
   }
 }
 
+/**
+ * Runs `f` with V8's `Error.stackTraceLimit` at 0, restoring it after: an error made meanwhile
+ * records no stack frames. For refusals of client-controlled input (a forged state), where the
+ * reason is the whole story and walking the stack (the SDK's and ours, up to 10 frames) per
+ * refusal is the costliest part of saying no. Where the limit cannot be set (a frozen `Error`),
+ * `f` just runs.
+ */
+function withoutStackTraces<T>(f: () => T): T {
+  const limit = Error.stackTraceLimit;
+  try {
+    Error.stackTraceLimit = 0;
+  } catch {
+    return f();
+  }
+  try {
+    return f();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 const B64U_43 = /^[A-Za-z0-9_-]{43}$/;
 const B64U_22 = /^[A-Za-z0-9_-]{22}$/;
 
@@ -176,24 +221,30 @@ export class Sealer {
   sealSync(input: SealInput): { state: string; claims: ConfirmClaims } {
     const sealing = this.#sealing;
     const iat = Math.floor(input.nowMs / 1000);
-    const random = randomBytes(JTI_BYTES + IV_BYTES);
-    const iv = random.subarray(JTI_BYTES);
+    const offset = takeSealRandom();
+    // The jti and the IV are read out of the pool here, before any other code runs (a fingerprint's toJSON
+    // could seal again and refill the pool): the cipher context copies the IV, and both are encoded now.
+    const iv = randomPool.subarray(offset + JTI_BYTES, offset + SEAL_RANDOM_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', sealing.key.secretKey, iv, { authTagLength: TAG_BYTES });
+    const encodedIv = iv.toString('base64url');
+    const jti = randomPool.toString('base64url', offset, offset + JTI_BYTES);
     const claims: ConfirmClaims = {
       aud: this.audience,
       sub: principalTagOf(sealing, input.principal),
       iat,
       exp: iat + this.ttlSeconds,
-      jti: random.subarray(0, JTI_BYTES).toString('base64url'),
+      jti,
       tool: input.tool,
       args: input.args,
       question: input.question,
       fingerprint: input.fingerprint ?? null,
     };
-    const cipher = createCipheriv('aes-256-gcm', sealing.key.secretKey, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(sealing.aad);
-    const ciphertext = Buffer.concat([cipher.update(JSON.stringify(claims), 'utf8'), cipher.final()]);
+    const head = cipher.update(JSON.stringify(claims), 'utf8');
+    const rest = cipher.final(); // GCM is a stream mode: empty, kept for form
+    const ciphertext = rest.length === 0 ? head : Buffer.concat([head, rest]);
     const tag = cipher.getAuthTag();
-    const state = `${sealing.encodedHeader}..${iv.toString('base64url')}.${ciphertext.toString('base64url')}.${tag.toString('base64url')}`;
+    const state = `${sealing.encodedHeader}..${encodedIv}.${ciphertext.toString('base64url')}.${tag.toString('base64url')}`;
     if (state.length > MAX_STATE_LENGTH) throw new ConfirmBadArgumentError('the request is too large to confirm (its sealed state would exceed the size limit)');
     return { state, claims };
   }
@@ -216,6 +267,11 @@ export class Sealer {
    * @throws {StateRefusedError} with the reason; the caller turns it into the SDK's `-32602`.
    */
   openSync(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
+    // Every way out but the last is a refusal of client-controlled input: no stack is recorded for it.
+    return withoutStackTraces(() => this.#open(state, context));
+  }
+
+  #open(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
     // 1. Bound the input before any parsing: the client controls its size.
     if (typeof state !== 'string' || state.length === 0 || state.length > MAX_STATE_LENGTH) throw new StateRefusedError('malformed');
     // 2. Exactly the five parts of a compact JWE (RFC 7516 §7.1).
@@ -240,7 +296,9 @@ export class Sealer {
       const decipher = createDecipheriv('aes-256-gcm', sealing.key.secretKey, iv, { authTagLength: TAG_BYTES });
       decipher.setAAD(sealing.aad);
       decipher.setAuthTag(tag);
-      plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
+      const head = decipher.update(ciphertext);
+      const rest = decipher.final(); // throws when the tag does not authenticate; empty otherwise (GCM is a stream mode)
+      plaintext = rest.length === 0 ? head : Buffer.concat([head, rest]);
     } catch {
       throw new StateRefusedError('decrypt');
     }

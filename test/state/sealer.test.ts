@@ -83,6 +83,7 @@ describe('the state format, with jose as the oracle', () => {
         const jose = await joseOpen(state);
         expect(jose?.protectedHeader).toEqual({ alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt' });
         expect(JSON.parse(jose!.plaintext)).toEqual(asJson(claims));
+        expect(jose!.plaintext).toBe(JSON.stringify(claims));
         expect(asJson(sealer.openSync(state, { principal, nowMs: NOW }))).toEqual(asJson(claims));
       }),
       { numRuns: 200 },
@@ -124,6 +125,28 @@ describe('the state format, with jose as the oracle', () => {
       ivs.add(parts[2]!);
     }
     expect(ivs.size).toBe(1000);
+  });
+
+  it('a state whose fingerprint seals 600 others while it is sealed (its random bytes refilled meanwhile) opens with ours and jose, and no two of the 601 share an IV or a jti', async () => {
+    const inner: Array<{ state: string; claims: ConfirmClaims }> = [];
+    const fingerprint = {
+      // Seals only when first serialised (by sealSync); later serialisations (the checks below) just answer.
+      toJSON: () => {
+        if (inner.length === 0) for (let i = 0; i < 600; i++) inner.push(sealer.sealSync(INPUT));
+        return { path: '/srv/scratch/cache.txt' };
+      },
+    };
+    const outer = sealer.sealSync({ ...INPUT, fingerprint });
+    expect(inner).toHaveLength(600);
+    const opened = sealer.openSync(outer.state, CTX);
+    expect(opened.fingerprint).toEqual({ path: '/srv/scratch/cache.txt' });
+    expect(opened.jti).toBe(outer.claims.jti);
+    expect(JSON.parse((await joseOpen(outer.state))!.plaintext)).toEqual(asJson(outer.claims));
+    const all = [outer, ...inner];
+    expect(new Set(all.map((s) => s.state.split('.')[2])).size).toBe(601);
+    expect(new Set(all.map((s) => s.claims.jti)).size).toBe(601);
+    // Control: the inner states open too.
+    for (const s of inner) expect(sealer.openSync(s.state, CTX).jti).toBe(s.claims.jti);
   });
 });
 
