@@ -5,10 +5,10 @@
  */
 import { parseArgs } from 'node:util';
 import { checkAudience, UsageError, wholeSeconds } from './common.js';
-import { HTTP_OPTIONS, HTTP_USAGE, parseHttpSpec, type HttpSpec } from './httpArgs.js';
+import { HTTP_OPTIONS, HTTP_USAGE, type HttpSpec } from './httpArgs.js';
 import { jwtPrincipalFor } from '../approval/approvers.js';
-import { APPROVAL_OPTIONS, checkedPublicUrl, parseApprovalFlags, wholeNumber, type ApprovalFlags } from './approvalArgs.js';
-import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, parseAuditFlag, type AuditVerifyCommand } from './auditArgs.js';
+import { APPROVAL_OPTIONS, checkedPublicUrl, parseServingFlags, wholeNumber, type ApprovalFlags } from './approvalArgs.js';
+import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, type AuditVerifyCommand } from './auditArgs.js';
 
 export { UsageError };
 
@@ -228,15 +228,7 @@ export function parseCommand(argv: readonly string[]): Command {
   if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
   const ttlSeconds = values.ttl === undefined ? 300 : wholeSeconds('--ttl', values.ttl);
   const audience = checkAudience(values.audience);
-  let http: HttpSpec | undefined;
-  let audit: string | undefined;
-  try {
-    http = parseHttpSpec(values);
-    audit = parseAuditFlag(values);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const approval = parseApprovalFlags(values, http);
+  const { http, audit, approval } = parseServingFlags(values);
   return {
     kind: 'serve',
     roots,

@@ -18,10 +18,10 @@ import { shownUrl } from '../proxy/upstream.js';
 import type { AuditLog } from '../audit/auditLog.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { AUDIT_OPTIONS, parseAuditFlag } from './auditArgs.js';
+import { AUDIT_OPTIONS } from './auditArgs.js';
 import { checkAudience, readKeyFile, UsageError, wholeSeconds } from './common.js';
-import { HTTP_OPTIONS, parseHttpSpec, type HttpSpec } from './httpArgs.js';
-import { APPROVAL_OPTIONS, parseApprovalFlags, type ApprovalFlags } from './approvalArgs.js';
+import { HTTP_OPTIONS, type HttpSpec } from './httpArgs.js';
+import { APPROVAL_OPTIONS, parseServingFlags, type ApprovalFlags } from './approvalArgs.js';
 import { openLedger } from './ledgerSpec.js';
 
 export const PROXY_USAGE = `Usage:
@@ -156,7 +156,7 @@ export function parseUpstreamUrl(text: string): URL {
  *   `--upstream-header` without `--upstream-url` or malformed ({@link parseUpstreamHeaders}); a bad
  *   `--ttl`, `--audience`, `--upstream-timeout`, `--max-argument-bytes`, `--upstream-url`, HTTP flag or approval flag;
  *   `--audit` without `--key-file`; approval flags as for serving `delete_file`
- *   ({@link parseApprovalFlags}: passkey needs `--approvers`, and with `--http` a `--public-url`
+ *   ({@link parseServingFlags}: passkey needs `--approvers`, and with `--http` a `--public-url`
  *   whose host is an allowed host).
  */
 export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ProxyCommand {
@@ -201,15 +201,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
   const upstream: ProxyCommand['upstream'] =
     urlText === undefined || help ? { kind: 'command', command } : { kind: 'url', url: parseUpstreamUrl(urlText), headers: parseUpstreamHeaders(headerLines, env) };
   const audience = checkAudience(values.audience);
-  let http: HttpSpec | undefined;
-  let audit: string | undefined;
-  try {
-    http = parseHttpSpec(values);
-    audit = parseAuditFlag(values);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const approval = parseApprovalFlags(values, http);
+  const { http, audit, approval } = parseServingFlags(values);
   return {
     help,
     policyPath: values.policy,

@@ -13,15 +13,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Client, StreamableHTTPClientTransport, type InputRequiredResult } from '@modelcontextprotocol/client';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { Client } from '@modelcontextprotocol/client';
+import { exportJWK, generateKeyPair, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, type Reply } from '../helpers/harness.js';
 import { assertionIn, launchBrowser, newAuthPage, outcomeOf, rawRequest, type AuthPage, type Browser } from '../helpers/browser.js';
+import { connectUrlClient as connectUrlClientOf, freePortOn, mintToken, urlElicitation } from '../helpers/passkeyHttp.js';
 import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 
 const STDIO_UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
@@ -50,59 +50,20 @@ const children: ChildProcess[] = [];
 const servers: HttpServerProcess[] = [];
 const clients: Client[] = [];
 
-function listenOn(host: string, port: number): Promise<TcpServer> {
-  return new Promise((res, rej) => {
-    const srv = createTcpServer();
-    srv.once('error', rej);
-    srv.listen({ host, port, ipv6Only: host === '::1', exclusive: true }, () => res(srv));
-  });
-}
+/** A port free on 127.0.0.1, ::1 at once. */
+const freePort = (): Promise<number> => freePortOn(['127.0.0.1', '::1']);
 
-/** A port free on 127.0.0.1 and ::1 (the enrolment page holds both loopback addresses). */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const first = await listenOn('127.0.0.1', 0);
-    const port = (first.address() as { port: number }).port;
-    const other = await listenOn('::1', port).then(
-      (s) => s,
-      () => undefined,
-    );
-    await Promise.all([first, ...(other ? [other] : [])].map((s) => new Promise((r) => s.close(r))));
-    if (other) return port;
-  }
-}
+/** A JWT access token of `sub` at ISSUER for the resource (the public URL's /mcp) on `port`. */
+const token = (sub: string, port: number): Promise<string> => mintToken(signingKey, ISSUER, sub, `${publicUrl(port)}/mcp`);
 
-/** A JWT access token of `sub` at ISSUER for the resource of the proxy on `port`. */
-function token(sub: string, port: number): Promise<string> {
-  const nowS = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: 'mcp' })
-    .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
-    .setIssuer(ISSUER)
-    .setAudience(`${publicUrl(port)}/mcp`)
-    .setSubject(sub)
-    .setIssuedAt(nowS - 5)
-    .setExpirationTime(nowS + 3600)
-    .sign(signingKey);
-}
-
-/** A v2 client pinned to 2026-07-28 over Streamable HTTP with a bearer token, declaring URL elicitation, rounds by hand. */
+/** A URL-mode v2 client with a bearer token (closed after all). */
 async function connectUrlClient(mcpUrl: URL, bearer: string): Promise<Client> {
-  const client = new Client(
-    { name: 'proxy-passkey-http-test', version: '0.0.0' },
-    { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
-  );
-  await client.connect(new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } }));
+  const client = await connectUrlClientOf('proxy-passkey-http-test', mcpUrl, bearer);
   clients.push(client);
   return client;
 }
 
-/** Round 1's URL-mode elicitation: its url, message and the state. */
-function elicitation(reply: Reply): { mode: string; url: string; message: string; state: string } {
-  if (reply.kind !== 'input_required' || reply.state === undefined) throw new Error(`expected input_required, got ${JSON.stringify(reply).slice(0, 400)}`);
-  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as { params: { mode?: string; url?: string; message: string } };
-  if (entry.params.url === undefined) throw new Error(`no url in ${JSON.stringify(reply).slice(0, 400)}`);
-  return { mode: entry.params.mode ?? 'form', url: entry.params.url, message: entry.params.message, state: reply.state };
-}
+const elicitation = urlElicitation;
 
 const round1 = (c: Client, text: string): Promise<Reply> => callTool(c, { name: 'write_note', arguments: { text } });
 const round2 = (c: Client, text: string, state: string): Promise<Reply> => callTool(c, { name: 'write_note', arguments: { text }, inputResponses: URL_ACCEPT, requestState: state });
