@@ -596,8 +596,12 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     chmodSync(second, 0o600);
     const e = await startEnrol(['--approvers', second, '--name', 'bob', '--timeout', '600']);
     const origin = new URL(e.url).origin;
-    // Without the secret: nothing.
-    for (const path of ['/enroll/', '/enroll/wrong-secret', `/enroll/${new URL(e.url).pathname.split('/')[2]!.slice(0, -1)}x`]) {
+    // Without the secret: nothing. The near miss changes the secret's last character to another
+    // one (a fixed 'x' was the secret itself whenever the random secret ended in 'x': 1 run in 64).
+    const secret = new URL(e.url).pathname.split('/')[2]!;
+    const nearMiss = `${secret.slice(0, -1)}${secret.endsWith('x') ? 'y' : 'x'}`;
+    expect(nearMiss).not.toBe(secret);
+    for (const path of ['/enroll/', '/enroll/wrong-secret', `/enroll/${nearMiss}`]) {
       const r = await rawRequest(origin + path);
       expect(r.status).toBe(404);
       expect(r.body).not.toContain('id="enroll"');
