@@ -7,7 +7,7 @@
  * Needs `npm run build` first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,6 +17,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
 import { runProcess } from '../helpers/processes.js';
+import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
@@ -124,14 +125,6 @@ function text(reply: Reply): string {
   return reply.text;
 }
 
-function calls(dir: string): string[] {
-  const file = join(dir, 'calls.log');
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as string);
-}
 
 describe('an HTTP upstream answering with an error status', () => {
   it('a 502 whose body echoes the configured Authorization header: the client gets HTTP 502, never the body; stderr neither', async () => {

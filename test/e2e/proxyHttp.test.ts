@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
 import { connectLegacy, connectModern, MCP_POST_HEADERS, LEGACY_INITIALIZE, rawRequest, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 import { runProcess } from '../helpers/processes.js';
+import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
@@ -79,15 +80,6 @@ function headersSeen(dir: string): Array<Record<string, string>> {
     .map((l) => JSON.parse(l) as Record<string, string>);
 }
 
-/** The texts write_note was called with, in order (one line per upstream call). */
-function calls(dir: string): string[] {
-  const file = join(dir, 'calls.log');
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as string);
-}
 
 function text(reply: Reply): string {
   if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);

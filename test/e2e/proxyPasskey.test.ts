@@ -15,6 +15,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newAuthPage, outcomeOf, type AuthPage, type Browser } from '../helpers/browser.js';
 import { callTool, type Reply } from '../helpers/harness.js';
+import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FIXTURE = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
@@ -87,15 +88,6 @@ function elicitation(reply: Reply): { mode: string | undefined; url: string; mes
   return { mode: entry.params.mode, url: entry.params.url, message: entry.params.message, state: reply.state };
 }
 
-/** The texts write_note was called with upstream, in order. */
-function calls(dir: string): string[] {
-  const file = join(dir, 'calls.log');
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as string);
-}
 
 /** A long multi-line note: over the question's size bound, with a middle line only the page shows. */
 const LONG_NOTE = ['FIRST LINE of the note', ...Array.from({ length: 60 }, (_, i) => `middle line ${i}${i === 30 ? ' <b>SECRET MIDDLE</b> \u202E' : ''}`), 'LAST LINE of the note'].join('\n');

@@ -12,7 +12,7 @@
  * `Host: approve.test:PORT`. Needs `npm run build` first, and chromium (a failure, not a skip).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -21,6 +21,7 @@ import { exportJWK, generateKeyPair, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, type Reply } from '../helpers/harness.js';
 import { assertionIn, launchBrowser, newAuthPage, outcomeOf, rawRequest, type AuthPage, type Browser } from '../helpers/browser.js';
+import { upstreamCalls } from '../helpers/upstreamCalls.js';
 import { connectUrlClient as connectUrlClientOf, freePortOn, mintToken, urlElicitation } from '../helpers/passkeyHttp.js';
 import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 
@@ -70,14 +71,7 @@ const round2 = (c: Client, text: string, state: string): Promise<Reply> => callT
 const textOf = (r: Reply): string => (r.kind === 'result' ? r.text : JSON.stringify(r));
 
 /** How many times the upstream writing in `where` was called with write_note(`text`). */
-function callsWith(where: string, text: string): number {
-  const file = join(where, 'calls.log');
-  if (!existsSync(file)) return 0;
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .filter((l) => JSON.parse(l) === text).length;
-}
+const callsWith = (where: string, text: string): number => upstreamCalls(where).filter((t) => t === text).length;
 
 /** A request to a page URL on `approve.test` from Node: sent to 127.0.0.1 with `Host: approve.test:PORT`. */
 function pageRequest(pageUrl: string, options: { origin?: string; body?: unknown } = {}): ReturnType<typeof rawRequest> {
