@@ -47,6 +47,9 @@ const DECODER = new TextDecoder('utf-8', { fatal: true });
 /** AES-256-GCM (RFC 7518 §5.3): a 96-bit IV and a 128-bit authentication tag. */
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+/** Lengths of the IV and the tag in unpadded base64url: 12 bytes are 16 characters, 16 bytes 22. */
+const IV_CHARS = 16;
+const TAG_CHARS = 22;
 /** Random bytes of a `jti`. */
 const JTI_BYTES = 16;
 /** Fresh random bytes one seal takes: its `jti`, then its IV. */
@@ -138,27 +141,6 @@ export class StateRefusedError extends Error {
   constructor(readonly reason: 'malformed' | 'unknown-key' | 'decrypt' | 'audience' | 'expired' | 'principal' | 'claims') {
     super(`requestState refused: ${reason}`);
     this.name = 'StateRefusedError';
-  }
-}
-
-/**
- * Runs `f` with V8's `Error.stackTraceLimit` at 0, restoring it after: an error made meanwhile
- * records no stack frames. For refusals of client-controlled input (a forged state), where the
- * reason is the whole story and walking the stack (the SDK's and ours, up to 10 frames) per
- * refusal is the costliest part of saying no. Where the limit cannot be set (a frozen `Error`),
- * `f` just runs.
- */
-function withoutStackTraces<T>(f: () => T): T {
-  const limit = Error.stackTraceLimit;
-  try {
-    Error.stackTraceLimit = 0;
-  } catch {
-    return f();
-  }
-  try {
-    return f();
-  } finally {
-    Error.stackTraceLimit = limit;
   }
 }
 
@@ -267,8 +249,21 @@ export class Sealer {
    * @throws {StateRefusedError} with the reason; the caller turns it into the SDK's `-32602`.
    */
   openSync(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
-    // Every way out but the last is a refusal of client-controlled input: no stack is recorded for it.
-    return withoutStackTraces(() => this.#open(state, context));
+    // Every way out but the last is a refusal of client-controlled input: no stack is recorded for it
+    // (walking the SDK's and our frames, up to 10, per refusal is the costliest part of saying no). V8's
+    // Error.stackTraceLimit is set to 0 meanwhile and restored after; where it cannot be set (a frozen
+    // Error), the state is opened with stacks.
+    const limit = Error.stackTraceLimit;
+    try {
+      Error.stackTraceLimit = 0;
+    } catch {
+      return this.#open(state, context);
+    }
+    try {
+      return this.#open(state, context);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
   }
 
   #open(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
@@ -283,7 +278,7 @@ export class Sealer {
     const sealing = this.#byEncodedHeader.get(encodedHeader);
     if (sealing === undefined) throw new StateRefusedError(this.#isOurHeaderForAnotherKid(encodedHeader) ? 'unknown-key' : 'malformed');
     // 4. `dir` has no encrypted key; the IV and the tag have exactly AES-256-GCM's lengths; every part is canonical base64url.
-    if (encryptedKey !== '') throw new StateRefusedError('malformed');
+    if (encryptedKey !== '' || encodedIv.length !== IV_CHARS || encodedTag.length !== TAG_CHARS) throw new StateRefusedError('malformed');
     const iv = decodeBase64url(encodedIv);
     const ciphertext = decodeBase64url(encodedCiphertext);
     const tag = decodeBase64url(encodedTag);
