@@ -304,3 +304,17 @@ describe('the protected header: only the bytes we write for that kid (BUG-17)', 
     expect(oursOpen(spaced)).toMatchObject({ reason: 'malformed' });
   });
 });
+
+describe('refusals are cheap and leave the process as they found it', () => {
+  it('a refused state carries no stack frames, the stack-trace limit is restored after, and a state that opens is unaffected (control)', () => {
+    const before = Error.stackTraceLimit;
+    const { state, claims } = sealer.sealSync(INPUT);
+    const refused = oursOpen(withPart(state, 3, (p) => (p[0] === 'A' ? 'B' : 'A') + p.slice(1)));
+    expect(refused).toBeInstanceOf(StateRefusedError);
+    expect((refused as StateRefusedError).reason).toBe('decrypt');
+    expect((refused as StateRefusedError).stack ?? '').not.toMatch(/\n\s+at /);
+    expect(Error.stackTraceLimit).toBe(before);
+    expect(oursOpen(state)).toEqual(claims);
+    expect(new Error('after').stack).toMatch(/\n\s+at /);
+  });
+});
