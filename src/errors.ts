@@ -213,12 +213,19 @@ export class ConfirmUpstreamFailedError extends ConfirmError {
   }
 }
 
-/** Proxy: the upstream did not answer within the deadline; the call was cancelled, not retried; whether it acted is unknown. */
+/**
+ * Proxy: the upstream did not answer within the deadline (`deadlineSeconds`); the request was
+ * cancelled and not retried. For a forwarded `tools/call` the message adds that whether the
+ * upstream acted is unknown; for any other request (`request`, e.g. `tools/list`) it does not.
+ */
 export class ConfirmUpstreamTimeoutError extends ConfirmError {
-  constructor(deadlineSeconds: number) {
+  constructor(deadlineSeconds: number, options?: { request?: string }) {
+    const request = options?.request ?? 'tools/call';
     super(
       'ERR_CONFIRM_UPSTREAM_TIMEOUT',
-      `The upstream server did not answer within ${deadlineSeconds} s; the call was cancelled and not retried; whether it acted is unknown.`,
+      request === 'tools/call'
+        ? `The upstream server did not answer within ${deadlineSeconds} s; the call was cancelled and not retried; whether it acted is unknown.`
+        : `The upstream server did not answer ${request} within ${deadlineSeconds} s; it was cancelled and not retried.`,
     );
   }
 }

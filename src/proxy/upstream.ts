@@ -425,7 +425,7 @@ export class Upstream {
    */
   private failure(e: unknown, request: string): unknown {
     if (e instanceof ProtocolError) return e;
-    if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) return new ConfirmUpstreamTimeoutError(Math.round(this.callTimeoutMs / 1000));
+    if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) return new ConfirmUpstreamTimeoutError(Math.round(this.callTimeoutMs / 1000), { request });
     if (this.downReason !== undefined) return new ConfirmUpstreamFailedError(this.downReason, { cause: e, request });
     if (e instanceof SdkError && e.code === SdkErrorCode.ConnectionClosed) return new ConfirmUpstreamFailedError('its connection closed', { cause: e, request });
     return new ConfirmUpstreamFailedError(describeFailure(e, this.http), { cause: e, request });

@@ -368,6 +368,7 @@ describe('proxy upstream failures', () => {
     const { client } = await spawnProxy(['--upstream-timeout', '1', '--policy', policyFile], [FIXTURE, dir]);
     const hung = await callTool(client, { name: 'hang', arguments: {} });
     expect(refusedWith(hung, 'ERR_CONFIRM_UPSTREAM_TIMEOUT')).toBe(true);
+    expect(text(hung)).toContain('the call was cancelled and not retried; whether it acted is unknown');
     expect(existsSync(join(dir, 'started'))).toBe(true);
   });
 

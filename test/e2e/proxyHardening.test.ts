@@ -61,14 +61,18 @@ async function startUpstream(dir: string): Promise<string> {
  * `failing` says so: then it answers 502 with a body quoting the request's headers.
  * `'tools/call'` fails only the POSTs whose JSON-RPC method is tools/call; `'all'` every request.
  */
-async function startFront(target: string): Promise<{ url: string; fail(mode: 'none' | 'tools/call' | 'all'): void }> {
-  let failing: 'none' | 'tools/call' | 'all' = 'none';
+/** Front modes: pass through, answer 502 to tools/call or to everything, or never answer tools/list. */
+type FrontMode = 'none' | 'tools/call' | 'all' | 'hang tools/list';
+
+async function startFront(target: string): Promise<{ url: string; fail(mode: FrontMode): void }> {
+  let failing: FrontMode = 'none';
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       const isCall = body.toString('utf8').includes('"method":"tools/call"');
+      if (failing === 'hang tools/list' && body.toString('utf8').includes('"method":"tools/list"')) return; // never answered
       if (failing === 'all' || (failing === 'tools/call' && isCall)) {
         res.writeHead(502, { 'content-type': 'text/plain' });
         res.end(`Bad gateway. Your request headers were: ${JSON.stringify(req.headers)}`);
@@ -83,7 +87,13 @@ async function startFront(target: string): Promise<{ url: string; fail(mode: 'no
     });
   });
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
-  closers.push(() => new Promise((res) => server.close(res)));
+  closers.push(
+    () =>
+      new Promise((res) => {
+        server.close(res);
+        server.closeAllConnections(); // a hung request's connection too
+      }),
+  );
   const { port } = server.address() as { port: number };
   return { url: `http://127.0.0.1:${port}/mcp`, fail: (mode) => (failing = mode) };
 }
@@ -173,6 +183,24 @@ describe('the refusal of a failed upstream request names what failed', () => {
     );
     front.fail('none');
     expect((await client.listTools()).tools).toHaveLength(2);
+  });
+
+  it('tools/list that the upstream never answers: ERR_CONFIRM_UPSTREAM_TIMEOUT without "whether it acted" (a hung tools/call says it: test/e2e/proxy.test.ts)', async () => {
+    const dir = freshDir();
+    const front = await startFront(await startUpstream(dir));
+    const { client } = await httpProxy(front.url, ['--upstream-timeout', '1']);
+    // Control: healthy, tools/list answers.
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['read_note', 'write_note']);
+    front.fail('hang tools/list');
+    const listed = await client.listTools().then(
+      () => undefined,
+      (e: unknown) => e as Error & { code?: number },
+    );
+    expect(listed?.message).toContain('[ERR_CONFIRM_UPSTREAM_TIMEOUT] The upstream server did not answer tools/list within 1 s; it was cancelled and not retried.');
+    expect(listed?.message).not.toContain('acted');
+    // Control: answered again once the front passes tools/list through.
+    front.fail('none');
+    expect((await client.listTools()).tools.length).toBe(2);
   });
 });
 
