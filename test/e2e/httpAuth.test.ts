@@ -141,7 +141,7 @@ describe('--auth-issuer/--auth-jwks: bearer tokens are required and verified', (
 });
 
 describe('clock skew, a remote JWK set and an explicit --resource', () => {
-  it('accepts an nbf within the stated 30 s skew; refuses an nbf an hour ahead and a token 10 s past its exp (exp has no skew) with 401, saying "Token has expired" (an hour past: the generic text)', async () => {
+  it('accepts an nbf within the stated 30 s skew; refuses an nbf an hour ahead and a token 10 s past its exp (exp has no skew) with 401 (an hour past: the generic text)', async () => {
     const server = await serve();
     const nowS = Math.floor(Date.now() / 1000);
     const send = async (t: string) =>
