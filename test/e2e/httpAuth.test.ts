@@ -4,7 +4,9 @@
  * the RFC 9728 challenge, the Protected Resource Metadata document, and the
  * principal = the token's iss + sub, through real clients of both eras.
  */
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
@@ -51,8 +53,8 @@ afterEach(async () => {
   rmSync(R, { recursive: true, force: true });
 });
 
-async function serve(): Promise<HttpServerProcess> {
-  const server = await startHttpServer(['--root', root, '--http', '127.0.0.1:0', '--auth-issuer', ISSUER, '--auth-jwks', jwksPath]);
+async function serve(extra: string[] = [], jwks = jwksPath): Promise<HttpServerProcess> {
+  const server = await startHttpServer(['--root', root, '--http', '127.0.0.1:0', '--auth-issuer', ISSUER, '--auth-jwks', jwks, ...extra]);
   cleanups.push(async () => {
     if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
     await server.exited;
@@ -65,13 +67,14 @@ interface TokenOptions {
   iss?: string;
   aud?: string | string[];
   expiresAt?: number;
+  notBefore?: number;
   key?: CryptoKey;
 }
 
 /** A JWT access token for `aud` (the server's resource URL unless overridden). */
 function token(resource: URL, o: TokenOptions = {}): Promise<string> {
   const nowS = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: 'mcp', client_id: 'notes-app' })
+  return new SignJWT({ scope: 'mcp', client_id: 'notes-app', ...(o.notBefore !== undefined ? { nbf: o.notBefore } : {}) })
     .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
     .setIssuer(o.iss ?? ISSUER)
     .setAudience(o.aud ?? resource.href)
@@ -137,6 +140,68 @@ describe('--auth-issuer/--auth-jwks: bearer tokens are required and verified', (
   });
 });
 
+describe('clock skew, a remote JWK set and an explicit --resource', () => {
+  it('accepts an nbf within the stated 30 s skew; refuses an nbf an hour ahead and a token 10 s past its exp (exp has no skew) with 401 (an hour past: the generic text)', async () => {
+    const server = await serve();
+    const nowS = Math.floor(Date.now() / 1000);
+    const send = async (t: string) =>
+      rawRequest(server.url, { headers: { ...MCP_POST_HEADERS, Host: server.url.host, Authorization: `Bearer ${t}` }, body: LEGACY_INITIALIZE });
+    const early = await send(await token(server.url, { notBefore: nowS + 10 }));
+    expect(early.status).toBe(200);
+    const future = await send(await token(server.url, { notBefore: nowS + 3600 }));
+    expect(future.status).toBe(401);
+    expect(future.headers['www-authenticate']).toContain('error="invalid_token"');
+    const justExpired = await send(await token(server.url, { expiresAt: nowS - 10 }));
+    expect(justExpired.status).toBe(401);
+    expect(justExpired.headers['www-authenticate']).toContain('error="invalid_token"');
+    // Its text ("Token has expired" from the SDK's exp check) is not asserted: it holds only while the request is under
+    // 20 s old, a machine-speed bound. A token expired an hour ago gets jose's refusal, the generic text (README, "Tokens").
+    const longExpired = await send(await token(server.url, { expiresAt: nowS - 3600 }));
+    expect(longExpired.status).toBe(401);
+    expect(JSON.parse(longExpired.body)).toEqual({ error: 'invalid_token', error_description: 'The access token is invalid or expired' });
+  });
+
+  it('--auth-jwks http://127.0.0.1:PORT/…: a JWK set fetched over loopback HTTP verifies a real client\'s token, and a token of another key is refused with 401', async () => {
+    const jwksBody = readFileSync(jwksPath, 'utf8');
+    let fetched = 0;
+    const jwksServer = createServer((req, res) => {
+      fetched += 1;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(jwksBody);
+    });
+    await new Promise<void>((res) => jwksServer.listen(0, '127.0.0.1', () => res()));
+    cleanups.push(() => new Promise<void>((res) => jwksServer.close(() => res())));
+    const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`;
+    const server = await serve([], jwksUrl);
+    const client = await connectModern(server.url, await token(server.url, { sub: 'u1' }));
+    cleanups.push(() => client.close());
+    const { message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'report.txt' } }));
+    expect(message).toContain('report.txt');
+    expect(fetched).toBeGreaterThan(0);
+    const foreign = await rawRequest(server.url, {
+      headers: { ...MCP_POST_HEADERS, Host: server.url.host, Authorization: `Bearer ${await token(server.url, { key: otherKey })}` },
+      body: LEGACY_INITIALIZE,
+    });
+    expect(foreign.status).toBe(401);
+    expect(existsSync(join(root, 'report.txt'))).toBe(true);
+  });
+
+  it('--resource URL is the audience, the metadata document\'s resource and the 401 challenge\'s origin, and its host an allowed Host; a token for the bound URL instead is refused', async () => {
+    const resource = 'http://mcp.example.test/mcp';
+    const server = await serve(['--resource', resource]);
+    const headers = { ...MCP_POST_HEADERS, Host: 'mcp.example.test' };
+    const none = await rawRequest(server.url, { headers, body: LEGACY_INITIALIZE });
+    expect(none.status).toBe(401);
+    expect(none.headers['www-authenticate']).toContain('resource_metadata="http://mcp.example.test/.well-known/oauth-protected-resource/mcp"');
+    const doc = await rawRequest(server.url, { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', headers: { Host: 'mcp.example.test' } });
+    expect(doc.status).toBe(200);
+    expect(JSON.parse(doc.body)).toMatchObject({ resource, authorization_servers: [ISSUER] });
+    const forResource = await rawRequest(server.url, { headers: { ...headers, Authorization: `Bearer ${await token(new URL(resource))}` }, body: LEGACY_INITIALIZE });
+    expect(forResource.status).toBe(200);
+    const forBoundUrl = await rawRequest(server.url, { headers: { ...headers, Authorization: `Bearer ${await token(server.url)}` }, body: LEGACY_INITIALIZE });
+    expect(forBoundUrl.status).toBe(401);
+  });
+});
+
 describe('the principal over HTTP is the token issuer + subject (bind-7)', () => {
   it('refuses with -32602 a state minted for U1 presented by U2 of the same OAuth client; U1 then deletes the file once', async () => {
     const server = await serve();
@@ -198,6 +263,12 @@ describe('HTTP start-up checks (exit code 2)', () => {
     expect(oct.code).toBe(2);
     expect(oct.stderr).toContain('symmetric (oct) key');
     expect(oct.stderr).not.toContain(Buffer.alloc(32, 1).toString('base64url'));
+  });
+
+  it('refuses a plain-http --auth-jwks URL on a non-loopback host', async () => {
+    const r = await runCli(['--root', root, '--http', '127.0.0.1:0', '--auth-issuer', ISSUER, '--auth-jwks', 'http://192.0.2.1/jwks.json']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--auth-jwks URL must be https');
   });
 
   it('refuses HTTP flags without --http', async () => {
