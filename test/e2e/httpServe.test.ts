@@ -122,6 +122,7 @@ describe('graceful SIGTERM', () => {
     const slow = await startSlowRequest(server.url);
     server.proc.kill('SIGTERM');
     await server.waitForStderr('no longer accepting');
+    expect(server.stderr()).toContain('draining in-flight requests (up to 10s)'); // the default drain deadline
     // The request began before SIGTERM and is answered after it.
     slow.socket.write(LEGACY_INITIALIZE);
     await slow.until(/HTTP\/1\.1 200 OK[\s\S]*"protocolVersion"/);
@@ -129,6 +130,21 @@ describe('graceful SIGTERM', () => {
     expect(server.stderr()).toContain('stopped');
     expect(server.stderr()).not.toContain('drain deadline reached');
     slow.socket.destroy();
+  });
+
+  it('closes the ledger before exiting: the write-ahead log of the SQLite ledger, present while serving, is checkpointed and removed', async () => {
+    const db = join(R, 'ledger.db');
+    const server = await serve(['--ledger', `sqlite:${db}`]);
+    writeFileSync(join(root, 'wal.txt'), 'x');
+    const client = await connectModern(server.url);
+    cleanups.push(() => client.close());
+    expect(asked(await callTool(client, { name: 'delete_file', arguments: { path: 'wal.txt' } }))).toBeDefined();
+    expect(existsSync(`${db}-wal`)).toBe(true); // control: open and written
+    server.proc.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    expect(server.stderr()).toContain('stopped');
+    expect(existsSync(`${db}-wal`)).toBe(false);
+    expect(existsSync(db)).toBe(true);
   });
 
   it('exits 0 at the drain deadline when an in-flight request never finishes', async () => {
