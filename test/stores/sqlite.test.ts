@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expectUnavailable, rejection } from '../helpers/rejections.js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -74,6 +74,26 @@ describe('SqliteLedger', () => {
     check.close();
     expect(await ledger.spend(id, Date.now())).toBe('spent');
     await Promise.all([ledger.close(), onOld.close()]);
+  });
+
+  it("checkpoints a 1 KiB-page file's WAL at 4,000 pages (the bytes of SQLite's default 1,000 pages of 4 KiB), not at 1,000 pages", async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path });
+    const frameBytes = 24 + 1024; // WAL frame header + one page
+    const walFrames = (): number => Math.floor((statSync(`${path}-wal`).size - 32) / frameBytes);
+    const now = Date.now();
+    let most = 0;
+    // ~5-8 frames per pair: 1,500 pairs write well past 4,000 frames, so the WAL must have been checkpointed and reused.
+    for (let i = 0; i < 1_500; i++) {
+      const jti = randomUUID();
+      await ledger.issue(jti, 'alice', now + 60_000, now);
+      expect(await ledger.spend(jti, now)).toBe('spent');
+      most = Math.max(most, walFrames());
+    }
+    // Past SQLite's default of 1,000 pages, and never much beyond 4,000 (one commit's frames at most).
+    expect(most).toBeGreaterThan(3_000);
+    expect(most).toBeLessThan(4_100);
+    await ledger.close();
   });
 
   it('shares entries between two ledgers opened on the same file', async () => {
