@@ -13,6 +13,12 @@
  * A file the ledger creates gets 1 KiB pages (`PRAGMA page_size`, SQLite's default is
  * 4 KiB): each commit appends every page it changed to the WAL, so smaller pages mean
  * fewer bytes written per issue or spend. A file that exists keeps its page size.
+ * Each connection checkpoints the WAL once it holds about 4 MB (`PRAGMA wal_autocheckpoint`
+ * set to 4,096,000 bytes over the page size, 4,000 pages of 1 KiB; never below SQLite's
+ * default of 1,000 pages), the size of SQLite's default WAL of 1,000 pages of 4 KiB: with
+ * 1 KiB pages the default would checkpoint four times as often, and each checkpoint calls
+ * `fsync` twice (WAL, then database file) even with `synchronous = NORMAL`. The `-wal`
+ * file is reused after a checkpoint, not shrunk, so it stays at about 4 MB on disk.
  * The counts are kept by triggers inside the same statement that inserts, spends
  * or deletes a row, so they can never drift from the rows, and a bound check is
  * two primary-key reads instead of a `count(*)`. (Triggers rather than separate
@@ -112,6 +118,13 @@ const TABLE = 'mcp_confirm_ledger';
 const COUNTS = 'mcp_confirm_ledger_counts';
 /** Page size of a new database file, in bytes (SQLite's default is 4,096). */
 const PAGE_SIZE = 1024;
+/**
+ * Size of the WAL, in bytes, at which a commit checkpoints it (`PRAGMA wal_autocheckpoint`
+ * counts pages): SQLite's default is 1,000 pages, 4,096,000 bytes with its default 4 KiB pages.
+ * With the ledger's 1 KiB pages the default would checkpoint four times as often, each
+ * checkpoint with two `fsync` calls (WAL, then database) even with `synchronous = NORMAL`.
+ */
+const WAL_CHECKPOINT_BYTES = 1_000 * 4_096;
 /** Every this many operations a process sweeps expired rows and caps tombstones. */
 const MAINTENANCE_EVERY = 256;
 /** Every table, index and trigger of {@link SCHEMA}: when all exist, opening needs no write lock. */
@@ -310,6 +323,9 @@ export class SqliteLedger implements Ledger, ApprovalStore {
       const mode = db.pragma('journal_mode = WAL', { simple: true });
       if (String(mode).toLowerCase() !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
     }
+    // Checkpoint at the byte size of SQLite's default WAL whatever the page size (a setting of this connection).
+    const pageSize = Number(db.pragma('page_size', { simple: true }));
+    db.pragma(`wal_autocheckpoint = ${Math.max(1_000, Math.round(WAL_CHECKPOINT_BYTES / pageSize))}`);
     const present = db
       .prepare(`SELECT count(*) AS n FROM sqlite_schema WHERE name IN (${SCHEMA_OBJECTS.map(() => '?').join(', ')})`)
       .get(...SCHEMA_OBJECTS) as { n: number };

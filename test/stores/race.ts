@@ -107,3 +107,58 @@ export async function raceSpends(opts: {
     );
   }
 }
+
+const ISSUE_WORKER = fileURLToPath(new URL('./issueRaceWorker.ts', import.meta.url));
+
+/** What one process of {@link raceIssues} saw. */
+export interface IssueRaceResult {
+  issued: string[];
+  refused: { principal: number; total: number };
+  errors: string[];
+}
+
+/**
+ * Forks `processes` workers, each opening its own SqliteLedger on `path` with the given bounds,
+ * and lets each fire `attempts` concurrent issues of fresh jtis at the same instant
+ * (the i-th for `principals[i % length]`). Resolves with each process's outcomes.
+ */
+export async function raceIssues(opts: {
+  path: string;
+  maxPerPrincipal: number;
+  maxTotal: number;
+  principals: string[];
+  processes: number;
+  attempts: number;
+}): Promise<IssueRaceResult[]> {
+  const children = Array.from({ length: opts.processes }, () =>
+    fork(ISSUE_WORKER, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  try {
+    const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
+    for (const c of children) c.send({ type: 'open', path: opts.path, maxPerPrincipal: opts.maxPerPrincipal, maxTotal: opts.maxTotal });
+    for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
+    const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
+    const nowMs = Date.now();
+    const startAtMs = nowMs + 30;
+    for (const c of children) c.send({ type: 'go', principals: opts.principals, attempts: opts.attempts, nowMs, startAtMs });
+    return (await Promise.all(replies)) as unknown as IssueRaceResult[];
+  } finally {
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            const timer = setTimeout(() => {
+              c.kill('SIGKILL');
+              resolve();
+            }, 5_000);
+            c.once('exit', () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            c.send({ type: 'exit' });
+          }),
+      ),
+    );
+  }
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expectUnavailable, rejection } from '../helpers/rejections.js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
 import { SqliteLedger } from '../../src/stores/sqlite.js';
 import { ledgerContract, type HeldStore } from '../ledger/contract.js';
-import { raceSpends } from './race.js';
+import { raceIssues, raceSpends } from './race.js';
 import { holdWriteLock } from './sqliteLock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-sqlite-'));
@@ -74,6 +74,26 @@ describe('SqliteLedger', () => {
     check.close();
     expect(await ledger.spend(id, Date.now())).toBe('spent');
     await Promise.all([ledger.close(), onOld.close()]);
+  });
+
+  it("checkpoints a 1 KiB-page file's WAL at 4,000 pages (the bytes of SQLite's default 1,000 pages of 4 KiB), not at 1,000 pages", async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path });
+    const frameBytes = 24 + 1024; // WAL frame header + one page
+    const walFrames = (): number => Math.floor((statSync(`${path}-wal`).size - 32) / frameBytes);
+    const now = Date.now();
+    let most = 0;
+    // ~5-8 frames per pair: 1,500 pairs write well past 4,000 frames, so the WAL must have been checkpointed and reused.
+    for (let i = 0; i < 1_500; i++) {
+      const jti = randomUUID();
+      await ledger.issue(jti, 'alice', now + 60_000, now);
+      expect(await ledger.spend(jti, now)).toBe('spent');
+      most = Math.max(most, walFrames());
+    }
+    // Past SQLite's default of 1,000 pages, and never much beyond 4,000 (one commit's frames at most).
+    expect(most).toBeGreaterThan(3_000);
+    expect(most).toBeLessThan(4_100);
+    await ledger.close();
   });
 
   it('shares entries between two ledgers opened on the same file', async () => {
@@ -334,6 +354,45 @@ describe('SqliteLedger', () => {
       expectUnavailable(await rejection(ledger.spend(id, Date.now())));
       expectUnavailable(await rejection(ledger.issue(randomUUID(), 'alice', Date.now() + 60_000)));
     });
+  });
+
+  it('issues exactly maxTotal when 4 processes fire 30 concurrent issues each at one file: 40 issued, 80 refused ERR_CONFIRM_CAPACITY, each issued jti spent once', async () => {
+    const path = freshPath();
+    const results = await raceIssues({
+      path,
+      maxPerPrincipal: 1_000,
+      maxTotal: 40,
+      principals: Array.from({ length: 10 }, (_, i) => `p${i}`),
+      processes: 4,
+      attempts: 30,
+    });
+    expect(results.flatMap((r) => r.errors)).toEqual([]);
+    const issued = results.flatMap((r) => r.issued);
+    expect(issued).toHaveLength(40);
+    expect(results.reduce((n, r) => n + r.refused.total, 0)).toBe(80);
+    expect(results.reduce((n, r) => n + r.refused.principal, 0)).toBe(0);
+    const check = new Database(path, { readonly: true });
+    expect(check.prepare('SELECT count(*) AS n FROM mcp_confirm_ledger WHERE spent = 0').get()).toEqual({ n: 40 });
+    check.close();
+    const ledger = new SqliteLedger({ path, maxTotal: 40 });
+    const now = Date.now();
+    for (const jti of issued) expect(await ledger.spend(jti, now)).toBe('spent');
+    for (const jti of issued) expect(await ledger.spend(jti, now)).toBe('already-spent');
+    // The slots are free again: the bound counts outstanding confirmations, not tombstones.
+    await ledger.issue(randomUUID(), 'p0', now + 60_000, now);
+    await ledger.close();
+  });
+
+  it('issues exactly maxPerPrincipal for one principal when 4 processes fire 30 concurrent issues each: 25 issued, 95 refused for the principal', async () => {
+    const path = freshPath();
+    const results = await raceIssues({ path, maxPerPrincipal: 25, maxTotal: 1_000, principals: ['alice'], processes: 4, attempts: 30 });
+    expect(results.flatMap((r) => r.errors)).toEqual([]);
+    expect(results.flatMap((r) => r.issued)).toHaveLength(25);
+    expect(results.reduce((n, r) => n + r.refused.principal, 0)).toBe(95);
+    expect(results.reduce((n, r) => n + r.refused.total, 0)).toBe(0);
+    const check = new Database(path, { readonly: true });
+    expect(check.prepare("SELECT count(*) AS n FROM mcp_confirm_ledger WHERE spent = 0 AND principal = 'alice'").get()).toEqual({ n: 25 });
+    check.close();
   });
 
   it('gives exactly one spent across 4 processes x 250 concurrent spends of one jti, every round (spend-1)', async () => {
