@@ -163,76 +163,118 @@ export interface RedisLedgerOptions {
 }
 
 /**
- * Issue. KEYS: entry, out zset, principal zset. ARGV: jti, principal, expiresAtMs,
- * nowMs, px (entry TTL, ms), maxPerPrincipal, maxTotal, zset TTL (ms).
+ * TTL of the zsets, in milliseconds, when an issue finds it shorter than the new entry's
+ * own TTL (or unset): 24 hours on top of that entry's TTL. The zsets therefore always
+ * outlive every entry they count, and an idle principal's or namespace's zsets go away.
+ * Stale members are removed by score before a bound refuses.
  */
-const ISSUE_SCRIPT = `
-local maxPer = tonumber(ARGV[6])
-local maxTotal = tonumber(ARGV[7])
-if redis.call('ZCARD', KEYS[3]) >= maxPer or redis.call('ZCARD', KEYS[2]) >= maxTotal then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[4])
-  if redis.call('ZCARD', KEYS[3]) >= maxPer then return 'capacity-principal' end
-  if redis.call('ZCARD', KEYS[2]) >= maxTotal then return 'capacity-total' end
-end
-if not redis.call('SET', KEYS[1], 'o|' .. ARGV[3] .. '|' .. ARGV[2], 'NX', 'PX', ARGV[5]) then return 'duplicate' end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[8])
-redis.call('PEXPIRE', KEYS[3], ARGV[8])
-return 'issued'
-`;
+const ZSET_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** TTL of the spend list, set when it is created, in milliseconds. */
+const SPENT_LIST_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** A Lua string literal of `text` (no control characters: the namespace refuses them). */
+const luaString = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
 /**
- * Spend. KEYS: entry, out zset, spent list. ARGV: jti, nowMs, principal zset key
- * prefix, maxTotal (tombstone cap), entry key prefix, spent list TTL (ms).
+ * The issue script of one ledger: its key names and bounds are constants of the script
+ * text, so each call sends only what changes. KEYS: entry (`…jti:JTI`). ARGV: principal,
+ * expiresAtMs, nowMs, px (the entry's TTL, ms).
+ *
+ * Seven commands: ZCARD of both zsets, SET NX PX, ZADD to both zsets, and PTTL of both
+ * (a zset whose TTL is shorter than the new entry's, or unset because ZADD just created
+ * it, gets PEXPIRE px + 24 hours).
+ */
+function issueScript(prefix: string, maxPerPrincipal: number, maxTotal: number): string {
+  return `
+local pz = ${luaString(prefix + 'p:')} .. ARGV[1]
+local out = ${luaString(prefix + 'out')}
+if redis.call('ZCARD', pz) >= ${maxPerPrincipal} or redis.call('ZCARD', out) >= ${maxTotal} then
+  redis.call('ZREMRANGEBYSCORE', out, '-inf', ARGV[3])
+  redis.call('ZREMRANGEBYSCORE', pz, '-inf', ARGV[3])
+  if redis.call('ZCARD', pz) >= ${maxPerPrincipal} then return 'capacity-principal' end
+  if redis.call('ZCARD', out) >= ${maxTotal} then return 'capacity-total' end
+end
+if not redis.call('SET', KEYS[1], 'o|' .. ARGV[2] .. '|' .. ARGV[1], 'NX', 'PX', ARGV[4]) then return 'duplicate' end
+local jti = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'jti:') + 1})
+redis.call('ZADD', out, ARGV[2], jti)
+redis.call('ZADD', pz, ARGV[2], jti)
+local px = tonumber(ARGV[4])
+if redis.call('PTTL', out) < px then redis.call('PEXPIRE', out, px + ${ZSET_TTL_MS}) end
+if redis.call('PTTL', pz) < px then redis.call('PEXPIRE', pz, px + ${ZSET_TTL_MS}) end
+return 'issued'
+`;
+}
+
+/**
+ * The spend script of one ledger (key names and the tombstone cap are constants of the
+ * text). KEYS: entry (`…jti:JTI`). ARGV: nowMs.
+ *
+ * The entry is replaced by a tombstone and its old value read in one command
+ * (`SET … XX GET KEEPTTL`): missing → 'unknown' (nothing written); a tombstone (this
+ * version's `s|` or an earlier version's `s|EXPIRES_AT_MS`) → 'already-spent'; an
+ * outstanding `o|EXPIRES_AT_MS|PRINCIPAL` → out of both zsets, then 'expired' (entry
+ * deleted) or 'spent'. Anything else is put back as it was and is an error.
  *
  * The tombstone cap is kept with a list in spend order (RPUSH, O(1), whose reply is the
- * new length, so no separate count), not a sorted set: beyond `maxTotal` the oldest
- * spends are popped and their tombstones deleted, as the memory ledger drops its oldest.
+ * new length, so no separate count). When a spend takes it beyond the cap, the oldest
+ * `excess + evictSlack` spends are popped at once (LPOP with a count, in chunks of at most
+ * 1,000) and those still tombstones deleted (one MGET, one DEL per chunk), as the memory
+ * ledger drops its oldest: between `maxTotal - evictSlack` and `maxTotal` tombstones stay.
  */
-const SPEND_SCRIPT = `
-local v = redis.call('GET', KEYS[1])
+function spendScript(prefix: string, maxTotal: number): string {
+  return `
+local v = redis.call('SET', KEYS[1], 's|', 'XX', 'GET', 'KEEPTTL')
 if not v then return 'unknown' end
 local kind = string.sub(v, 1, 2)
 if kind == 's|' then return 'already-spent' end
 local bar = string.find(v, '|', 3, true)
-if kind ~= 'o|' or not bar then return redis.error_reply('ERR mcp-confirm: unexpected ledger value') end
-local expText = string.sub(v, 3, bar - 1)
-local exp = tonumber(expText)
-if not exp then return redis.error_reply('ERR mcp-confirm: unexpected ledger value') end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', ARGV[3] .. string.sub(v, bar + 1), ARGV[1])
-if tonumber(ARGV[2]) >= exp then
+local exp = kind == 'o|' and bar and tonumber(string.sub(v, 3, bar - 1))
+if not exp then
+  redis.call('SET', KEYS[1], v, 'KEEPTTL')
+  return redis.error_reply('ERR mcp-confirm: unexpected ledger value')
+end
+local jti = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'jti:') + 1})
+redis.call('ZREM', ${luaString(prefix + 'out')}, jti)
+redis.call('ZREM', ${luaString(prefix + 'p:')} .. string.sub(v, bar + 1), jti)
+if tonumber(ARGV[1]) >= exp then
   redis.call('DEL', KEYS[1])
   return 'expired'
 end
-redis.call('SET', KEYS[1], 's|' .. expText, 'KEEPTTL')
-local n = redis.call('RPUSH', KEYS[3], ARGV[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
-local excess = n - tonumber(ARGV[4])
-if excess > 0 then
-  for i = 1, excess do
-    local old = redis.call('LPOP', KEYS[3])
-    local key = ARGV[5] .. old
-    local ov = redis.call('GET', key)
-    if ov and string.sub(ov, 1, 2) == 's|' then redis.call('DEL', key) end
+local list = ${luaString(prefix + 'spent-order')}
+local n = redis.call('RPUSH', list, jti)
+if n == 1 then redis.call('PEXPIRE', list, ${SPENT_LIST_TTL_MS}) end
+if n > ${maxTotal} then
+  local excess = n - ${maxTotal - evictSlack(maxTotal)}
+  while excess > 0 do
+    local old = redis.call('LPOP', list, math.min(excess, 1000))
+    if not old then break end
+    excess = excess - #old
+    local keys = {}
+    for i = 1, #old do keys[i] = ${luaString(prefix + 'jti:')} .. old[i] end
+    local values = redis.call('MGET', unpack(keys))
+    local dead = {}
+    for i = 1, #keys do
+      local ov = values[i]
+      if ov and string.sub(ov, 1, 2) == 's|' then dead[#dead + 1] = keys[i] end
+    end
+    if #dead > 0 then redis.call('DEL', unpack(dead)) end
   end
 end
 return 'spent'
 `;
+}
 
 /**
- * TTL of the zsets, refreshed on every write, in milliseconds: 24 hours, or an
- * entry's own TTL when that is longer. It only collects the zsets of idle
- * principals/namespaces; stale members are removed by score before use.
+ * How many tombstones below the cap one eviction goes (⌊maxTotal / 1024⌋: 97 for the
+ * default 100,000, 0 below 1,024), so that at the cap a spend evicts once per
+ * `evictSlack + 1` spends instead of at every spend.
  */
-const ZSET_TTL_MS = 24 * 60 * 60 * 1000;
-const ZSET_TTL_TEXT = String(ZSET_TTL_MS);
+function evictSlack(maxTotal: number): number {
+  return Math.floor(maxTotal / 1024);
+}
 
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
-const ISSUE_SHA = sha1(ISSUE_SCRIPT);
-const SPEND_SHA = sha1(SPEND_SCRIPT);
 
 /** Open an approval. KEYS: ap:ID, apj:JTI. ARGV: id, jti, principal, view, expiresAtMs, px. */
 const APPROVAL_OPEN_SCRIPT = `
@@ -383,8 +425,11 @@ export class RedisLedger implements Ledger, ApprovalStore {
   readonly #client: RedisCommandClient;
   readonly #owned: OwnedClient | undefined;
   readonly #prefix: string;
-  readonly #maxPerText: string;
-  readonly #maxTotalText: string;
+  readonly #entryPrefix: string;
+  readonly #issueScript: string;
+  readonly #issueSha: string;
+  readonly #spendScript: string;
+  readonly #spendSha: string;
   readonly #pending = new Set<Pending>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -412,8 +457,11 @@ export class RedisLedger implements Ledger, ApprovalStore {
     this.clockSkewMs = nonNegativeInteger('clockSkewMs', options.clockSkewMs, 60_000);
     this.connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 5_000);
     this.#prefix = `mcp-confirm:{${namespace}}:`;
-    this.#maxPerText = String(this.maxPerPrincipal);
-    this.#maxTotalText = String(this.maxTotal);
+    this.#entryPrefix = this.#prefix + 'jti:';
+    this.#issueScript = issueScript(this.#prefix, this.maxPerPrincipal, this.maxTotal);
+    this.#issueSha = sha1(this.#issueScript);
+    this.#spendScript = spendScript(this.#prefix, this.maxTotal);
+    this.#spendSha = sha1(this.#spendScript);
 
     if (options.url !== undefined) {
       let protocol: string;
@@ -485,21 +533,16 @@ export class RedisLedger implements Ledger, ApprovalStore {
     finiteMs('nowMs', nowMs);
     const remaining = Math.max(0, Math.ceil(expiresAtMs - nowMs));
     const px = Math.max(1, remaining + this.clockSkewMs);
-    const reply = await this.#script(
-      ISSUE_SHA,
-      ISSUE_SCRIPT,
-      [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'p:' + principal],
-      [
-        jti,
-        principal,
-        String(expiresAtMs),
-        String(nowMs),
-        String(px),
-        this.#maxPerText,
-        this.#maxTotalText,
-        px > ZSET_TTL_MS ? String(px) : ZSET_TTL_TEXT,
-      ],
-    );
+    const reply = await this.#run([
+      'EVALSHA',
+      this.#issueSha,
+      '1',
+      this.#entryPrefix + jti,
+      principal,
+      String(expiresAtMs),
+      String(nowMs),
+      String(px),
+    ], this.#issueScript);
     switch (reply) {
       case 'issued':
         return;
@@ -526,12 +569,7 @@ export class RedisLedger implements Ledger, ApprovalStore {
    */
   async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
     finiteMs('nowMs', nowMs);
-    const reply = await this.#script(
-      SPEND_SHA,
-      SPEND_SCRIPT,
-      [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'spent-order'],
-      [jti, String(nowMs), this.#prefix + 'p:', this.#maxTotalText, this.#prefix + 'jti:', ZSET_TTL_TEXT],
-    );
+    const reply = await this.#run(['EVALSHA', this.#spendSha, '1', this.#entryPrefix + jti, String(nowMs)], this.#spendScript);
     if (reply !== undefined && SPEND_OUTCOMES.has(reply)) return reply as SpendOutcome;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to spend') });
   }
@@ -688,6 +726,11 @@ export class RedisLedger implements Ledger, ApprovalStore {
    * @throws {ConfirmLedgerUnavailableError} on any failure, including the deadline.
    */
   #script(sha: string, script: string, keys: string[], args: string[]): Promise<string | undefined> {
+    return this.#run(['EVALSHA', sha, String(keys.length), ...keys, ...args], script);
+  }
+
+  /** {@link #script} for a command already built: `['EVALSHA', sha, numkeys, ...keys, ...args]`. */
+  #run(command: string[], script: string): Promise<string | undefined> {
     // Hot path: no named closures per call (cheaper, also under tsx/esbuild keepNames).
     return new Promise<string | undefined>((resolve, reject) => {
       if (this.#closed) {
@@ -697,7 +740,7 @@ export class RedisLedger implements Ledger, ApprovalStore {
       const pending: Pending = { deadline: performance.now() + this.timeoutMs, resolve, reject };
       this.#pending.add(pending);
       this.#startTimer();
-      this.#send(['EVALSHA', sha, String(keys.length), ...keys, ...args], pending, script);
+      this.#send(command, pending, script);
     });
   }
 

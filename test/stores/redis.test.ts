@@ -127,8 +127,13 @@ describe('RedisLedger', () => {
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:out`, jti)).toBe(now + 30_000);
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:p:ali:ce`, jti)).toBe(now + 30_000);
 
+      // Each zset lives at least as long as the entries it counts.
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:out`)).toBeGreaterThanOrEqual(ttl);
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:p:ali:ce`)).toBeGreaterThanOrEqual(ttl);
+
       expect(await ledger.spend(jti, now + 1)).toBe('spent');
-      expect(await raw.get(key)).toBe(`s|${now + 30_000}`);
+      // The tombstone is written by the same command that reads the entry (SET … XX GET KEEPTTL).
+      expect(await raw.get(key)).toBe('s|');
       expect(await raw.pTTL(key)).toBeGreaterThan(38_000);
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:out`, jti)).toBeNull();
       expect(await raw.exists(`mcp-confirm:{${namespace}}:p:ali:ce`)).toBe(0);
@@ -179,6 +184,163 @@ describe('RedisLedger', () => {
     await ledger.close();
   });
 
+  it('evicts tombstones beyond maxTotal in batches of maxTotal / 1024 (2048: 3 at once), oldest first, never keeping more than maxTotal', async () => {
+    const namespace = ns();
+    const ledger = await openLedger({ namespace, maxTotal: 2048 });
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const ids = Array.from({ length: 2049 }, randomUUID);
+      for (const [i, id] of ids.entries()) {
+        await ledger.issue(id, `p${i % 7}`, now + 60_000, now);
+        expect(await ledger.spend(id, now)).toBe('spent');
+        if (i === 2047) expect(await raw.lLen(`mcp-confirm:{${namespace}}:spent-order`)).toBe(2048);
+      }
+      // The 2,049th spend went beyond the cap: the 3 oldest tombstones (excess 1 + slack 2) were dropped.
+      expect(await raw.lLen(`mcp-confirm:{${namespace}}:spent-order`)).toBe(2046);
+      for (const id of ids.slice(0, 3)) expect(await raw.exists(`mcp-confirm:{${namespace}}:jti:${id}`)).toBe(0);
+      const outcomes = await Promise.all([ids[0]!, ids[1]!, ids[2]!, ids[3]!, ids[2048]!].map((id) => ledger.spend(id, now)));
+      expect(outcomes).toEqual(['unknown', 'unknown', 'unknown', 'already-spent', 'already-spent']);
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  it('gives exactly maxPerPrincipal, then exactly maxTotal, to 40 concurrent issuers on two connections; the rest ERR_CONFIRM_CAPACITY', async () => {
+    const namespace = ns();
+    const bounds = { namespace, maxPerPrincipal: 5, maxTotal: 8 };
+    const [a, b] = await Promise.all([openLedger(bounds), openLedger(bounds)]);
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const settle = (p: Promise<void>): Promise<string> =>
+        p.then(
+          () => 'issued',
+          (e: unknown) => (e as { code?: string }).code ?? String(e),
+        );
+      const tally = (results: string[]): Record<string, number> => {
+        const t: Record<string, number> = {};
+        for (const r of results) t[r] = (t[r] ?? 0) + 1;
+        return t;
+      };
+      const alice = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => settle((i % 2 === 0 ? a : b).issue(randomUUID(), 'alice', now + 60_000, now))),
+      );
+      expect(tally(alice)).toEqual({ issued: 5, ERR_CONFIRM_CAPACITY: 35 });
+      expect(await raw.zCard(`mcp-confirm:{${namespace}}:p:alice`)).toBe(5);
+      const others = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => settle((i % 2 === 0 ? a : b).issue(randomUUID(), `user-${i}`, now + 60_000, now))),
+      );
+      expect(tally(others)).toEqual({ issued: 3, ERR_CONFIRM_CAPACITY: 37 });
+      expect(await raw.zCard(`mcp-confirm:{${namespace}}:out`)).toBe(8);
+    } finally {
+      await raw.close();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('keeps each zset at least as long as an entry living longer than 24 hours, so that entry keeps counting toward the bound', async () => {
+    const namespace = ns();
+    const ledger = await openLedger({ namespace, maxPerPrincipal: 1 });
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const jti = randomUUID();
+      await ledger.issue(jti, 'alice', now + 30 * 3_600_000, now);
+      const entryTtl = await raw.pTTL(`mcp-confirm:{${namespace}}:jti:${jti}`);
+      expect(entryTtl).toBeGreaterThan(30 * 3_600_000);
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:out`)).toBeGreaterThanOrEqual(entryTtl);
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:p:alice`)).toBeGreaterThanOrEqual(entryTtl);
+      const error = await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now));
+      expect((error as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+      // Control: once spent, the slot is free again.
+      expect(await ledger.spend(jti, now)).toBe('spent');
+      await ledger.issue(randomUUID(), 'alice', now + 60_000, now);
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  it("works in a namespace with a quote, a backslash and non-ASCII (its key names are constants of the scripts' text)", async () => {
+    const namespace = "it's \\ «ns» " + randomUUID();
+    const ledger = await openLedger({ namespace, maxPerPrincipal: 1 });
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const jti = randomUUID();
+      await ledger.issue(jti, 'alice', now + 60_000, now);
+      expect(await raw.get(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBe(`o|${now + 60_000}|alice`);
+      expect(await raw.zScore(`mcp-confirm:{${namespace}}:p:alice`, jti)).toBe(now + 60_000);
+      expect((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now)) as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+      expect(await ledger.spend(jti, now)).toBe('spent');
+      expect(await raw.lRange(`mcp-confirm:{${namespace}}:spent-order`, 0, -1)).toEqual([jti]);
+      expect(await ledger.spend(jti, now)).toBe('already-spent');
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  describe('upgrade: keys written by the previous scripts (tombstone s|EXPIRES_AT_MS, zsets with a 24-hour TTL)', () => {
+    /** Writes an outstanding entry exactly as the previous issue script did (value, both zsets, their 24-hour TTL). */
+    async function previousIssue(raw: Awaited<ReturnType<typeof rawClient>>, namespace: string, jti: string, principal: string, expiresAtMs: number, nowMs: number): Promise<void> {
+      const p = `mcp-confirm:{${namespace}}:`;
+      await raw.set(`${p}jti:${jti}`, `o|${expiresAtMs}|${principal}`, { condition: 'NX', expiration: { type: 'PX', value: expiresAtMs - nowMs + 60_000 } });
+      await raw.zAdd(`${p}out`, { score: expiresAtMs, value: jti });
+      await raw.zAdd(`${p}p:${principal}`, { score: expiresAtMs, value: jti });
+      await raw.pExpire(`${p}out`, 86_400_000);
+      await raw.pExpire(`${p}p:${principal}`, 86_400_000);
+    }
+
+    it('an outstanding entry of the previous format counts toward the bound and spends exactly once under 32 concurrent spends, then frees its slot', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace, maxPerPrincipal: 1 });
+      const raw = await rawClient();
+      try {
+        const now = Date.now();
+        const jti = randomUUID();
+        await previousIssue(raw, namespace, jti, 'alice', now + 60_000, now);
+        const full = await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now));
+        expect((full as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+        const outcomes = await Promise.all(Array.from({ length: 32 }, () => ledger.spend(jti, now + 1)));
+        expect(outcomes.filter((o) => o === 'spent')).toHaveLength(1);
+        expect(outcomes.filter((o) => o === 'already-spent')).toHaveLength(31);
+        expect(await raw.exists(`mcp-confirm:{${namespace}}:p:alice`)).toBe(0);
+        // Control: the freed slot takes a new confirmation, which spends once.
+        const fresh = randomUUID();
+        await ledger.issue(fresh, 'alice', now + 60_000, now);
+        expect(await ledger.spend(fresh, now + 1)).toBe('spent');
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+
+    it('a tombstone of the previous format (s|EXPIRES_AT_MS) is already-spent, and its jti cannot be issued again', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace });
+      const raw = await rawClient();
+      try {
+        const now = Date.now();
+        const jti = randomUUID();
+        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, `s|${now + 60_000}`, { expiration: { type: 'PX', value: 120_000 } });
+        await raw.rPush(`mcp-confirm:{${namespace}}:spent-order`, jti);
+        expect(await ledger.spend(jti, now)).toBe('already-spent');
+        expect(await rejection(ledger.issue(jti, 'alice', now + 60_000, now))).toBeInstanceOf(RangeError);
+        expect(await raw.pTTL(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBeGreaterThan(0);
+        // Control: a jti never issued is unknown, and stays absent (SET … XX writes nothing).
+        const never = randomUUID();
+        expect(await ledger.spend(never, now)).toBe('unknown');
+        expect(await raw.exists(`mcp-confirm:{${namespace}}:jti:${never}`)).toBe(0);
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+  });
+
   it('reloads its scripts after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
     const ledger = await openLedger();
     const raw = await rawClient();
@@ -221,7 +383,7 @@ describe('RedisLedger', () => {
         await woke;
         expect(events).toEqual(['spend refused', 'redis woke']);
         expect(await patient.spend(id, now + 2)).toBe('already-spent');
-        expect(await client.get(`mcp-confirm:{${namespace}}:jti:${id}`)).toBe(`s|${now + 60_000}`);
+        expect(await client.get(`mcp-confirm:{${namespace}}:jti:${id}`)).toBe('s|');
         // Control: the confirmation the sleep never touched spends once.
         expect(await patient.spend(control, now + 3)).toBe('spent');
         await Promise.all([quick.close(), patient.close()]);
@@ -304,10 +466,13 @@ describe('RedisLedger', () => {
       try {
         const jti = randomUUID();
         await ledger.issue(jti, 'alice', Date.now() + 60_000);
-        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, 'o|not-a-number|alice');
-        expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
-        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, 'garbage');
-        expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+        const key = `mcp-confirm:{${namespace}}:jti:${jti}`;
+        for (const value of ['o|not-a-number|alice', 'garbage']) {
+          await raw.set(key, value);
+          expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+          // Left as it was (the spend script puts back what its SET … GET replaced).
+          expect(await raw.get(key)).toBe(value);
+        }
       } finally {
         await raw.close();
         await ledger.close();
