@@ -6,14 +6,18 @@
  * ## Keys (all of one namespace share the hash tag `{namespace}`, one cluster slot)
  * ```text
  * mcp-confirm:{NS}:jti:JTI        string  "o|EXPIRES_AT_MS|PRINCIPAL"   outstanding
- *                                         "s|EXPIRES_AT_MS"             tombstone (spent)
+ *                                         "s|"                          tombstone (spent)
  *                                         PX = remaining lifetime + clockSkewMs (garbage collection only)
  * mcp-confirm:{NS}:out            zset    member JTI, score EXPIRES_AT_MS: every outstanding entry
  * mcp-confirm:{NS}:p:PRINCIPAL    zset    the same, for one principal
  * mcp-confirm:{NS}:spent-order    list    JTI of every spend, oldest first: tombstones (for their bound)
  * ```
- * (Version 0.1.0 kept the tombstones' bound in a zset `mcp-confirm:{NS}:spent`; it is no
- * longer read or written, and goes away with its own 24-hour TTL.)
+ * Earlier scripts wrote tombstones as `"s|EXPIRES_AT_MS"`; they are read as tombstones
+ * (`'already-spent'`) and evicted like the new ones, so a store written by an earlier
+ * version keeps working, and earlier and current processes may share it (an earlier
+ * process reads `"s|"` as a tombstone too). Version 0.1.0 also kept the tombstones'
+ * bound in a zset `mcp-confirm:{NS}:spent`; it is no longer read or written, and goes
+ * away with its own 24-hour TTL.
  * `NS` is the `namespace` option, normally the server's audience.
  *
  * ## Atomicity
@@ -24,34 +28,45 @@
  *   (`ERR_CONFIRM_CAPACITY`), or writes the entry with `SET NX` (a jti already
  *   there, outstanding or tombstone, is refused) and adds it to both zsets. Two
  *   issuers can never both take the last slot.
- * - **spend** reads the entry: missing → `'unknown'`; tombstone →
- *   `'already-spent'`; outstanding → removed from the zsets, then compared with
- *   the caller's `nowMs` (`nowMs >= expiresAtMs` → deleted, `'expired'`), else
- *   replaced by a tombstone (same TTL) and its jti appended to the spend list →
- *   `'spent'`. Exactly one of any number of concurrent spends, from any process,
- *   sees the outstanding value.
+ * - **spend** writes the tombstone and reads what it replaced in one command
+ *   (`SET … XX GET KEEPTTL`): nothing → `'unknown'` (nothing written); a
+ *   tombstone → `'already-spent'`; outstanding → removed from the zsets, then
+ *   compared with the caller's `nowMs` (`nowMs >= expiresAtMs` → deleted,
+ *   `'expired'`), else its jti is appended to the spend list → `'spent'`; any
+ *   other value is put back as it was and the spend fails. Exactly one of any
+ *   number of concurrent spends, from any process, reads the outstanding value.
  *
  * Each operation is one round trip: one `EVALSHA` (the script text is sent only
- * after a `NOSCRIPT` answer). A script's cost is mostly Redis's fixed cost per
- * script call plus one per `redis.call`, so the scripts call as few commands as
- * they can: the tombstones' bound is an O(1) list push whose reply is the new
- * length (no separate count), and the spend list's TTL is set when the list is
- * created, not refreshed on every spend.
+ * after a `NOSCRIPT` answer). The key names and bounds are constants of each
+ * ledger's script text (so Redis caches two scripts per namespace and bounds),
+ * and a call sends only the entry key and what changes: issue 4 arguments
+ * (principal, expiresAtMs, nowMs, TTL), spend 1 (nowMs). A script's cost is
+ * mostly Redis's fixed cost per script call plus one per `redis.call`, so the
+ * scripts call as few commands as they can: issue 7 (ZCARD, SET NX PX, ZADD and
+ * PTTL, the zset ones twice), spend 4 (SET … XX GET KEEPTTL, ZREM twice, RPUSH);
+ * the tombstones' bound is an O(1) list push whose reply is the new length (no
+ * separate count), and its evictions come in batches (see "Bounds").
  *
  * Expiry is decided only by the caller's clock (`expiresAtMs` vs `nowMs`); the
  * Redis TTL is a garbage collector set to the remaining lifetime plus
  * `clockSkewMs`, so a store clock running ahead by less than that never drops an
  * entry early, and one that drops it anyway makes the spend `'unknown'` (still a
- * refusal). The zsets' own TTL is refreshed to 24 hours (or a longer entry's
- * TTL) on every issue, so the zsets of idle principals and namespaces go away;
- * the spend list gets a 24-hour TTL when it is created.
+ * refusal). A zset whose TTL an issue finds shorter than the new entry's (or
+ * unset, when the zset was just created) gets that entry's TTL plus 24 hours;
+ * otherwise its TTL is left alone (a PTTL read, cheaper than a PEXPIRE on every
+ * issue). A zset therefore never expires before an entry it counts, and the
+ * zsets of idle principals and namespaces go away at most 24 hours after their
+ * last entry's. The spend list gets a 24-hour TTL when it is created.
  *
  * ## Bounds
  * Outstanding entries per principal (`maxPerPrincipal`) and in total
  * (`maxTotal`) are the sizes of the zsets, so they are exact and need no counter
- * that could drift. Tombstones are capped at `maxTotal` by the spend list: beyond
- * it, the oldest spends are popped and their tombstones deleted (a replay of one is
- * then `'unknown'`, still refused), as the memory ledger drops its oldest. The list
+ * that could drift. Tombstones are capped at `maxTotal` by the spend list: when a
+ * spend takes it beyond `maxTotal`, the oldest spends are popped and their
+ * tombstones deleted (a replay of one is then `'unknown'`, still refused), as the
+ * memory ledger drops its oldest, in one batch down to `maxTotal - ⌊maxTotal / 1024⌋`
+ * (99,903 of the default 100,000; exactly `maxTotal` below 1,024), so that at the
+ * cap one spend in 98 evicts instead of every spend. The list
  * may also hold jtis whose tombstone Redis already expired; they count toward the
  * cap (so it never lets more through) until popped. When the list itself expires
  * (24 hours after it was created), the tombstones it tracked are no longer counted
@@ -59,8 +74,10 @@
  * meanwhile up to 2 × `maxTotal` tombstones exist (for entries living under 24 hours).
  *
  * > [!NOTE]
- * > An entry living longer than 24 hours may stop counting toward the bounds
- * > 24 hours after the last write to its zset (single use is unaffected).
+ * > Processes of an earlier version sharing the store set the zsets' TTL to
+ * > 24 hours on every issue; while they run, an entry living longer than 24 hours
+ * > may stop counting toward the bounds 24 hours after their last issue (single
+ * > use is unaffected).
  *
  * ## Failure
  * Fails closed: a lost connection (commands are not queued while offline), no

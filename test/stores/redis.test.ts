@@ -7,6 +7,7 @@ import type { Ledger } from '../../src/ledger/ledger.js';
 import { ledgerContract, type HeldStore } from '../ledger/contract.js';
 import { raceSpends } from './race.js';
 import { signalRedis, startRedis, waitPortClosed, type OwnRedis } from './redisServer.js';
+import { ISSUE_SCRIPT as PREVIOUS_ISSUE, SPEND_SCRIPT as PREVIOUS_SPEND } from './fixtures/previousRedisScripts.js';
 
 /**
  * The URL of the Redis the test runner started (scripts/start-redis.sh). Missing or
@@ -284,14 +285,22 @@ describe('RedisLedger', () => {
   });
 
   describe('upgrade: keys written by the previous scripts (tombstone s|EXPIRES_AT_MS, zsets with a 24-hour TTL)', () => {
-    /** Writes an outstanding entry exactly as the previous issue script did (value, both zsets, their 24-hour TTL). */
-    async function previousIssue(raw: Awaited<ReturnType<typeof rawClient>>, namespace: string, jti: string, principal: string, expiresAtMs: number, nowMs: number): Promise<void> {
+    type Raw = Awaited<ReturnType<typeof rawClient>>;
+    const DAY_MS = '86400000';
+
+    /** An issue by a process still running the previous scripts (default bounds); its reply. */
+    function previousIssue(raw: Raw, namespace: string, jti: string, principal: string, expiresAtMs: number, nowMs: number, maxPerPrincipal = 1_000): Promise<unknown> {
       const p = `mcp-confirm:{${namespace}}:`;
-      await raw.set(`${p}jti:${jti}`, `o|${expiresAtMs}|${principal}`, { condition: 'NX', expiration: { type: 'PX', value: expiresAtMs - nowMs + 60_000 } });
-      await raw.zAdd(`${p}out`, { score: expiresAtMs, value: jti });
-      await raw.zAdd(`${p}p:${principal}`, { score: expiresAtMs, value: jti });
-      await raw.pExpire(`${p}out`, 86_400_000);
-      await raw.pExpire(`${p}p:${principal}`, 86_400_000);
+      const px = String(expiresAtMs - nowMs + 60_000);
+      return raw.sendCommand(['EVAL', PREVIOUS_ISSUE, '3', `${p}jti:${jti}`, `${p}out`, `${p}p:${principal}`,
+        jti, principal, String(expiresAtMs), String(nowMs), px, String(maxPerPrincipal), '100000', DAY_MS]);
+    }
+
+    /** A spend by a process still running the previous scripts; its reply. */
+    function previousSpend(raw: Raw, namespace: string, jti: string, nowMs: number): Promise<unknown> {
+      const p = `mcp-confirm:{${namespace}}:`;
+      return raw.sendCommand(['EVAL', PREVIOUS_SPEND, '3', `${p}jti:${jti}`, `${p}out`, `${p}spent-order`,
+        jti, String(nowMs), `${p}p:`, '100000', `${p}jti:`, DAY_MS]);
     }
 
     it('an outstanding entry of the previous format counts toward the bound and spends exactly once under 32 concurrent spends, then frees its slot', async () => {
@@ -301,7 +310,7 @@ describe('RedisLedger', () => {
       try {
         const now = Date.now();
         const jti = randomUUID();
-        await previousIssue(raw, namespace, jti, 'alice', now + 60_000, now);
+        expect(await previousIssue(raw, namespace, jti, 'alice', now + 60_000, now)).toBe('issued');
         const full = await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now));
         expect((full as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
         const outcomes = await Promise.all(Array.from({ length: 32 }, () => ledger.spend(jti, now + 1)));
@@ -318,6 +327,35 @@ describe('RedisLedger', () => {
       }
     });
 
+    it('shared with a process still running the previous scripts: one bound for both, and each confirmation spent exactly once under 16 + 16 concurrent spends from both', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace, maxPerPrincipal: 2 });
+      const raw = await rawClient();
+      try {
+        const now = Date.now();
+        const [byPrevious, byCurrent] = [randomUUID(), randomUUID()];
+        expect(await previousIssue(raw, namespace, byPrevious, 'alice', now + 60_000, now, 2)).toBe('issued');
+        await ledger.issue(byCurrent, 'alice', now + 60_000, now);
+        // Both count toward one bound, whichever version asks.
+        expect(await previousIssue(raw, namespace, randomUUID(), 'alice', now + 60_000, now, 2)).toBe('capacity-principal');
+        expect((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now)) as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+        for (const jti of [byPrevious, byCurrent]) {
+          const outcomes = await Promise.all([
+            ...Array.from({ length: 16 }, () => ledger.spend(jti, now + 1)),
+            ...Array.from({ length: 16 }, () => previousSpend(raw, namespace, jti, now + 1)),
+          ]);
+          expect(outcomes.filter((o) => o === 'spent')).toHaveLength(1);
+          expect(outcomes.filter((o) => o === 'already-spent')).toHaveLength(31);
+        }
+        // Control: both slots are free again, for either version.
+        expect(await previousIssue(raw, namespace, randomUUID(), 'alice', now + 60_000, now, 2)).toBe('issued');
+        await ledger.issue(randomUUID(), 'alice', now + 60_000, now);
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+
     it('a tombstone of the previous format (s|EXPIRES_AT_MS) is already-spent, and its jti cannot be issued again', async () => {
       const namespace = ns();
       const ledger = await openLedger({ namespace });
@@ -325,8 +363,9 @@ describe('RedisLedger', () => {
       try {
         const now = Date.now();
         const jti = randomUUID();
-        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, `s|${now + 60_000}`, { expiration: { type: 'PX', value: 120_000 } });
-        await raw.rPush(`mcp-confirm:{${namespace}}:spent-order`, jti);
+        expect(await previousIssue(raw, namespace, jti, 'alice', now + 60_000, now)).toBe('issued');
+        expect(await previousSpend(raw, namespace, jti, now)).toBe('spent');
+        expect(await raw.get(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBe(`s|${now + 60_000}`);
         expect(await ledger.spend(jti, now)).toBe('already-spent');
         expect(await rejection(ledger.issue(jti, 'alice', now + 60_000, now))).toBeInstanceOf(RangeError);
         expect(await raw.pTTL(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBeGreaterThan(0);
