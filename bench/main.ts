@@ -5,7 +5,8 @@
  *
  * Cold start spawns the built CLI (dist/cli/main.js): run `npm run build` first.
  *
- * `npm run bench -- --only seal,mrtr` runs only the named groups (ledger, seal, mrtr, garbage, prompt, cold, lb, proxy).
+ * `npm run bench -- --only seal,mrtr` runs only the named groups (ledger, seal, mrtr, garbage, prompt, cold, lb, proxy);
+ * `ledger-redis` runs only the Redis part of `ledger` (same rows).
  *
  * Redis: uses REDIS_URL when set; otherwise starts a throwaway redis-server with
  * scripts/start-redis.sh when one is installed, and stops it at the end.
@@ -70,16 +71,17 @@ async function loadBalancerRows(): Promise<Row[]> {
 }
 
 /** Groups to run: all, or those named after `--only` (comma-separated: ledger, seal, mrtr, garbage, prompt, cold, lb, proxy). */
-const GROUPS = ['ledger', 'seal', 'mrtr', 'garbage', 'prompt', 'cold', 'lb', 'proxy'] as const;
+const GROUPS = ['ledger', 'ledger-redis', 'seal', 'mrtr', 'garbage', 'prompt', 'cold', 'lb', 'proxy'] as const;
 const { values: cli } = parseArgs({ options: { only: { type: 'string' } } });
 const only = cli.only === undefined ? new Set<string>(GROUPS) : new Set(cli.only.split(','));
 for (const g of only) if (!(GROUPS as readonly string[]).includes(g)) throw new Error(`--only: unknown group ${g} (one of ${GROUPS.join(', ')})`);
 
-const redis = only.has('ledger') || only.has('lb') ? startRedis() : undefined;
+const redis = only.has('ledger') || only.has('ledger-redis') || only.has('lb') ? startRedis() : undefined;
 const rows: Row[] = [];
 try {
-  if (only.has('ledger')) {
-    rows.push(...(await benchLedger(redis ? { redisUrl: redis.url } : {})));
+  if (only.has('ledger') || only.has('ledger-redis')) {
+    const parts = only.has('ledger') ? undefined : (['redis'] as const);
+    rows.push(...(await benchLedger({ ...(redis ? { redisUrl: redis.url } : {}), ...(parts ? { only: parts } : {}) })));
     if (!redis) rows.push({ name: 'ledger: redis', value: 'not measured (no redis-server)', unit: '' });
   }
   if (only.has('seal')) rows.push(...(await benchSeal()));

@@ -6,14 +6,18 @@
  * ## Keys (all of one namespace share the hash tag `{namespace}`, one cluster slot)
  * ```text
  * mcp-confirm:{NS}:jti:JTI        string  "o|EXPIRES_AT_MS|PRINCIPAL"   outstanding
- *                                         "s|EXPIRES_AT_MS"             tombstone (spent)
+ *                                         "s|"                          tombstone (spent)
  *                                         PX = remaining lifetime + clockSkewMs (garbage collection only)
  * mcp-confirm:{NS}:out            zset    member JTI, score EXPIRES_AT_MS: every outstanding entry
  * mcp-confirm:{NS}:p:PRINCIPAL    zset    the same, for one principal
  * mcp-confirm:{NS}:spent-order    list    JTI of every spend, oldest first: tombstones (for their bound)
  * ```
- * (Version 0.1.0 kept the tombstones' bound in a zset `mcp-confirm:{NS}:spent`; it is no
- * longer read or written, and goes away with its own 24-hour TTL.)
+ * Earlier scripts wrote tombstones as `"s|EXPIRES_AT_MS"`; they are read as tombstones
+ * (`'already-spent'`) and evicted like the new ones, so a store written by an earlier
+ * version keeps working, and earlier and current processes may share it (an earlier
+ * process reads `"s|"` as a tombstone too). Version 0.1.0 also kept the tombstones'
+ * bound in a zset `mcp-confirm:{NS}:spent`; it is no longer read or written, and goes
+ * away with its own 24-hour TTL.
  * `NS` is the `namespace` option, normally the server's audience.
  *
  * ## Atomicity
@@ -24,34 +28,45 @@
  *   (`ERR_CONFIRM_CAPACITY`), or writes the entry with `SET NX` (a jti already
  *   there, outstanding or tombstone, is refused) and adds it to both zsets. Two
  *   issuers can never both take the last slot.
- * - **spend** reads the entry: missing → `'unknown'`; tombstone →
- *   `'already-spent'`; outstanding → removed from the zsets, then compared with
- *   the caller's `nowMs` (`nowMs >= expiresAtMs` → deleted, `'expired'`), else
- *   replaced by a tombstone (same TTL) and its jti appended to the spend list →
- *   `'spent'`. Exactly one of any number of concurrent spends, from any process,
- *   sees the outstanding value.
+ * - **spend** writes the tombstone and reads what it replaced in one command
+ *   (`SET … XX GET KEEPTTL`): nothing → `'unknown'` (nothing written); a
+ *   tombstone → `'already-spent'`; outstanding → removed from the zsets, then
+ *   compared with the caller's `nowMs` (`nowMs >= expiresAtMs` → deleted,
+ *   `'expired'`), else its jti is appended to the spend list → `'spent'`; any
+ *   other value is put back as it was and the spend fails. Exactly one of any
+ *   number of concurrent spends, from any process, reads the outstanding value.
  *
  * Each operation is one round trip: one `EVALSHA` (the script text is sent only
- * after a `NOSCRIPT` answer). A script's cost is mostly Redis's fixed cost per
- * script call plus one per `redis.call`, so the scripts call as few commands as
- * they can: the tombstones' bound is an O(1) list push whose reply is the new
- * length (no separate count), and the spend list's TTL is set when the list is
- * created, not refreshed on every spend.
+ * after a `NOSCRIPT` answer). The key names and bounds are constants of each
+ * ledger's script text (so Redis caches two scripts per namespace and bounds),
+ * and a call sends only the entry key and what changes: issue 4 arguments
+ * (principal, expiresAtMs, nowMs, TTL), spend 1 (nowMs). A script's cost is
+ * mostly Redis's fixed cost per script call plus one per `redis.call`, so the
+ * scripts call as few commands as they can: issue 7 (ZCARD, SET NX PX, ZADD and
+ * PTTL, the zset ones twice), spend 4 (SET … XX GET KEEPTTL, ZREM twice, RPUSH);
+ * the tombstones' bound is an O(1) list push whose reply is the new length (no
+ * separate count), and its evictions come in batches (see "Bounds").
  *
  * Expiry is decided only by the caller's clock (`expiresAtMs` vs `nowMs`); the
  * Redis TTL is a garbage collector set to the remaining lifetime plus
  * `clockSkewMs`, so a store clock running ahead by less than that never drops an
  * entry early, and one that drops it anyway makes the spend `'unknown'` (still a
- * refusal). The zsets' own TTL is refreshed to 24 hours (or a longer entry's
- * TTL) on every issue, so the zsets of idle principals and namespaces go away;
- * the spend list gets a 24-hour TTL when it is created.
+ * refusal). A zset whose TTL an issue finds shorter than the new entry's (or
+ * unset, when the zset was just created) gets that entry's TTL plus 24 hours;
+ * otherwise its TTL is left alone (a PTTL read, cheaper than a PEXPIRE on every
+ * issue). A zset therefore never expires before an entry it counts, and the
+ * zsets of idle principals and namespaces go away at most 24 hours after their
+ * last entry's. The spend list gets a 24-hour TTL when it is created.
  *
  * ## Bounds
  * Outstanding entries per principal (`maxPerPrincipal`) and in total
  * (`maxTotal`) are the sizes of the zsets, so they are exact and need no counter
- * that could drift. Tombstones are capped at `maxTotal` by the spend list: beyond
- * it, the oldest spends are popped and their tombstones deleted (a replay of one is
- * then `'unknown'`, still refused), as the memory ledger drops its oldest. The list
+ * that could drift. Tombstones are capped at `maxTotal` by the spend list: when a
+ * spend takes it beyond `maxTotal`, the oldest spends are popped and their
+ * tombstones deleted (a replay of one is then `'unknown'`, still refused), as the
+ * memory ledger drops its oldest, in one batch down to `maxTotal - ⌊maxTotal / 1024⌋`
+ * (99,903 of the default 100,000; exactly `maxTotal` below 1,024), so that at the
+ * cap one spend in 98 evicts instead of every spend. The list
  * may also hold jtis whose tombstone Redis already expired; they count toward the
  * cap (so it never lets more through) until popped. When the list itself expires
  * (24 hours after it was created), the tombstones it tracked are no longer counted
@@ -59,8 +74,10 @@
  * meanwhile up to 2 × `maxTotal` tombstones exist (for entries living under 24 hours).
  *
  * > [!NOTE]
- * > An entry living longer than 24 hours may stop counting toward the bounds
- * > 24 hours after the last write to its zset (single use is unaffected).
+ * > Processes of an earlier version sharing the store set the zsets' TTL to
+ * > 24 hours on every issue; while they run, an entry living longer than 24 hours
+ * > may stop counting toward the bounds 24 hours after their last issue (single
+ * > use is unaffected).
  *
  * ## Failure
  * Fails closed: a lost connection (commands are not queued while offline), no
@@ -163,76 +180,118 @@ export interface RedisLedgerOptions {
 }
 
 /**
- * Issue. KEYS: entry, out zset, principal zset. ARGV: jti, principal, expiresAtMs,
- * nowMs, px (entry TTL, ms), maxPerPrincipal, maxTotal, zset TTL (ms).
+ * TTL of the zsets, in milliseconds, when an issue finds it shorter than the new entry's
+ * own TTL (or unset): 24 hours on top of that entry's TTL. The zsets therefore always
+ * outlive every entry they count, and an idle principal's or namespace's zsets go away.
+ * Stale members are removed by score before a bound refuses.
  */
-const ISSUE_SCRIPT = `
-local maxPer = tonumber(ARGV[6])
-local maxTotal = tonumber(ARGV[7])
-if redis.call('ZCARD', KEYS[3]) >= maxPer or redis.call('ZCARD', KEYS[2]) >= maxTotal then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[4])
-  if redis.call('ZCARD', KEYS[3]) >= maxPer then return 'capacity-principal' end
-  if redis.call('ZCARD', KEYS[2]) >= maxTotal then return 'capacity-total' end
-end
-if not redis.call('SET', KEYS[1], 'o|' .. ARGV[3] .. '|' .. ARGV[2], 'NX', 'PX', ARGV[5]) then return 'duplicate' end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[8])
-redis.call('PEXPIRE', KEYS[3], ARGV[8])
-return 'issued'
-`;
+const ZSET_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** TTL of the spend list, set when it is created, in milliseconds. */
+const SPENT_LIST_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** A Lua string literal of `text` (no control characters: the namespace refuses them). */
+const luaString = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
 /**
- * Spend. KEYS: entry, out zset, spent list. ARGV: jti, nowMs, principal zset key
- * prefix, maxTotal (tombstone cap), entry key prefix, spent list TTL (ms).
+ * The issue script of one ledger: its key names and bounds are constants of the script
+ * text, so each call sends only what changes. KEYS: entry (`…jti:JTI`). ARGV: principal,
+ * expiresAtMs, nowMs, px (the entry's TTL, ms).
+ *
+ * Seven commands: ZCARD of both zsets, SET NX PX, ZADD to both zsets, and PTTL of both
+ * (a zset whose TTL is shorter than the new entry's, or unset because ZADD just created
+ * it, gets PEXPIRE px + 24 hours).
+ */
+function issueScript(prefix: string, maxPerPrincipal: number, maxTotal: number): string {
+  return `
+local pz = ${luaString(prefix + 'p:')} .. ARGV[1]
+local out = ${luaString(prefix + 'out')}
+if redis.call('ZCARD', pz) >= ${maxPerPrincipal} or redis.call('ZCARD', out) >= ${maxTotal} then
+  redis.call('ZREMRANGEBYSCORE', out, '-inf', ARGV[3])
+  redis.call('ZREMRANGEBYSCORE', pz, '-inf', ARGV[3])
+  if redis.call('ZCARD', pz) >= ${maxPerPrincipal} then return 'capacity-principal' end
+  if redis.call('ZCARD', out) >= ${maxTotal} then return 'capacity-total' end
+end
+if not redis.call('SET', KEYS[1], 'o|' .. ARGV[2] .. '|' .. ARGV[1], 'NX', 'PX', ARGV[4]) then return 'duplicate' end
+local jti = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'jti:') + 1})
+redis.call('ZADD', out, ARGV[2], jti)
+redis.call('ZADD', pz, ARGV[2], jti)
+local px = tonumber(ARGV[4])
+if redis.call('PTTL', out) < px then redis.call('PEXPIRE', out, px + ${ZSET_TTL_MS}) end
+if redis.call('PTTL', pz) < px then redis.call('PEXPIRE', pz, px + ${ZSET_TTL_MS}) end
+return 'issued'
+`;
+}
+
+/**
+ * The spend script of one ledger (key names and the tombstone cap are constants of the
+ * text). KEYS: entry (`…jti:JTI`). ARGV: nowMs.
+ *
+ * The entry is replaced by a tombstone and its old value read in one command
+ * (`SET … XX GET KEEPTTL`): missing → 'unknown' (nothing written); a tombstone (this
+ * version's `s|` or an earlier version's `s|EXPIRES_AT_MS`) → 'already-spent'; an
+ * outstanding `o|EXPIRES_AT_MS|PRINCIPAL` → out of both zsets, then 'expired' (entry
+ * deleted) or 'spent'. Anything else is put back as it was and is an error.
  *
  * The tombstone cap is kept with a list in spend order (RPUSH, O(1), whose reply is the
- * new length, so no separate count), not a sorted set: beyond `maxTotal` the oldest
- * spends are popped and their tombstones deleted, as the memory ledger drops its oldest.
+ * new length, so no separate count). When a spend takes it beyond the cap, the oldest
+ * `excess + evictSlack` spends are popped at once (LPOP with a count, in chunks of at most
+ * 1,000) and those still tombstones deleted (one MGET, one DEL per chunk), as the memory
+ * ledger drops its oldest: between `maxTotal - evictSlack` and `maxTotal` tombstones stay.
  */
-const SPEND_SCRIPT = `
-local v = redis.call('GET', KEYS[1])
+function spendScript(prefix: string, maxTotal: number): string {
+  return `
+local v = redis.call('SET', KEYS[1], 's|', 'XX', 'GET', 'KEEPTTL')
 if not v then return 'unknown' end
 local kind = string.sub(v, 1, 2)
 if kind == 's|' then return 'already-spent' end
 local bar = string.find(v, '|', 3, true)
-if kind ~= 'o|' or not bar then return redis.error_reply('ERR mcp-confirm: unexpected ledger value') end
-local expText = string.sub(v, 3, bar - 1)
-local exp = tonumber(expText)
-if not exp then return redis.error_reply('ERR mcp-confirm: unexpected ledger value') end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', ARGV[3] .. string.sub(v, bar + 1), ARGV[1])
-if tonumber(ARGV[2]) >= exp then
+local exp = kind == 'o|' and bar and tonumber(string.sub(v, 3, bar - 1))
+if not exp then
+  redis.call('SET', KEYS[1], v, 'KEEPTTL')
+  return redis.error_reply('ERR mcp-confirm: unexpected ledger value')
+end
+local jti = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'jti:') + 1})
+redis.call('ZREM', ${luaString(prefix + 'out')}, jti)
+redis.call('ZREM', ${luaString(prefix + 'p:')} .. string.sub(v, bar + 1), jti)
+if tonumber(ARGV[1]) >= exp then
   redis.call('DEL', KEYS[1])
   return 'expired'
 end
-redis.call('SET', KEYS[1], 's|' .. expText, 'KEEPTTL')
-local n = redis.call('RPUSH', KEYS[3], ARGV[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
-local excess = n - tonumber(ARGV[4])
-if excess > 0 then
-  for i = 1, excess do
-    local old = redis.call('LPOP', KEYS[3])
-    local key = ARGV[5] .. old
-    local ov = redis.call('GET', key)
-    if ov and string.sub(ov, 1, 2) == 's|' then redis.call('DEL', key) end
+local list = ${luaString(prefix + 'spent-order')}
+local n = redis.call('RPUSH', list, jti)
+if n == 1 then redis.call('PEXPIRE', list, ${SPENT_LIST_TTL_MS}) end
+if n > ${maxTotal} then
+  local excess = n - ${maxTotal - evictSlack(maxTotal)}
+  while excess > 0 do
+    local old = redis.call('LPOP', list, math.min(excess, 1000))
+    if not old then break end
+    excess = excess - #old
+    local keys = {}
+    for i = 1, #old do keys[i] = ${luaString(prefix + 'jti:')} .. old[i] end
+    local values = redis.call('MGET', unpack(keys))
+    local dead = {}
+    for i = 1, #keys do
+      local ov = values[i]
+      if ov and string.sub(ov, 1, 2) == 's|' then dead[#dead + 1] = keys[i] end
+    end
+    if #dead > 0 then redis.call('DEL', unpack(dead)) end
   end
 end
 return 'spent'
 `;
+}
 
 /**
- * TTL of the zsets, refreshed on every write, in milliseconds: 24 hours, or an
- * entry's own TTL when that is longer. It only collects the zsets of idle
- * principals/namespaces; stale members are removed by score before use.
+ * How many tombstones below the cap one eviction goes (⌊maxTotal / 1024⌋: 97 for the
+ * default 100,000, 0 below 1,024), so that at the cap a spend evicts once per
+ * `evictSlack + 1` spends instead of at every spend.
  */
-const ZSET_TTL_MS = 24 * 60 * 60 * 1000;
-const ZSET_TTL_TEXT = String(ZSET_TTL_MS);
+function evictSlack(maxTotal: number): number {
+  return Math.floor(maxTotal / 1024);
+}
 
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
-const ISSUE_SHA = sha1(ISSUE_SCRIPT);
-const SPEND_SHA = sha1(SPEND_SCRIPT);
 
 /** Open an approval. KEYS: ap:ID, apj:JTI. ARGV: id, jti, principal, view, expiresAtMs, px. */
 const APPROVAL_OPEN_SCRIPT = `
@@ -383,8 +442,11 @@ export class RedisLedger implements Ledger, ApprovalStore {
   readonly #client: RedisCommandClient;
   readonly #owned: OwnedClient | undefined;
   readonly #prefix: string;
-  readonly #maxPerText: string;
-  readonly #maxTotalText: string;
+  readonly #entryPrefix: string;
+  readonly #issueScript: string;
+  readonly #issueSha: string;
+  readonly #spendScript: string;
+  readonly #spendSha: string;
   readonly #pending = new Set<Pending>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -412,8 +474,11 @@ export class RedisLedger implements Ledger, ApprovalStore {
     this.clockSkewMs = nonNegativeInteger('clockSkewMs', options.clockSkewMs, 60_000);
     this.connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 5_000);
     this.#prefix = `mcp-confirm:{${namespace}}:`;
-    this.#maxPerText = String(this.maxPerPrincipal);
-    this.#maxTotalText = String(this.maxTotal);
+    this.#entryPrefix = this.#prefix + 'jti:';
+    this.#issueScript = issueScript(this.#prefix, this.maxPerPrincipal, this.maxTotal);
+    this.#issueSha = sha1(this.#issueScript);
+    this.#spendScript = spendScript(this.#prefix, this.maxTotal);
+    this.#spendSha = sha1(this.#spendScript);
 
     if (options.url !== undefined) {
       let protocol: string;
@@ -485,21 +550,16 @@ export class RedisLedger implements Ledger, ApprovalStore {
     finiteMs('nowMs', nowMs);
     const remaining = Math.max(0, Math.ceil(expiresAtMs - nowMs));
     const px = Math.max(1, remaining + this.clockSkewMs);
-    const reply = await this.#script(
-      ISSUE_SHA,
-      ISSUE_SCRIPT,
-      [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'p:' + principal],
-      [
-        jti,
-        principal,
-        String(expiresAtMs),
-        String(nowMs),
-        String(px),
-        this.#maxPerText,
-        this.#maxTotalText,
-        px > ZSET_TTL_MS ? String(px) : ZSET_TTL_TEXT,
-      ],
-    );
+    const reply = await this.#run([
+      'EVALSHA',
+      this.#issueSha,
+      '1',
+      this.#entryPrefix + jti,
+      principal,
+      String(expiresAtMs),
+      String(nowMs),
+      String(px),
+    ], this.#issueScript);
     switch (reply) {
       case 'issued':
         return;
@@ -526,12 +586,7 @@ export class RedisLedger implements Ledger, ApprovalStore {
    */
   async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
     finiteMs('nowMs', nowMs);
-    const reply = await this.#script(
-      SPEND_SHA,
-      SPEND_SCRIPT,
-      [this.#prefix + 'jti:' + jti, this.#prefix + 'out', this.#prefix + 'spent-order'],
-      [jti, String(nowMs), this.#prefix + 'p:', this.#maxTotalText, this.#prefix + 'jti:', ZSET_TTL_TEXT],
-    );
+    const reply = await this.#run(['EVALSHA', this.#spendSha, '1', this.#entryPrefix + jti, String(nowMs)], this.#spendScript);
     if (reply !== undefined && SPEND_OUTCOMES.has(reply)) return reply as SpendOutcome;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to spend') });
   }
@@ -688,6 +743,11 @@ export class RedisLedger implements Ledger, ApprovalStore {
    * @throws {ConfirmLedgerUnavailableError} on any failure, including the deadline.
    */
   #script(sha: string, script: string, keys: string[], args: string[]): Promise<string | undefined> {
+    return this.#run(['EVALSHA', sha, String(keys.length), ...keys, ...args], script);
+  }
+
+  /** {@link #script} for a command already built: `['EVALSHA', sha, numkeys, ...keys, ...args]`. */
+  #run(command: string[], script: string): Promise<string | undefined> {
     // Hot path: no named closures per call (cheaper, also under tsx/esbuild keepNames).
     return new Promise<string | undefined>((resolve, reject) => {
       if (this.#closed) {
@@ -697,7 +757,7 @@ export class RedisLedger implements Ledger, ApprovalStore {
       const pending: Pending = { deadline: performance.now() + this.timeoutMs, resolve, reject };
       this.#pending.add(pending);
       this.#startTimer();
-      this.#send(['EVALSHA', sha, String(keys.length), ...keys, ...args], pending, script);
+      this.#send(command, pending, script);
     });
   }
 

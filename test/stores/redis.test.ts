@@ -7,6 +7,7 @@ import type { Ledger } from '../../src/ledger/ledger.js';
 import { ledgerContract, type HeldStore } from '../ledger/contract.js';
 import { raceSpends } from './race.js';
 import { signalRedis, startRedis, waitPortClosed, type OwnRedis } from './redisServer.js';
+import { ISSUE_SCRIPT as PREVIOUS_ISSUE, SPEND_SCRIPT as PREVIOUS_SPEND } from './fixtures/previousRedisScripts.js';
 
 /**
  * The URL of the Redis the test runner started (scripts/start-redis.sh). Missing or
@@ -127,8 +128,13 @@ describe('RedisLedger', () => {
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:out`, jti)).toBe(now + 30_000);
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:p:ali:ce`, jti)).toBe(now + 30_000);
 
+      // Each zset lives at least as long as the entries it counts.
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:out`)).toBeGreaterThanOrEqual(ttl);
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:p:ali:ce`)).toBeGreaterThanOrEqual(ttl);
+
       expect(await ledger.spend(jti, now + 1)).toBe('spent');
-      expect(await raw.get(key)).toBe(`s|${now + 30_000}`);
+      // The tombstone is written by the same command that reads the entry (SET … XX GET KEEPTTL).
+      expect(await raw.get(key)).toBe('s|');
       expect(await raw.pTTL(key)).toBeGreaterThan(38_000);
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:out`, jti)).toBeNull();
       expect(await raw.exists(`mcp-confirm:{${namespace}}:p:ali:ce`)).toBe(0);
@@ -179,6 +185,201 @@ describe('RedisLedger', () => {
     await ledger.close();
   });
 
+  it('evicts tombstones beyond maxTotal in batches of maxTotal / 1024 (2048: 3 at once), oldest first, never keeping more than maxTotal', async () => {
+    const namespace = ns();
+    const ledger = await openLedger({ namespace, maxTotal: 2048 });
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const ids = Array.from({ length: 2049 }, randomUUID);
+      for (const [i, id] of ids.entries()) {
+        await ledger.issue(id, `p${i % 7}`, now + 60_000, now);
+        expect(await ledger.spend(id, now)).toBe('spent');
+        if (i === 2047) expect(await raw.lLen(`mcp-confirm:{${namespace}}:spent-order`)).toBe(2048);
+      }
+      // The 2,049th spend went beyond the cap: the 3 oldest tombstones (excess 1 + slack 2) were dropped.
+      expect(await raw.lLen(`mcp-confirm:{${namespace}}:spent-order`)).toBe(2046);
+      for (const id of ids.slice(0, 3)) expect(await raw.exists(`mcp-confirm:{${namespace}}:jti:${id}`)).toBe(0);
+      const outcomes = await Promise.all([ids[0]!, ids[1]!, ids[2]!, ids[3]!, ids[2048]!].map((id) => ledger.spend(id, now)));
+      expect(outcomes).toEqual(['unknown', 'unknown', 'unknown', 'already-spent', 'already-spent']);
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  it('gives exactly maxPerPrincipal, then exactly maxTotal, to 40 concurrent issuers on two connections; the rest ERR_CONFIRM_CAPACITY', async () => {
+    const namespace = ns();
+    const bounds = { namespace, maxPerPrincipal: 5, maxTotal: 8 };
+    const [a, b] = await Promise.all([openLedger(bounds), openLedger(bounds)]);
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const settle = (p: Promise<void>): Promise<string> =>
+        p.then(
+          () => 'issued',
+          (e: unknown) => (e as { code?: string }).code ?? String(e),
+        );
+      const tally = (results: string[]): Record<string, number> => {
+        const t: Record<string, number> = {};
+        for (const r of results) t[r] = (t[r] ?? 0) + 1;
+        return t;
+      };
+      const alice = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => settle((i % 2 === 0 ? a : b).issue(randomUUID(), 'alice', now + 60_000, now))),
+      );
+      expect(tally(alice)).toEqual({ issued: 5, ERR_CONFIRM_CAPACITY: 35 });
+      expect(await raw.zCard(`mcp-confirm:{${namespace}}:p:alice`)).toBe(5);
+      const others = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => settle((i % 2 === 0 ? a : b).issue(randomUUID(), `user-${i}`, now + 60_000, now))),
+      );
+      expect(tally(others)).toEqual({ issued: 3, ERR_CONFIRM_CAPACITY: 37 });
+      expect(await raw.zCard(`mcp-confirm:{${namespace}}:out`)).toBe(8);
+    } finally {
+      await raw.close();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('keeps each zset at least as long as an entry living longer than 24 hours, so that entry keeps counting toward the bound', async () => {
+    const namespace = ns();
+    const ledger = await openLedger({ namespace, maxPerPrincipal: 1 });
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const jti = randomUUID();
+      await ledger.issue(jti, 'alice', now + 30 * 3_600_000, now);
+      const entryTtl = await raw.pTTL(`mcp-confirm:{${namespace}}:jti:${jti}`);
+      expect(entryTtl).toBeGreaterThan(30 * 3_600_000);
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:out`)).toBeGreaterThanOrEqual(entryTtl);
+      expect(await raw.pTTL(`mcp-confirm:{${namespace}}:p:alice`)).toBeGreaterThanOrEqual(entryTtl);
+      const error = await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now));
+      expect((error as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+      // Control: once spent, the slot is free again.
+      expect(await ledger.spend(jti, now)).toBe('spent');
+      await ledger.issue(randomUUID(), 'alice', now + 60_000, now);
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  it("works in a namespace with a quote, a backslash and non-ASCII (its key names are constants of the scripts' text)", async () => {
+    const namespace = "it's \\ «ns» " + randomUUID();
+    const ledger = await openLedger({ namespace, maxPerPrincipal: 1 });
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const jti = randomUUID();
+      await ledger.issue(jti, 'alice', now + 60_000, now);
+      expect(await raw.get(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBe(`o|${now + 60_000}|alice`);
+      expect(await raw.zScore(`mcp-confirm:{${namespace}}:p:alice`, jti)).toBe(now + 60_000);
+      expect((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now)) as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+      expect(await ledger.spend(jti, now)).toBe('spent');
+      expect(await raw.lRange(`mcp-confirm:{${namespace}}:spent-order`, 0, -1)).toEqual([jti]);
+      expect(await ledger.spend(jti, now)).toBe('already-spent');
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  describe('upgrade: keys written by the previous scripts (tombstone s|EXPIRES_AT_MS, zsets with a 24-hour TTL)', () => {
+    type Raw = Awaited<ReturnType<typeof rawClient>>;
+    const DAY_MS = '86400000';
+
+    /** An issue by a process still running the previous scripts (default bounds); its reply. */
+    function previousIssue(raw: Raw, namespace: string, jti: string, principal: string, expiresAtMs: number, nowMs: number, maxPerPrincipal = 1_000): Promise<unknown> {
+      const p = `mcp-confirm:{${namespace}}:`;
+      const px = String(expiresAtMs - nowMs + 60_000);
+      return raw.sendCommand(['EVAL', PREVIOUS_ISSUE, '3', `${p}jti:${jti}`, `${p}out`, `${p}p:${principal}`,
+        jti, principal, String(expiresAtMs), String(nowMs), px, String(maxPerPrincipal), '100000', DAY_MS]);
+    }
+
+    /** A spend by a process still running the previous scripts; its reply. */
+    function previousSpend(raw: Raw, namespace: string, jti: string, nowMs: number): Promise<unknown> {
+      const p = `mcp-confirm:{${namespace}}:`;
+      return raw.sendCommand(['EVAL', PREVIOUS_SPEND, '3', `${p}jti:${jti}`, `${p}out`, `${p}spent-order`,
+        jti, String(nowMs), `${p}p:`, '100000', `${p}jti:`, DAY_MS]);
+    }
+
+    it('an outstanding entry of the previous format counts toward the bound and spends exactly once under 32 concurrent spends, then frees its slot', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace, maxPerPrincipal: 1 });
+      const raw = await rawClient();
+      try {
+        const now = Date.now();
+        const jti = randomUUID();
+        expect(await previousIssue(raw, namespace, jti, 'alice', now + 60_000, now)).toBe('issued');
+        const full = await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now));
+        expect((full as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+        const outcomes = await Promise.all(Array.from({ length: 32 }, () => ledger.spend(jti, now + 1)));
+        expect(outcomes.filter((o) => o === 'spent')).toHaveLength(1);
+        expect(outcomes.filter((o) => o === 'already-spent')).toHaveLength(31);
+        expect(await raw.exists(`mcp-confirm:{${namespace}}:p:alice`)).toBe(0);
+        // Control: the freed slot takes a new confirmation, which spends once.
+        const fresh = randomUUID();
+        await ledger.issue(fresh, 'alice', now + 60_000, now);
+        expect(await ledger.spend(fresh, now + 1)).toBe('spent');
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+
+    it('shared with a process still running the previous scripts: one bound for both, and each confirmation spent exactly once under 16 + 16 concurrent spends from both', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace, maxPerPrincipal: 2 });
+      const raw = await rawClient();
+      try {
+        const now = Date.now();
+        const [byPrevious, byCurrent] = [randomUUID(), randomUUID()];
+        expect(await previousIssue(raw, namespace, byPrevious, 'alice', now + 60_000, now, 2)).toBe('issued');
+        await ledger.issue(byCurrent, 'alice', now + 60_000, now);
+        // Both count toward one bound, whichever version asks.
+        expect(await previousIssue(raw, namespace, randomUUID(), 'alice', now + 60_000, now, 2)).toBe('capacity-principal');
+        expect((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now)) as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+        for (const jti of [byPrevious, byCurrent]) {
+          const outcomes = await Promise.all([
+            ...Array.from({ length: 16 }, () => ledger.spend(jti, now + 1)),
+            ...Array.from({ length: 16 }, () => previousSpend(raw, namespace, jti, now + 1)),
+          ]);
+          expect(outcomes.filter((o) => o === 'spent')).toHaveLength(1);
+          expect(outcomes.filter((o) => o === 'already-spent')).toHaveLength(31);
+        }
+        // Control: both slots are free again, for either version.
+        expect(await previousIssue(raw, namespace, randomUUID(), 'alice', now + 60_000, now, 2)).toBe('issued');
+        await ledger.issue(randomUUID(), 'alice', now + 60_000, now);
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+
+    it('a tombstone of the previous format (s|EXPIRES_AT_MS) is already-spent, and its jti cannot be issued again', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace });
+      const raw = await rawClient();
+      try {
+        const now = Date.now();
+        const jti = randomUUID();
+        expect(await previousIssue(raw, namespace, jti, 'alice', now + 60_000, now)).toBe('issued');
+        expect(await previousSpend(raw, namespace, jti, now)).toBe('spent');
+        expect(await raw.get(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBe(`s|${now + 60_000}`);
+        expect(await ledger.spend(jti, now)).toBe('already-spent');
+        expect(await rejection(ledger.issue(jti, 'alice', now + 60_000, now))).toBeInstanceOf(RangeError);
+        expect(await raw.pTTL(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBeGreaterThan(0);
+        // Control: a jti never issued is unknown, and stays absent (SET … XX writes nothing).
+        const never = randomUUID();
+        expect(await ledger.spend(never, now)).toBe('unknown');
+        expect(await raw.exists(`mcp-confirm:{${namespace}}:jti:${never}`)).toBe(0);
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+  });
+
   it('reloads its scripts after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
     const ledger = await openLedger();
     const raw = await rawClient();
@@ -221,7 +422,7 @@ describe('RedisLedger', () => {
         await woke;
         expect(events).toEqual(['spend refused', 'redis woke']);
         expect(await patient.spend(id, now + 2)).toBe('already-spent');
-        expect(await client.get(`mcp-confirm:{${namespace}}:jti:${id}`)).toBe(`s|${now + 60_000}`);
+        expect(await client.get(`mcp-confirm:{${namespace}}:jti:${id}`)).toBe('s|');
         // Control: the confirmation the sleep never touched spends once.
         expect(await patient.spend(control, now + 3)).toBe('spent');
         await Promise.all([quick.close(), patient.close()]);
@@ -304,10 +505,13 @@ describe('RedisLedger', () => {
       try {
         const jti = randomUUID();
         await ledger.issue(jti, 'alice', Date.now() + 60_000);
-        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, 'o|not-a-number|alice');
-        expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
-        await raw.set(`mcp-confirm:{${namespace}}:jti:${jti}`, 'garbage');
-        expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+        const key = `mcp-confirm:{${namespace}}:jti:${jti}`;
+        for (const value of ['o|not-a-number|alice', 'garbage']) {
+          await raw.set(key, value);
+          expectUnavailable(await rejection(ledger.spend(jti, Date.now())));
+          // Left as it was (the spend script puts back what its SET … GET replaced).
+          expect(await raw.get(key)).toBe(value);
+        }
       } finally {
         await raw.close();
         await ledger.close();
