@@ -53,6 +53,13 @@ export type DecideOutcome = 'decided' | 'already-decided' | 'unknown' | 'expired
 /** A new approval as given to {@link ApprovalStore.openApproval}. */
 export type NewApproval = Pick<ApprovalRecord, 'id' | 'jti' | 'principal' | 'view' | 'expiresAtMs'>;
 
+/**
+ * Most challenges one approval (or enrolment) `id` holds at once in an {@link ApprovalStore}:
+ * each page load asks for one, so eight open tabs of one page still work; a ninth drops the
+ * oldest of that `id` only.
+ */
+export const MAX_CHALLENGES_PER_APPROVAL = 8;
+
 /** Approvals, challenges and signature counters, each changed atomically. */
 export interface ApprovalStore {
   /**
@@ -83,7 +90,12 @@ export interface ApprovalStore {
     nowMs: number,
   ): Promise<DecideOutcome>;
 
-  /** Stores a single-use challenge for the approval (or enrolment) `id`, until `expiresAtMs`. */
+  /**
+   * Stores a single-use challenge for the approval (or enrolment) `id`, until `expiresAtMs`.
+   * At most {@link MAX_CHALLENGES_PER_APPROVAL} challenges of one `id` are kept: storing one
+   * more drops the oldest of that `id` (a later take of it gets `undefined`), so whoever holds
+   * one approval page cannot crowd out the challenges of other approvals.
+   */
   putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void>;
 
   /**

@@ -15,6 +15,7 @@ import { ConfirmCapacityError } from '../errors.js';
 import {
   checkNewApproval,
   counterAccepted,
+  MAX_CHALLENGES_PER_APPROVAL,
   type ApprovalRecord,
   type ApprovalStore,
   type DecideOutcome,
@@ -203,6 +204,8 @@ export class MemoryLedger implements Ledger, ApprovalStore {
   readonly #approvals = new Map<string, ApprovalRecord>();
   readonly #approvalOfJti = new Map<string, string>();
   readonly #challenges = new Map<string, { id: string; expiresAtMs: number }>();
+  /** Each id's challenges, oldest first (may hold taken or dropped ones until its next put). */
+  readonly #challengesOf = new Map<string, string[]>();
   readonly #counters = new Map<string, number>();
 
   /** {@link ApprovalStore.openApproval}; bounded by `maxTotal` (expired approvals swept first). */
@@ -252,8 +255,12 @@ export class MemoryLedger implements Ledger, ApprovalStore {
     return 'decided';
   }
 
-  /** {@link ApprovalStore.putChallenge}; at most `maxTotal` live challenges (expired ones swept, then the oldest dropped). */
+  /**
+   * {@link ApprovalStore.putChallenge}; at most {@link MAX_CHALLENGES_PER_APPROVAL} per id (its oldest
+   * dropped) and `maxTotal` in all (expired ones swept, then the oldest dropped).
+   */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
+    if (this.#challenges.has(challenge)) throw new RangeError('challenge already issued');
     if (this.#challenges.size >= this.maxTotal) {
       for (const [c, v] of this.#challenges) if (nowMs >= v.expiresAtMs) this.#challenges.delete(c);
       while (this.#challenges.size >= this.maxTotal) {
@@ -262,8 +269,15 @@ export class MemoryLedger implements Ledger, ApprovalStore {
         this.#challenges.delete(oldest.value);
       }
     }
-    if (this.#challenges.has(challenge)) throw new RangeError('challenge already issued');
+    const held = (this.#challengesOf.get(id) ?? []).filter((c) => this.#challenges.get(c)?.id === id);
+    while (held.length >= MAX_CHALLENGES_PER_APPROVAL) this.#challenges.delete(held.shift()!);
+    held.push(challenge);
     this.#challenges.set(challenge, { id, expiresAtMs });
+    this.#challengesOf.set(id, held);
+    // Forget the lists of ids that hold nothing any more (amortised: only once they outnumber the challenges).
+    if (this.#challengesOf.size > this.#challenges.size + 1024) {
+      for (const [other, list] of this.#challengesOf) if (!list.some((c) => this.#challenges.get(c)?.id === other)) this.#challengesOf.delete(other);
+    }
   }
 
   /** {@link ApprovalStore.takeChallenge}. */

@@ -119,6 +119,7 @@ import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
 import {
   checkNewApproval,
   counterAccepted,
+  MAX_CHALLENGES_PER_APPROVAL,
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalStore,
@@ -330,9 +331,21 @@ redis.call('HSET', KEYS[1], 'status', ARGV[1], 'approver', ARGV[2], 'cred', ARGV
 return 'decided'
 `;
 
-/** Store a challenge once. KEYS: ch:CHALLENGE. ARGV: "expiresAtMs|id", px. */
+/**
+ * Store a challenge once, keeping at most ARGV[3] per approval. KEYS: ch:CHALLENGE, chl:ID (the
+ * approval's challenge keys, oldest first). ARGV: "expiresAtMs|id", px, most per approval.
+ * Beyond the most, the oldest keys of the list are deleted (one already taken or expired is
+ * deleted again, harmlessly); the list lives as long as its newest challenge.
+ */
 const CHALLENGE_PUT_SCRIPT = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'duplicate' end
+local n = redis.call('RPUSH', KEYS[2], KEYS[1])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+local most = tonumber(ARGV[3])
+while n > most do
+  redis.call('DEL', redis.call('LPOP', KEYS[2]))
+  n = n - 1
+end
 return 'put'
 `;
 
@@ -638,7 +651,10 @@ export class RedisLedger implements Ledger, ApprovalStore {
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to decideApproval') });
   }
 
-  /** {@link ApprovalStore.putChallenge}: `SET NX PX` (the Redis TTL only collects it; expiry is decided by `nowMs`). */
+  /**
+   * {@link ApprovalStore.putChallenge}: `SET NX PX` (the Redis TTL only collects it; expiry is decided by `nowMs`),
+   * and the approval's list of challenge keys, beyond {@link MAX_CHALLENGES_PER_APPROVAL} its oldest deleted.
+   */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
     finiteMs('expiresAtMs', expiresAtMs);
     finiteMs('nowMs', nowMs);
@@ -646,8 +662,8 @@ export class RedisLedger implements Ledger, ApprovalStore {
     const reply = await this.#script(
       CHALLENGE_PUT_SHA,
       CHALLENGE_PUT_SCRIPT,
-      [this.#prefix + 'ch:' + challenge],
-      [`${expiresAtMs}|${id}`, String(px)],
+      [this.#prefix + 'ch:' + challenge, this.#prefix + 'chl:' + id],
+      [`${expiresAtMs}|${id}`, String(px), String(MAX_CHALLENGES_PER_APPROVAL)],
     );
     if (reply === 'put') return;
     if (reply === 'duplicate') throw new RangeError('challenge already issued');

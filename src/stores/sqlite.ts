@@ -79,6 +79,7 @@ import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
 import {
   checkNewApproval,
   counterAccepted,
+  MAX_CHALLENGES_PER_APPROVAL,
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalStore,
@@ -579,7 +580,10 @@ export class SqliteLedger implements Ledger, ApprovalStore {
     });
   }
 
-  /** {@link ApprovalStore.putChallenge}; expired challenges are swept, beyond `maxTotal` the oldest dropped. */
+  /**
+   * {@link ApprovalStore.putChallenge}; expired challenges are swept, beyond {@link MAX_CHALLENGES_PER_APPROVAL}
+   * of one id its oldest dropped, beyond `maxTotal` in all the oldest dropped; one transaction.
+   */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
     finiteMs('expiresAtMs', expiresAtMs);
     finiteMs('nowMs', nowMs);
@@ -589,6 +593,7 @@ export class SqliteLedger implements Ledger, ApprovalStore {
           st.sweepChallenges.run(nowMs);
           const excess = (st.challengeCount.get()?.n ?? 0) - this.maxTotal + 1;
           if (excess > 0) st.capChallenges.run(excess);
+          st.capApprovalChallenges.run(id, id, MAX_CHALLENGES_PER_APPROVAL - 1);
           try {
             st.insertChallenge.run(challenge, id, expiresAtMs);
           } catch (error) {
@@ -664,6 +669,7 @@ CREATE TABLE IF NOT EXISTS ${CHALLENGES} (
   expires_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS ${CHALLENGES}_expiry ON ${CHALLENGES} (expires_at_ms);
+CREATE INDEX IF NOT EXISTS ${CHALLENGES}_approval ON ${CHALLENGES} (approval_id, expires_at_ms);
 CREATE TABLE IF NOT EXISTS ${COUNTERS} (
   credential_id TEXT NOT NULL PRIMARY KEY,
   counter INTEGER NOT NULL
@@ -693,6 +699,7 @@ interface ApprovalStatements {
   sweepChallenges: Statement<[number], unknown>;
   challengeCount: Statement<[], { n: number }>;
   capChallenges: Statement<[number], unknown>;
+  capApprovalChallenges: Statement<[string, string, number], unknown>;
   takeChallenge: Statement<[string], { approval_id: string; expires_at_ms: number }>;
   counter: Statement<[string], { counter: number }>;
   setCounter: Statement<[string, number], unknown>;
@@ -716,6 +723,11 @@ function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
     challengeCount: db.prepare(`SELECT count(*) AS n FROM ${CHALLENGES}`),
     capChallenges: db.prepare(
       `DELETE FROM ${CHALLENGES} WHERE challenge IN (SELECT challenge FROM ${CHALLENGES} ORDER BY expires_at_ms LIMIT ?)`,
+    ),
+    // Keeps the newest `LIMIT` challenges of one approval (by expiry, then challenge), deleting the rest.
+    capApprovalChallenges: db.prepare(
+      `DELETE FROM ${CHALLENGES} WHERE approval_id = ? AND challenge NOT IN
+        (SELECT challenge FROM ${CHALLENGES} WHERE approval_id = ? ORDER BY expires_at_ms DESC, challenge DESC LIMIT ?)`,
     ),
     takeChallenge: db.prepare(`DELETE FROM ${CHALLENGES} WHERE challenge = ? RETURNING approval_id, expires_at_ms`),
     counter: db.prepare(`SELECT counter FROM ${COUNTERS} WHERE credential_id = ?`),

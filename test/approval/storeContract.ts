@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApprovalStore } from '../../src/approval/store.js';
+import { MAX_CHALLENGES_PER_APPROVAL, type ApprovalStore } from '../../src/approval/store.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
 
 export type MakeStore = () => (ApprovalStore & Ledger) | Promise<ApprovalStore & Ledger>;
@@ -102,6 +102,20 @@ export function approvalStoreContract(name: string, makeStore: MakeStore): void 
       await s.putChallenge(late, 'approval-1', t0 + 60_000, t0);
       expect(await s.takeChallenge(late, t0 + 60_000)).toBeUndefined();
       expect(await s.takeChallenge(newId(), t0)).toBeUndefined();
+    });
+
+    it('keeps at most MAX_CHALLENGES_PER_APPROVAL (8) challenges of one approval: more drop its oldest only; another approval keeps its own (control)', async () => {
+      const s = await make();
+      const other = newId();
+      await s.putChallenge(other, 'approval-b', t0 + 60_000, t0);
+      const mine = Array.from({ length: 50 }, () => newId());
+      for (const [i, c] of mine.entries()) await s.putChallenge(c, 'approval-a', t0 + 60_000 + i, t0 + i);
+      // The newest eight of approval-a are there; every older one was dropped.
+      for (const c of mine.slice(0, 50 - MAX_CHALLENGES_PER_APPROVAL)) expect(await s.takeChallenge(c, t0 + 100)).toBeUndefined();
+      for (const c of mine.slice(50 - MAX_CHALLENGES_PER_APPROVAL)) expect(await s.takeChallenge(c, t0 + 100)).toBe('approval-a');
+      expect(MAX_CHALLENGES_PER_APPROVAL).toBe(8);
+      // approval-b's challenge survived fifty of approval-a's.
+      expect(await s.takeChallenge(other, t0 + 100)).toBe('approval-b');
     });
 
     it('gives a challenge to exactly one of 16 concurrent takes', async () => {
