@@ -60,7 +60,7 @@ async function spawnToFirstAnswer(args: string[]): Promise<number> {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function benchColdStart(options: { runs?: number } = {}): Promise<Figure[]> {
-  const runs = options.runs ?? 25;
+  const runs = options.runs ?? 40;
   const root = mkdtempSync(join(tmpdir(), 'mcp-confirm-bench-cold-'));
   const servers = { ours: [MAIN, '--root', root], bare: [BARE] };
   const samples = { ours: [] as number[], bare: [] as number[] };
