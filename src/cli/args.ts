@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { checkAudience, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, HTTP_USAGE, type HttpSpec } from './httpArgs.js';
-import { jwtPrincipalFor } from '../approval/approvers.js';
+import { jwtPrincipalFor } from '../approval/principals.js';
 import { APPROVAL_OPTIONS, checkedPublicUrl, parseServingFlags, wholeNumber, type ApprovalFlags } from './approvalArgs.js';
 import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, type AuditVerifyCommand } from './auditArgs.js';
 

@@ -5,15 +5,35 @@
  *
  * @module
  */
-import { readFile } from 'node:fs/promises';
-// Cold start: only the argument parser is imported up front. Each command imports what it needs
+// Cold start: nothing is imported up front. The argument parser loads at once, and beside it, when
+// the command line looks like serving over stdio, what serving needs before its first answer (the
+// SDK, the roots, the tool's registration: see prefetchStdio). Each command imports what it needs
 // (the demo never loads the server, `serve` never loads the demo or a store it was not given), and
-// the quarantine scan runs once the server already answers (MCP hosts wait for the first answer).
+// the confirmation layer, the quarantine scan and the "serving" line follow the first answer (MCP
+// hosts wait for it).
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { Roots } from '../fs/roots.js';
-import { EXIT_USAGE, USAGE, UsageError, parseCommand, type Command } from './args.js';
-import { readKeyFile } from './common.js';
+import type { Ledger } from '../ledger/ledger.js';
+import type { Command } from './args.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
+
+/**
+ * Arguments after which the command does not serve over stdio (or may not: `--http`), so
+ * {@link prefetchStdio} loads nothing. A hint only: the parser decides what runs.
+ */
+const NOT_STDIO = new Set(['proxy', 'demo', 'keygen', 'audit', 'approvers', '--help', '-h', '--version']);
+
+/**
+ * Starts loading the modules `mcp-confirm --root DIR` serves stdio with, while the argument parser
+ * loads, when `argv` looks like that command (a failure here is ignored: `serve` imports the same
+ * modules and reports it).
+ */
+function prefetchStdio(argv: readonly string[]): void {
+  if (argv.some((a) => NOT_STDIO.has(a) || a.startsWith('--http'))) return;
+  for (const load of [() => import('@modelcontextprotocol/server/stdio'), () => import('./lazyServer.js'), () => import('../fs/roots.js')]) {
+    load().catch(() => {});
+  }
+}
 
 function logEvent(event: ConfirmEvent): void {
   switch (event.type) {
@@ -51,6 +71,7 @@ function logEvent(event: ConfirmEvent): void {
  * @throws Error when package.json has no string `version`.
  */
 async function packageVersion(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
   const text = await readFile(new URL('../../package.json', import.meta.url), 'utf8');
   const { version } = JSON.parse(text) as { version?: unknown };
   if (typeof version !== 'string') throw new Error('package.json has no version');
@@ -74,6 +95,7 @@ function logApprovalEvent(event: ApprovalEvent): void {
 /** Starts the approval page for `--approval passkey`, or nothing. Start-up errors are exit 2, naming what. */
 async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledger: unknown): Promise<PasskeyApproval | undefined> {
   if (command.approval !== 'passkey' || command.approvers === undefined) return undefined;
+  const { UsageError } = await import('./common.js');
   const rootsModule = await import('../fs/roots.js');
   const { RootError } = rootsModule;
   let roots: Roots;
@@ -98,90 +120,136 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   // HTTP serving (--http): its modules load only when asked for, so stdio start-up does not pay for them.
   const http = command.http ? await import('./serveHttp.js') : undefined;
   if (http && command.http) await http.checkHttpAuth(command.http);
-  const [{ serveStdio }, { RootError }, { createDemoServer }, { openLedger }] = await Promise.all([
-    import('@modelcontextprotocol/server/stdio'),
-    import('../fs/roots.js'),
-    import('../server/deleteFile.js'),
-    import('./ledgerSpec.js'),
+  const { UsageError, readKeyFile } = await import('./common.js');
+  // Over stdio the confirmation layer loads once the first answer is out (./lazyServer.ts), and so
+  // does a memory ledger (the confirmation layer's default): before it, only the SDK, the roots and
+  // the tool's registration. A store named by --ledger opens here, so a bad one is exit 2.
+  const ledgerLater = !http && command.ledger === 'memory' && command.approval !== 'passkey';
+  const { Roots, RootError } = await import('../fs/roots.js');
+  // The roots are checked while the SDK loads; a bad one is reported after the key file and ledger, as before.
+  const rootsOpened = Roots.open(command.roots);
+  rootsOpened.catch(() => {});
+  const [ledgerSpec, stdio, lazy] = await Promise.all([
+    ledgerLater ? undefined : import('./ledgerSpec.js'),
+    http ? undefined : import('@modelcontextprotocol/server/stdio'),
+    http ? undefined : import('./lazyServer.js'),
   ]);
   const keys = await readKeyFile(command.keyFile);
   // --audit: this process's trail file (its module loads only when asked for).
   const audit = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, (line) => process.stderr.write(`mcp-confirm: ${line}\n`)) : undefined;
-  const opened = await openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
+  const opened = await ledgerSpec?.openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
   // Over HTTP: decisions counted and ledger calls timed for /metrics.
   const metrics = http?.createMetrics();
-  const ledger = metrics ? metrics.instrument(opened) : opened;
+  /** The ledger given to the confirmation layer; undefined: its default, a MemoryLedger made with it. */
+  const ledger = metrics && opened ? metrics.instrument(opened) : opened;
+  /** The confirmation layer's ledger once it is loaded. */
+  let inUse: Ledger | undefined = ledger;
   let approval: PasskeyApproval | undefined;
   try {
     // The same object as the ledger (over HTTP the timed wrapper, which forwards the approval records).
     approval = await startApproval(command, ledger);
   } catch (e) {
-    await ledger.close?.();
+    await ledger?.close?.();
     await audit?.close();
     throw e;
   }
-  let built;
+  const closeAll = async (): Promise<void> => {
+    await audit?.close().catch(() => {});
+    await approval?.close().catch(() => {});
+    await inUse?.close?.().catch(() => {});
+  };
+  let roots: Roots;
   try {
-    built = await createDemoServer({
-      ...(approval ? { approval } : {}),
-      roots: command.roots,
-      audience: command.audience,
-      ttlSeconds: command.ttlSeconds,
-      ledger,
-      onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
-      ...(keys ? { keys } : {}),
-      ...(http ? { principal: http.principal } : {}),
-      ...(audit ? { audit } : {}),
-    });
+    roots = await rootsOpened;
   } catch (e) {
-    await approval?.close();
-    await ledger.close?.();
-    await audit?.close();
+    await closeAll();
     if (e instanceof RootError) throw new UsageError(e.message);
     throw e;
   }
+  const confirmationOptions = {
+    ...(approval ? { approval } : {}),
+    audience: command.audience,
+    ttlSeconds: command.ttlSeconds,
+    ...(ledger ? { ledger } : {}),
+    onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
+    ...(keys ? { keys } : {}),
+    ...(http ? { principal: http.principal } : {}),
+    ...(audit ? { audit } : {}),
+  };
   const reportLeftovers = async (): Promise<void> => {
     const [{ findQuarantineLeftovers }, { renderPath }] = await Promise.all([import('../fs/target.js'), import('../prompt/render.js')]);
-    for (const leftover of await findQuarantineLeftovers(built.roots)) {
+    for (const leftover of await findQuarantineLeftovers(roots)) {
       process.stderr.write(`mcp-confirm: warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}\n`);
     }
   };
-  if (http && command.http) {
+  if (http && command.http && opened && metrics) {
+    let built;
+    try {
+      const { createDemoServer } = await import('../server/deleteFile.js');
+      built = await createDemoServer({ ...confirmationOptions, roots: command.roots });
+    } catch (e) {
+      await closeAll();
+      if (e instanceof RootError) throw new UsageError(e.message);
+      throw e;
+    }
     await reportLeftovers();
-    const ops = { ledger: opened, metrics: metrics!, served: 'delete_file', log: (line: string) => process.stderr.write(`mcp-confirm: ${line}\n`) };
-    await http.serveHttp(command.http, built.factory, { ...ops, ...(approval ? { approval } : {}) }, async () => {
-      await audit?.close();
-      await approval?.close();
-      await ledger.close?.();
-    });
+    const ops = { ledger: opened, metrics, served: 'delete_file', log: (line: string) => process.stderr.write(`mcp-confirm: ${line}\n`) };
+    await http.serveHttp(command.http, built.factory, { ...ops, ...(approval ? { approval } : {}) }, closeAll);
     return;
   }
-  const handle = serveStdio(built.factory, {
+  const { serveStdio, StdioServerTransport } = stdio!;
+  const server = lazy!.lazyDeleteFileServer(
+    async () => {
+      const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([import('../guard/confirmation.js'), import('../server/deleteFile.js')]);
+      const confirmation = await createConfirmation(confirmationOptions);
+      inUse = confirmation.ledger;
+      return { confirmation, tool: deleteFileTool(roots) };
+    },
+    (line) => process.stderr.write(`mcp-confirm: ${line}\n`),
+  );
+  // The leftovers report and then the "serving" line, once: after the first answer (an MCP host waits
+  // for it), at the end of stdin, or at once for a person at a terminal. A stop waits for them, so
+  // neither is lost.
+  let announced: Promise<void> | undefined;
+  const announce = (): Promise<void> =>
+    (announced ??= (async (): Promise<void> => {
+      await reportLeftovers();
+      process.stderr.write(
+        `mcp-confirm: serving delete_file over stdio; roots: ${roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger?.kind ?? 'memory'}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}\n`,
+      );
+    })().catch((e: unknown) => {
+      process.stderr.write(`mcp-confirm: ${e instanceof Error ? e.message : String(e)}\n`);
+    }));
+  /** Stdio whose first message out starts loading the confirmation layer, then the announcement. */
+  class AnsweringTransport extends StdioServerTransport {
+    #answered = false;
+    override async send(...args: Parameters<InstanceType<typeof StdioServerTransport>['send']>): Promise<void> {
+      await super.send(...args);
+      if (this.#answered) return;
+      this.#answered = true;
+      server.preload();
+      void announce();
+    }
+  }
+  const handle = serveStdio(server.factory, {
+    transport: new AnsweringTransport(),
     onerror: (error) => process.stderr.write(`mcp-confirm: ${error.message}\n`),
   });
-  // Answering already. The leftovers report and then the "serving" line follow; a stop (an early end of
-  // stdin, a signal) waits for them, so neither is lost.
-  const started = (async (): Promise<void> => {
-    await reportLeftovers();
-    process.stderr.write(
-      `mcp-confirm: serving delete_file over stdio; roots: ${built.roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}\n`,
-    );
-  })();
+  if (process.stdin.isTTY) void announce();
   const stop = async (): Promise<void> => {
-    await started.catch(() => {});
+    await announce();
     await handle.close().catch(() => {});
-    await audit?.close().catch(() => {});
-    await approval?.close().catch(() => {});
-    await ledger.close?.().catch(() => {});
+    await closeAll();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
   process.stdin.once('end', () => void stop());
-  await started;
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  prefetchStdio(argv);
+  const { EXIT_USAGE, USAGE, UsageError, parseCommand } = await import('./args.js');
   // `mcp-confirm proxy …` has its own options and the upstream command after `--` (src/cli/proxy.ts).
   if (argv[0] === 'proxy') {
     try {

@@ -25,8 +25,13 @@ import {
   unlinkSync,
   type BigIntStats,
 } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { isMainThread } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+
+// node:crypto and node:worker_threads are loaded on first use (a delete), not when the roots are
+// opened at start-up: the server answers its first request sooner (README, "Performance").
+const require = createRequire(import.meta.url);
+const nodeCrypto = (): typeof import('node:crypto') => require('node:crypto') as typeof import('node:crypto');
+const workerThreads = (): typeof import('node:worker_threads') => require('node:worker_threads') as typeof import('node:worker_threads');
 
 /** Every file-system call made by `src/fs`, plus the source of quarantine randomness. */
 export interface FsOps {
@@ -59,8 +64,8 @@ export const defaultFsOps: FsOps = Object.freeze({
   lstat: (path: string) => fsp.lstat(path, { bigint: true }),
   realpath: (path: string) => fsp.realpath(path),
   readdir: (path: string) => fsp.readdir(path, { withFileTypes: true }),
-  randomHex: (bytes: number) => randomBytes(bytes).toString('hex'),
-  isMainThread: () => isMainThread,
+  randomHex: (bytes: number) => nodeCrypto().randomBytes(bytes).toString('hex'),
+  isMainThread: () => workerThreads().isMainThread,
   cwd: () => process.cwd(),
   chdir: (path: string) => process.chdir(path),
   lstatSync: (path: string) => lstatSync(path, { bigint: true }),

@@ -11,7 +11,6 @@
  * @module
  */
 import { isAbsolute, resolve, sep } from 'node:path';
-import { renderPath } from '../prompt/render.js';
 import { errnoCode, withDefaults, type FsOps } from './ops.js';
 
 /**
@@ -93,10 +92,14 @@ export class Roots {
 async function pinRoot(given: string, ops: FsOps): Promise<PinnedRoot> {
   // Refuse names that cannot denote the directory the operator meant.
   if (typeof given !== 'string' || given.length === 0) throw new RootError(String(given), 'A root path is empty.');
-  // The name is shown escaped (one line, bidi and other hidden characters visible), never raw.
-  const named = `Root ${renderPath(given)}`;
-  if (given.includes('\0')) throw new RootError(given, `${named} contains a NUL character.`);
-  if (!given.isWellFormed()) throw new RootError(given, `${named} is not well-formed Unicode text.`);
+  // The name is shown escaped (one line, bidi and other hidden characters visible), never raw. The
+  // renderer and its Unicode tables load only for a refusal: serving a good root does not need them.
+  const refusal = async (what: string, cause?: unknown): Promise<RootError> => {
+    const { renderPath } = await import('../prompt/render.js');
+    return new RootError(given, `Root ${renderPath(given)} ${what}`, cause === undefined ? undefined : { cause });
+  };
+  if (given.includes('\0')) throw await refusal('contains a NUL character.');
+  if (!given.isWellFormed()) throw await refusal('is not well-formed Unicode text.');
   const absolute = resolve(given);
   let st;
   try {
@@ -104,29 +107,29 @@ async function pinRoot(given: string, ops: FsOps): Promise<PinnedRoot> {
     st = await ops.lstat(absolute);
   } catch (error) {
     const code = errnoCode(error);
-    if (code === 'ENOENT') throw new RootError(given, `${named} does not exist.`, { cause: error });
-    if (code === 'ENOTDIR') throw new RootError(given, `${named} is not a directory (a component of it is a file).`, { cause: error });
-    throw new RootError(given, `${named} cannot be inspected: ${code}.`, { cause: error });
+    if (code === 'ENOENT') throw await refusal('does not exist.', error);
+    if (code === 'ENOTDIR') throw await refusal('is not a directory (a component of it is a file).', error);
+    throw await refusal(`cannot be inspected: ${code}.`, error);
   }
-  if (st.isSymbolicLink()) throw new RootError(given, `${named} is a symbolic link; give the directory it points to instead.`);
-  if (!st.isDirectory()) throw new RootError(given, `${named} is not a directory.`);
+  if (st.isSymbolicLink()) throw await refusal('is a symbolic link; give the directory it points to instead.');
+  if (!st.isDirectory()) throw await refusal('is not a directory.');
   let realPath: string;
   try {
     realPath = await ops.realpath(absolute);
   } catch (error) {
-    throw new RootError(given, `${named} cannot be resolved: ${errnoCode(error)}.`, { cause: error });
+    throw await refusal(`cannot be resolved: ${errnoCode(error)}.`, error);
   }
-  if (!isAbsolute(realPath)) throw new RootError(given, `${named} did not resolve to an absolute path.`);
+  if (!isAbsolute(realPath)) throw await refusal('did not resolve to an absolute path.');
   let real;
   try {
     real = await ops.lstat(realPath);
   } catch (error) {
-    throw new RootError(given, `${named} cannot be inspected: ${errnoCode(error)}.`, { cause: error });
+    throw await refusal(`cannot be inspected: ${errnoCode(error)}.`, error);
   }
   // The directory seen at the given path and at its real path must be the same one
   // (else something was swapped while we looked).
   if (!real.isDirectory() || real.dev !== st.dev || real.ino !== st.ino) {
-    throw new RootError(given, `${named} changed while it was being resolved.`);
+    throw await refusal('changed while it was being resolved.');
   }
   return { given, absolute, realPath, dev: st.dev.toString(), ino: st.ino.toString() };
 }

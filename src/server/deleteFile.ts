@@ -5,23 +5,13 @@
  * @module
  */
 import { McpServer } from '@modelcontextprotocol/server';
-import { z } from 'zod';
-import { createConfirmation, type Confirmation, type ConfirmationOptions } from '../guard/confirmation.js';
+import { createConfirmation, type Confirmation, type ConfirmableTool, type ConfirmationOptions } from '../guard/confirmation.js';
 import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.js';
 import { Roots } from '../fs/roots.js';
 import { questionWith, renderPath } from '../prompt/render.js';
+import { DELETE_FILE, DELETE_FILE_CONFIG, SERVER_INFO } from './deleteFileSpec.js';
 
-/** The name and version the demo server announces. */
-export const SERVER_INFO = { name: 'mcp-confirm', version: '0.1.0' } as const;
-
-/**
- * The input of `delete_file`: exactly `{ path: string }`. Strict (unknown keys
- * are refused) and without transforms or defaults, so the parsed arguments the
- * digest covers equal the arguments on the wire.
- */
-export const DeleteFileInput = z.strictObject({
-  path: z.string().describe('The file to delete: an absolute path, or a path relative to the first root.'),
-});
+export { DeleteFileInput, SERVER_INFO } from './deleteFileSpec.js';
 
 /**
  * Renders paths: the mixed-script check runs per path component, so a Hebrew
@@ -57,6 +47,31 @@ export function deleteFileQuestion(args: { path: string }, fp: FileFingerprint):
 }
 
 /**
+ * What `delete_file` does in each round: fingerprint the file (round 1), ask the question, and
+ * delete the file after re-checking it (round 2). Registered by {@link registerDeleteFile}; the
+ * command line hands it to `Confirmation.guard` once the confirmation layer is loaded.
+ *
+ * @param roots - the roots fixed at start-up.
+ */
+export function deleteFileTool(roots: Roots): ConfirmableTool<{ path: string }, FileFingerprint> {
+  return {
+    fingerprint: (args) => inspectFile(roots, args.path),
+    question: deleteFileQuestion,
+    act: async (_args, { fingerprint }) => {
+      const done = await deleteVerified(roots, fingerprint);
+      // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
+      return { content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }] };
+    },
+    nothingDone: 'nothing was deleted',
+    // The approval page shows both uncut: the file it resolved to and the argument as sent.
+    pageValues: (args, fp) => [
+      { label: 'file', value: fp.path },
+      { label: 'requested as', value: args.path },
+    ],
+  };
+}
+
+/**
  * Registers `delete_file` on a server.
  *
  * @param confirmation - the confirmation layer whose `serverOptions` the server was built with.
@@ -64,32 +79,7 @@ export function deleteFileQuestion(args: { path: string }, fp: FileFingerprint):
  * @param roots - the roots fixed at start-up.
  */
 export function registerDeleteFile(confirmation: Confirmation, server: McpServer, roots: Roots): void {
-  confirmation.register(
-    server,
-    'delete_file',
-    {
-      title: 'Delete a file',
-      description:
-        'Permanently deletes one regular file inside the server\'s roots. A human is asked to confirm the exact file first; the file is re-checked right before it is deleted.',
-      inputSchema: DeleteFileInput,
-      annotations: { destructiveHint: true, readOnlyHint: false, idempotentHint: false, openWorldHint: false },
-    },
-    {
-      fingerprint: (args) => inspectFile(roots, args.path),
-      question: deleteFileQuestion,
-      act: async (_args, { fingerprint }) => {
-        const done = await deleteVerified(roots, fingerprint);
-        // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
-        return { content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }] };
-      },
-      nothingDone: 'nothing was deleted',
-      // The approval page shows both uncut: the file it resolved to and the argument as sent.
-      pageValues: (args, fp) => [
-        { label: 'file', value: fp.path },
-        { label: 'requested as', value: args.path },
-      ],
-    },
-  );
+  confirmation.register(server, DELETE_FILE, DELETE_FILE_CONFIG, deleteFileTool(roots));
 }
 
 /** Options of {@link createDemoServer}. */

@@ -11,7 +11,8 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
-import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { createDemoServer } from '../../src/server/deleteFile.js';
 import { runProcess, type Finished, InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -132,37 +133,102 @@ describe('mcp-confirm --root DIR over stdio', () => {
 });
 
 
+/** The trace of test/fixtures/loadTrace.mjs, split at the first answer: what was loaded before it, and after. */
+function traceAtAnswer(file: string): { before: string[]; after: string[] } {
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  const at = lines.indexOf('FIRST_ANSWER');
+  if (at < 0) throw new Error(`${file} has no FIRST_ANSWER line: the process never answered`);
+  return { before: lines.slice(0, at), after: lines.slice(at + 1) };
+}
+
+/** Spawns the built CLI under a `--import` fixture, with its environment variable, and connects a client. */
+async function spawnWith(fixture: string, env: Record<string, string>, args: string[]): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new InPlaceStdioTransport({
+    command: process.execPath,
+    args: ['--import', resolve(import.meta.dirname, `../fixtures/${fixture}`), MAIN, ...args],
+    env: { ...process.env, ...env } as Record<string, string>,
+    stderr: 'pipe',
+  });
+  let err = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString('utf8');
+  });
+  const client = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+  await client.connect(transport); // resolved by the server's first answer (server/discover)
+  clients.push(client);
+  return { client, stderr: () => err };
+}
+
+/**
+ * What `mcp-confirm --root DIR` must not have evaluated before its first answer: the confirmation
+ * layer (guard, keys and sealer, ledgers, the renderer and its tables, the file checks, the tool's
+ * rounds), the stores and their drivers, HTTP, JWT, metrics, WebAuthn, the audit trail, the proxy,
+ * the demo, the MCP client, node:crypto.
+ */
+const NOT_BEFORE_FIRST_ANSWER =
+  /\/dist\/(guard|state|ledger|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!(principals|defaults|publicUrl)\.js$)|\/dist\/server\/deleteFile\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
+
 describe('cold start', () => {
-  it('answers the first request without having loaded the stores, their drivers, the demo or the MCP client', async () => {
+  it('answers the first request before loading the confirmation layer, the stores, their drivers, HTTP, JWT, metrics, WebAuthn, the demo or the MCP client; the first call loads the layer and is asked', async () => {
     const trace = join(R, 'loaded.txt');
     writeFileSync(trace, '');
-    const transport = new InPlaceStdioTransport({
-      command: process.execPath,
-      args: ['--import', resolve(import.meta.dirname, '../fixtures/loadTrace.mjs'), MAIN, '--root', root],
-      env: { ...process.env, MCP_CONFIRM_LOAD_TRACE: trace } as Record<string, string>,
-      stderr: 'pipe',
+    const { client } = await spawnWith('loadTrace.mjs', { MCP_CONFIRM_LOAD_TRACE: trace }, ['--root', root]);
+    const { before } = traceAtAnswer(trace);
+    // Not vacuous: the trace saw the entry and the tool's registration being loaded before the answer.
+    expect(before.some((u) => u.endsWith('/dist/cli/main.js'))).toBe(true);
+    expect(before.some((u) => u.endsWith('/dist/server/deleteFileSpec.js'))).toBe(true);
+    expect(before.filter((u) => NOT_BEFORE_FIRST_ANSWER.test(u))).toEqual([]);
+    // Control: the first call loads the confirmation layer (after the answer) and is asked as always.
+    const { message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
+    expect(message).toContain(join(root, 'cache.txt'));
+    const { after } = traceAtAnswer(trace);
+    for (const m of ['/dist/guard/confirmation.js', '/dist/server/deleteFile.js', '/dist/state/sealer.js', '/dist/prompt/render.js']) {
+      expect(after.some((u) => u.endsWith(m)), m).toBe(true);
+    }
+  });
+
+  it('a store named by --ledger is loaded before the first answer (a bad one is exit 2): --ledger sqlite: loads the SQLite store', async () => {
+    const trace = join(R, 'loaded-sqlite.txt');
+    writeFileSync(trace, '');
+    await spawnWith('loadTrace.mjs', { MCP_CONFIRM_LOAD_TRACE: trace }, ['--root', root, '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`]);
+    const { before } = traceAtAnswer(trace);
+    expect(before.some((u) => u.endsWith('/dist/stores/sqlite.js'))).toBe(true);
+  });
+
+  it('lists delete_file, announces itself and its capabilities exactly as the library\'s createDemoServer does', async () => {
+    const cli = await spawnServer(['--root', root]);
+    const library = await connect((await createDemoServer({ roots: [root] })).factory);
+    try {
+      expect((await cli.client.listTools()).tools).toEqual((await library.client.listTools()).tools);
+      expect(cli.client.getServerVersion()).toEqual(library.client.getServerVersion());
+      expect(cli.client.getServerCapabilities()).toEqual(library.client.getServerCapabilities());
+      // Not vacuous: the schema is the full one.
+      const [tool] = (await cli.client.listTools()).tools;
+      expect(tool).toMatchObject({ name: 'delete_file', inputSchema: { type: 'object', required: ['path'], additionalProperties: false } });
+    } finally {
+      await library.close();
+    }
+  });
+
+  it('a confirmation layer that cannot be loaded: the call is answered with the internal error, nothing deleted, the reason on stderr, and the server keeps serving; control: the same call on a whole install is asked', async () => {
+    const broken = await spawnWith('failLoad.mjs', { MCP_CONFIRM_FAIL_LOAD: '/dist/guard/confirmation.js' }, ['--root', root]);
+    // The first answer and the tool list need no confirmation layer.
+    expect((await broken.client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
+    for (let i = 0; i < 2; i++) {
+      const reply = await callTool(broken.client, { name: 'delete_file', arguments: { path: 'cache.txt' } });
+      expect(reply).toMatchObject({ kind: 'result', isError: true, text: 'Internal error in the confirmation layer; nothing was done.' });
+    }
+    // A requestState cannot be verified without the layer: refused as any unverifiable state.
+    expect(await callTool(broken.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: 'x.y.z' })).toMatchObject({
+      kind: 'error',
+      code: -32602,
     });
-    const client = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
-    await client.connect(transport); // resolved by the server's first answer (server/discover)
-    clients.push(client);
-    const loaded = readFileSync(trace, 'utf8').split('\n').filter(Boolean);
-    // Not vacuous: the trace saw the server being loaded.
-    expect(loaded.some((u) => u.endsWith('/dist/cli/main.js'))).toBe(true);
-    expect(loaded.some((u) => u.endsWith('/dist/server/deleteFile.js'))).toBe(true);
-    expect(loaded.filter((u) => /\/dist\/stores\/|\/dist\/cli\/demo\.js$|better-sqlite3|\/node_modules\/(redis|@redis)\/|@modelcontextprotocol\/client\//.test(u))).toEqual([]);
-    // Control: a call that needs a store loads it (--ledger sqlite: on a fresh server).
-    const traced = join(R, 'loaded-sqlite.txt');
-    writeFileSync(traced, '');
-    const withStore = new InPlaceStdioTransport({
-      command: process.execPath,
-      args: ['--import', resolve(import.meta.dirname, '../fixtures/loadTrace.mjs'), MAIN, '--root', root, '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`],
-      env: { ...process.env, MCP_CONFIRM_LOAD_TRACE: traced } as Record<string, string>,
-      stderr: 'pipe',
-    });
-    const other = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
-    await other.connect(withStore);
-    clients.push(other);
-    expect(readFileSync(traced, 'utf8').split('\n').some((u) => u.endsWith('/dist/stores/sqlite.js'))).toBe(true);
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+    expect(broken.stderr()).toContain('mcp-confirm: the confirmation layer could not be loaded: cannot load /dist/guard/confirmation.js (test fixture failLoad.mjs)');
+    expect((await broken.client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
+    // Control: the same fixture failing a module nobody loads, and the call is asked.
+    const whole = await spawnWith('failLoad.mjs', { MCP_CONFIRM_FAIL_LOAD: '/dist/no-such-module.js' }, ['--root', root]);
+    asked(await callTool(whole.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
   });
 });
 
