@@ -4,7 +4,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { checkAudience, UsageError, wholeSeconds } from './common.js';
+import { checkAudience, parseArgsUsageError, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, HTTP_USAGE, type HttpSpec } from './httpArgs.js';
 import { jwtPrincipalFor } from '../approval/principals.js';
 import { APPROVAL_OPTIONS, checkedPublicUrl, parseServingFlags, wholeNumber, type ApprovalFlags } from './approvalArgs.js';
@@ -134,7 +134,7 @@ export function parseCommand(argv: readonly string[]): Command {
       tokens: true,
     });
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw parseArgsUsageError(e);
   }
   const { values, tokens } = parsed;
   // `--principal ISS SUB` takes two values: parseArgs gives ISS as the option's value; SUB is the

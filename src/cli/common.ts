@@ -11,6 +11,18 @@ import type { KeyRing } from '../state/keyRing.js';
 export class UsageError extends Error {}
 
 /**
+ * A {@link UsageError} for a `node:util` `parseArgs` failure: an unknown option is named plainly
+ * (`unknown option --frobnicate`), without Node's advice about positional arguments after `--`
+ * (which misleads here: the proxy's `--` starts the upstream command); other failures keep Node's
+ * message (a missing value, an unexpected argument).
+ */
+export function parseArgsUsageError(error: unknown): UsageError {
+  const message = error instanceof Error ? error.message : String(error);
+  const unknown = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']*)'/.exec(message) : null;
+  return new UsageError(unknown ? `unknown option ${unknown[1]}` : message);
+}
+
+/**
  * Parses a whole number of seconds from 1 to 86,400 (one day): `--ttl`, `--upstream-timeout`.
  *
  * @throws {UsageError} naming `flag` and the text given.

@@ -268,7 +268,8 @@ async function main(argv: readonly string[]): Promise<number> {
     command = parseCommand(argv);
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`mcp-confirm: ${e.message}\n\n${USAGE}\n`);
+      // With no arguments at all, the whole usage; otherwise the one problem and where the usage is.
+      process.stderr.write(argv.length === 0 ? `mcp-confirm: ${e.message}\n\n${USAGE}\n` : `mcp-confirm: ${e.message}\nRun 'mcp-confirm --help' for the usage.\n`);
       return EXIT_USAGE;
     }
     throw e;

@@ -19,7 +19,7 @@ import type { AuditLog } from '../audit/auditLog.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { AUDIT_OPTIONS } from './auditArgs.js';
-import { checkAudience, readKeyFile, UsageError, wholeSeconds } from './common.js';
+import { checkAudience, parseArgsUsageError, readKeyFile, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, type HttpSpec } from './httpArgs.js';
 import { APPROVAL_OPTIONS, parseServingFlags, type ApprovalFlags } from './approvalArgs.js';
 import { openLedger } from './ledgerSpec.js';
@@ -187,7 +187,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
       },
     }));
   } catch (e) {
-    throw new UsageError(`proxy: ${(e as Error).message}`);
+    throw new UsageError(`proxy: ${parseArgsUsageError(e).message}`);
   }
   const help = values.help ?? false;
   const urlText = values['upstream-url'];

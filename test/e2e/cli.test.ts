@@ -233,6 +233,19 @@ describe('cold start', () => {
 });
 
 describe('exit codes and messages', () => {
+  it('exits 2 naming an unknown option plainly, with a pointer to --help instead of the whole usage (server and proxy)', async () => {
+    const r = await run(['--root', R, '--frobnicate']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe("mcp-confirm: unknown option --frobnicate\nRun 'mcp-confirm --help' for the usage.\n");
+    const p = await run(['proxy', '--frobnicate', '--', process.execPath, '-e', '']);
+    expect(p.status).toBe(2);
+    expect(p.stderr).toBe('mcp-confirm: proxy: unknown option --frobnicate\n');
+    // Control: a value missing after a known option keeps its own message.
+    const missing = await run(['--root']);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain("Option '--root <value>' argument missing");
+  });
+
   it('exits 2 with the usage when no --root is given', async () => {
     const r = await run([]);
     expect(r.status).toBe(2);
