@@ -16,7 +16,10 @@
  * A load that fails is never a crash: the reason goes to `log` (stderr), a `tools/call` is answered
  * with the confirmation layer's generic internal error (`isError`, nothing done), a `requestState`
  * is refused as unverifiable (`-32602`, the SDK's answer to a verify hook that fails), and the next
- * need loads again.
+ * need loads again. A module that failed to load stays failed, though: Node keeps the failed import
+ * in its module map (seen on Node 20: a load hook failing once made every later import of that module
+ * reject the same way), so after a broken install every call is answered the same until a restart;
+ * the retry helps only when building the layer failed after its modules loaded.
  *
  * @module
  */

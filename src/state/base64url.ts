@@ -16,7 +16,8 @@
  * The text is decoded by Node and the bytes encoded again: only when that gives back the very
  * same text is it accepted. That one comparison refuses everything a lenient decoder would let
  * through: a character outside `A-Z a-z 0-9 - _` (skipped by the decoder, so the text comes back
- * shorter), `+` and `/` (read as `-` and `_`, written back as those), padding `=`, a length of 1
+ * shorter; or, from U+0100 up, read as the character of its low byte, e.g. `\u0141` as `A`, so it
+ * comes back as that character), `+` and `/` (read as `-` and `_`, written back as those), padding `=`, a length of 1
  * modulo 4 (the lone character is dropped), and non-zero unused bits in the last character
  * (written back as zero bits).
  *

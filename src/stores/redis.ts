@@ -153,7 +153,9 @@ export interface RedisLedgerOptions {
   client?: RedisCommandClient;
   /**
    * Separates deployments sharing one Redis; normally the server's audience.
-   * 1 to 200 characters, no `{`, `}` or control characters. Defaults to `'mcp-confirm'`.
+   * 1 to 200 characters, well-formed (no lone surrogate: Redis keys are UTF-8, where every lone
+   * surrogate becomes U+FFFD, so `'\uD800'` and `'\uDFFF'` would share one store), no `{`, `}` or
+   * control characters. Defaults to `'mcp-confirm'`.
    */
   namespace?: string;
   /** Most outstanding confirmations one principal may hold. Defaults to 1,000. */
@@ -472,13 +474,20 @@ export class RedisLedger implements Ledger, ApprovalStore {
    * @param options - see {@link RedisLedgerOptions}.
    * @throws {TypeError} when not exactly one of `url` and `client` is given, or `url` is not a `redis:`/`rediss:` URL.
    * @throws {RangeError} when a bound, `timeoutMs`, `clockSkewMs` or `connectTimeoutMs` is not a valid integer,
-   *   or `namespace` is empty, longer than 200 characters, or contains `{`, `}` or a control character.
+   *   or `namespace` is empty, longer than 200 characters, not well-formed (a lone surrogate), or contains `{`, `}`
+   *   or a control character.
    */
   constructor(options: RedisLedgerOptions) {
     if ((options.url === undefined) === (options.client === undefined)) throw new TypeError('give exactly one of url and client');
     const namespace = options.namespace ?? 'mcp-confirm';
-    if (typeof namespace !== 'string' || namespace.length === 0 || namespace.length > 200 || /[{}\u0000-\u001f\u007f]/.test(namespace)) {
-      throw new RangeError('namespace must be 1 to 200 characters without {, } or control characters');
+    if (
+      typeof namespace !== 'string' ||
+      namespace.length === 0 ||
+      namespace.length > 200 ||
+      !namespace.isWellFormed() ||
+      /[{}\u0000-\u001f\u007f]/.test(namespace)
+    ) {
+      throw new RangeError('namespace must be 1 to 200 well-formed characters without {, } or control characters');
     }
     this.namespace = namespace;
     this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);

@@ -318,3 +318,28 @@ describe('refusals are cheap and leave the process as they found it', () => {
     expect(new Error('after').stack).toMatch(/\n\s+at /);
   });
 });
+
+describe('only the exact text opens: every other spelling of a genuine state is refused', () => {
+  it('any edit of a genuine state (inserting, replacing or deleting text, including characters a lenient decoder reads as others: U+0141 read as A, +, /, =, spaces, dots) is refused, whatever jose makes of it; the genuine state opens (control)', async () => {
+    const { state, claims } = sealer.sealSync(INPUT);
+    expect(oursOpen(state)).toEqual(claims);
+    // Characters Node's base64url decoder skips, maps or truncates to an alphabet byte, and plain alphabet ones.
+    const odd = fc.constantFrom('\u0141', '\u0100', '\uFF41', '\u00C1', '\u0000', ' ', '\n', '=', '+', '/', '.', '-', '_', 'A', 'Q', 'g', 'w', '\uD800', '\u{1D400}');
+    const text = fc.oneof(odd, fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }));
+    const edit = fc.record({ at: fc.nat(state.length), cut: fc.nat(3), insert: fc.oneof(fc.constant(''), text) });
+    const openedByJose: string[] = [];
+    await fc.assert(
+      fc.asyncProperty(edit, async ({ at, cut, insert }) => {
+        const edited = state.slice(0, at) + insert + state.slice(Math.min(state.length, at + cut));
+        fc.pre(edited !== state);
+        expect(oursOpen(edited)).toBeInstanceOf(StateRefusedError);
+        const jose = await joseOpen(edited);
+        if (jose !== undefined) openedByJose.push(edited);
+      }),
+      { numRuns: 3000 },
+    );
+    // Where jose (lenient on spelling) opens an edited state, it finds the genuine claims: the edit changed no byte.
+    for (const s of openedByJose) expect(JSON.parse((await joseOpen(s))!.plaintext)).toEqual(asJson(claims));
+    expect(oursOpen(state)).toEqual(claims);
+  });
+});

@@ -158,6 +158,23 @@ describe('RedisLedger', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('refuses a namespace with a lone surrogate (stored as U+FFFD, \\uD800 and \\uDFFF would share one store); control: two well-formed namespaces differing only there keep their entries and bounds apart', async () => {
+    const base = ns();
+    for (const lone of ['\uD800', '\uDFFF', `a\uDC00b`]) {
+      expect(() => new RedisLedger({ url: redisUrl(), namespace: base + lone })).toThrow(/well-formed/);
+    }
+    // Control: '\uFFFD' itself and a real pair are namespaces of their own, apart from each other.
+    const a = await openLedger({ namespace: `${base}\uFFFD`, maxPerPrincipal: 1 });
+    const b = await openLedger({ namespace: `${base}\u{1F600}`, maxPerPrincipal: 1 });
+    const jti = randomUUID();
+    const now = Date.now();
+    await a.issue(jti, 'alice', now + 60_000, now);
+    await b.issue(randomUUID(), 'alice', now + 60_000, now);
+    expect(await b.spend(jti, now)).toBe('unknown');
+    expect(await a.spend(jti, now)).toBe('spent');
+    await Promise.all([a.close(), b.close()]);
+  });
+
   it('shares entries and bounds between two ledgers (two connections) on one namespace', async () => {
     const namespace = ns();
     const a = await openLedger({ namespace, maxPerPrincipal: 1 });
