@@ -73,6 +73,7 @@
  *
  * @module
  */
+import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
@@ -277,6 +278,16 @@ export class SqliteLedger implements Ledger, ApprovalStore {
     if (synchronous !== 'normal' && synchronous !== 'full') throw new RangeError("synchronous must be 'normal' or 'full'");
     this.#retry = new BusyRetry(this.timeoutMs);
 
+    // A new file is created readable by its owner only (it holds confirmations, approvals with their
+    // questions and paths, and challenges); SQLite gives its -wal and -shm files the database file's
+    // mode. An existing file keeps its mode. Any failure here is left to the open below to report.
+    if (this.path !== '' && this.path !== ':memory:') {
+      try {
+        closeSync(openSync(this.path, 'wx', 0o600));
+      } catch {
+        // exists already (kept as it is), or cannot be created (reported by the open below)
+      }
+    }
     let db: Database.Database;
     try {
       // timeout 0: no busy handler, so SQLite never sleeps on the main thread waiting for a lock.

@@ -410,3 +410,20 @@ describe('SqliteLedger', () => {
     }
   });
 });
+
+describe('SqliteLedger file mode', () => {
+  it('creates a new ledger file, and with it its -wal and -shm files, readable by the owner only (0600); an existing file keeps its mode (control)', async () => {
+    const path = join(dir, `mode-${randomUUID()}.db`);
+    const ledger = new SqliteLedger({ path });
+    const now = Date.now();
+    await ledger.issue(randomUUID(), 'p', now + 60_000, now);
+    for (const f of [path, `${path}-wal`, `${path}-shm`]) expect((statSync(f).mode & 0o777).toString(8)).toBe('600');
+    await ledger.close();
+    const existing = join(dir, `mode-existing-${randomUUID()}.db`);
+    writeFileSync(existing, '', { mode: 0o640 });
+    const kept = new SqliteLedger({ path: existing });
+    await kept.issue(randomUUID(), 'p', now + 60_000, now);
+    expect((statSync(existing).mode & 0o777).toString(8)).toBe('640');
+    await kept.close();
+  });
+});
