@@ -66,6 +66,7 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     const { RedisLedger } = await import('../stores/redis.js');
     let lastReport = 0;
     let refusal: string | undefined;
+    let starting = true;
     const shown = `${url.protocol}//${url.host}${url.pathname}`; // never the password
     let ledger;
     try {
@@ -75,7 +76,10 @@ export async function openLedger(spec: string, audience: string, log: (line: str
         onError: (error) => {
           const message = error instanceof Error ? error.message : String(error);
           // A reply error while connecting (bad database, password, ACL) is configuration, not an outage.
-          if (/^(ERR|WRONGPASS|NOAUTH|NOPERM)\b/.test(message)) refusal ??= message;
+          if (/^(ERR|WRONGPASS|NOAUTH|NOPERM)\b/.test(message)) {
+            refusal ??= message;
+            if (starting) return; // reported once, as the start-up's usage error (exit 2), not as "retrying"
+          }
           const now = Date.now();
           if (now - lastReport < 5_000) return;
           lastReport = now;
@@ -92,6 +96,7 @@ export async function openLedger(spec: string, audience: string, log: (line: str
       await ledger.close().catch(() => {});
       throw new UsageError(`--ledger: Redis at ${shown} refused the connection: ${refusal}`);
     }
+    starting = false;
     if (!ledger.isReady) log(`Redis ledger at ${shown} is not reachable yet: serving anyway; confirmations are refused until it is`);
     return ledger;
   }

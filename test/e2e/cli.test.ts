@@ -331,6 +331,7 @@ describe('exit codes and messages', () => {
     const r = await run(['--root', root, '--ledger', `${url}/99`]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('DB index is out of range');
+    expect(r.stderr).not.toContain('retrying'); // one refusal, not "retrying" and then an exit
   });
 
   it('exits 2 for an unknown option', async () => {
