@@ -31,6 +31,13 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
   try {
     switch (command.kind) {
       case 'approvers-enroll': {
+        // A bad --name is a usage error (exit 2), told before anything starts.
+        try {
+          checkApproverName(command.name);
+        } catch (e) {
+          err(`--name: ${(e as Error).message}`);
+          return EXIT_USAGE;
+        }
         // Checked before the ceremony: a file that cannot be written would leave a passkey on the authenticator for nothing.
         const dir = dirname(resolve(command.approvers));
         if (!isWritableDirectory(dir)) {

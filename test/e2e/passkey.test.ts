@@ -673,6 +673,7 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       [['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', '70000'], '--approval-port'],
       [['approvers', 'enroll', '--name', 'x'], 'approvers needs --approvers PATH'],
       [['approvers', 'enroll', '--approvers', approversPath], 'approvers enroll needs --name NAME'],
+      [['approvers', 'enroll', '--approvers', approversPath, '--name', ' ann'], '--name: an approver name is 1 to 64 letters'],
       [['approvers', 'wipe', '--approvers', approversPath], 'approvers takes enroll, list or remove'],
       [['approvers', 'enroll', '--approvers', join(dir, 'no-such-dir', 'approvers.json'), '--name', 'x'], 'does not exist or is not writable'],
       [['approvers', 'list', '--approvers', join(dir, 'no-such-file.json')], 'does not exist'],
