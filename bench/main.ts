@@ -74,7 +74,12 @@ async function loadBalancerRows(): Promise<Row[]> {
 const GROUPS = ['ledger', 'ledger-redis', 'seal', 'mrtr', 'garbage', 'prompt', 'cold', 'lb', 'proxy'] as const;
 const { values: cli } = parseArgs({ options: { only: { type: 'string' } } });
 const only = cli.only === undefined ? new Set<string>(GROUPS) : new Set(cli.only.split(','));
-for (const g of only) if (!(GROUPS as readonly string[]).includes(g)) throw new Error(`--only: unknown group ${g} (one of ${GROUPS.join(', ')})`);
+for (const g of only) {
+  if (!(GROUPS as readonly string[]).includes(g)) {
+    process.stderr.write(`bench: --only: unknown group ${JSON.stringify(g)} (one of ${GROUPS.join(', ')})\n`);
+    process.exit(2);
+  }
+}
 
 const redis = only.has('ledger') || only.has('ledger-redis') || only.has('lb') ? startRedis() : undefined;
 const rows: Row[] = [];
