@@ -88,24 +88,29 @@ export async function raceSpends(opts: {
     }
     return results;
   } finally {
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            const timer = setTimeout(() => {
-              c.kill('SIGKILL');
-              resolve();
-            }, 5_000);
-            c.once('exit', () => {
-              clearTimeout(timer);
-              resolve();
-            });
-            c.send({ type: 'exit' });
-          }),
-      ),
-    );
+    await stopWorkers(children);
   }
+}
+
+/** Asks each worker to exit, and kills the one still there 5 s later. */
+function stopWorkers(children: ReadonlyArray<ReturnType<typeof fork>>): Promise<unknown> {
+  return Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const timer = setTimeout(() => {
+            c.kill('SIGKILL');
+            resolve();
+          }, 5_000);
+          c.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          c.send({ type: 'exit' });
+        }),
+    ),
+  );
 }
 
 const ISSUE_WORKER = fileURLToPath(new URL('./issueRaceWorker.ts', import.meta.url));
@@ -143,22 +148,6 @@ export async function raceIssues(opts: {
     for (const c of children) c.send({ type: 'go', principals: opts.principals, attempts: opts.attempts, nowMs, startAtMs });
     return (await Promise.all(replies)) as unknown as IssueRaceResult[];
   } finally {
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            const timer = setTimeout(() => {
-              c.kill('SIGKILL');
-              resolve();
-            }, 5_000);
-            c.once('exit', () => {
-              clearTimeout(timer);
-              resolve();
-            });
-            c.send({ type: 'exit' });
-          }),
-      ),
-    );
+    await stopWorkers(children);
   }
 }
