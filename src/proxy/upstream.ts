@@ -256,15 +256,41 @@ export class Upstream {
     const [command, ...args] = options.command;
     if (command === undefined || command === '') throw new Error('no upstream command given (after --)');
     const transport = new StdioClientTransport({ command, args, env: options.env ?? processEnv(), stderr: 'inherit' });
+    // How the process ended (exit code or signal), recorded from the moment it is spawned: for the reason a
+    // failed handshake gives, and for the down reason later (the transport forgets its process once closed).
+    let ended: string | undefined;
+    let endedNow: () => void = () => {};
+    const exited = new Promise<void>((resolve) => (endedNow = resolve));
+    const start = transport.start.bind(transport);
+    transport.start = async () => {
+      try {
+        await start();
+      } catch (e) {
+        endedNow(); // never started: no exit to wait for
+        throw e;
+      }
+      const child = childOf(transport);
+      child?.once('exit', (code, signal) => {
+        ended = signal ? `it was killed by ${signal}` : `it exited with code ${code ?? '?'}`;
+        endedNow();
+      });
+    };
+    /** After a failed handshake: how the upstream process ended (waiting up to 2 s for its exit). */
+    const endedHow = async (): Promise<string | undefined> => {
+      if (ended === undefined) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, 2_000)))]);
+        clearTimeout(timer);
+      }
+      return ended;
+    };
     return Upstream.open(options, transport, { command: [...options.command] }, 'the upstream server could not be started or did not complete the handshake', (markDown) => {
       // The exit code and signal make the down reason precise (see childOf for why the private field).
-      let exitDetail: string | undefined;
-      childOf(transport)?.once('exit', (code, signal) => {
-        exitDetail = signal ? `it was killed by ${signal}` : `it exited with code ${code ?? '?'}`;
-        markDown(exitDetail);
+      void exited.then(() => {
+        if (ended !== undefined) markDown(ended);
       });
-      return () => exitDetail;
-    });
+      return () => ended;
+    }, endedHow);
   }
 
   /**
@@ -293,6 +319,7 @@ export class Upstream {
     where: { command: string[] } | { url: string },
     failure: string,
     watchExit?: (markDown: (reason: string) => void) => () => string | undefined,
+    endedHow?: () => Promise<string | undefined>,
   ): Promise<Upstream> {
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const log = options.log ?? (() => {});
@@ -336,16 +363,21 @@ export class Upstream {
     };
     let exitDetail: () => string | undefined = () => undefined;
     client.onclose = () => markDown(exitDetail() ?? 'its connection closed');
-    // A shutdown the proxy asked for aborts the open streams: not worth a line.
+    // A shutdown the proxy asked for aborts the open streams: not worth a line. Before the handshake
+    // completed, a failure is reported once, by the error below (a write to an upstream that already
+    // exited fails with EPIPE: the exit is the news).
+    let connected = false;
     client.onerror = (e) => {
-      if (!upstream?.closing) log(`upstream: ${describeFailure(e, 'url' in where)}`);
+      if (connected && !upstream?.closing) log(`upstream: ${describeFailure(e, 'url' in where)}`);
     };
     try {
       await client.connect(transport, { timeout: Math.max(callTimeoutMs, HANDSHAKE_TIMEOUT_MS) });
     } catch (e) {
+      const ended = await endedHow?.().catch(() => undefined);
       await transport.close().catch(() => {});
-      throw new Error(`${failure}: ${describeFailure(e, 'url' in where)}`);
+      throw new Error(`${failure}: ${ended !== undefined ? `${ended} (${describeFailure(e, 'url' in where)})` : describeFailure(e, 'url' in where)}`);
     }
+    connected = true;
     if (watchExit) exitDetail = watchExit(markDown);
     const info = client.getServerVersion();
     upstream = new Upstream(client, { name: info?.name ?? '', version: info?.version ?? '', ...where }, callTimeoutMs, declareRoots);

@@ -277,3 +277,18 @@ describe('--max-argument-bytes: a size bound on a call\'s arguments, checked bef
     expect(calls(dir)).toEqual([]);
   });
 });
+
+describe('an upstream command that ends before its handshake', () => {
+  it('exits 1 saying how it ended (its exit code, or its signal), without an EPIPE line; a command that cannot be spawned names the spawn error (control)', async () => {
+    const exited = await runProcess(process.execPath, [MAIN, 'proxy', '--', process.execPath, '-e', 'process.exit(3)']);
+    expect(exited.status).toBe(1);
+    expect(exited.stderr).toContain('the upstream server could not be started or did not complete the handshake: it exited with code 3');
+    expect(exited.stderr).not.toContain('EPIPE');
+    const killed = await runProcess(process.execPath, [MAIN, 'proxy', '--', process.execPath, '-e', "process.kill(process.pid, 'SIGKILL')"]);
+    expect(killed.status).toBe(1);
+    expect(killed.stderr).toContain('it was killed by SIGKILL');
+    const missing = await runProcess(process.execPath, [MAIN, 'proxy', '--', '/nonexistent/mcp-confirm-upstream']);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('spawn /nonexistent/mcp-confirm-upstream ENOENT');
+  });
+});
