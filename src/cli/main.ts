@@ -50,7 +50,7 @@ function logEvent(event: ConfirmEvent): void {
       process.stderr.write(`mcp-confirm: requestState refused (${event.reason})\n`);
       break;
     case 'not-confirmed':
-      process.stderr.write(`mcp-confirm: ${event.tool} not confirmed (${event.action})\n`);
+      process.stderr.write(`mcp-confirm: ${event.tool} not confirmed (${event.action}${event.on === 'page' ? ' on the approval page' : ''})\n`);
       break;
     case 'confirmed':
       process.stderr.write(`mcp-confirm: ${event.tool} confirmed and done${event.approver !== undefined ? ` (approved by ${event.approver})` : ''}\n`);

@@ -269,7 +269,7 @@ function logEvent(event: ConfirmEvent): void {
     case 'state-refused':
       return log(`requestState refused (${event.reason})`);
     case 'not-confirmed':
-      return log(`${tool} not confirmed (${event.action})`);
+      return log(`${tool} not confirmed (${event.action}${event.on === 'page' ? ' on the approval page' : ''})`);
     case 'confirmed':
       return log(`${tool} confirmed and forwarded${event.approver !== undefined ? ` (approved by ${renderValue(event.approver)})` : ''}`);
     case 'approval-pending':

@@ -109,7 +109,7 @@ export type ConfirmEvent =
   | { type: 'asked-again'; tool: string; reason: 'no-answer' | 'question-changed' | 'resource-changed' }
   | { type: 'refused'; tool: string; code: string }
   | { type: 'state-refused'; reason: string }
-  | { type: 'not-confirmed'; tool: string; action: string }
+  | { type: 'not-confirmed'; tool: string; action: string; /** `'page'` when the human decided on the approval page (passkey approval), not in the client. */ on?: 'page' }
   | { type: 'confirmed'; tool: string; approver?: string }
   | { type: 'approval-pending'; tool: string }
   | { type: 'internal-error'; tool: string; error: unknown };
@@ -634,7 +634,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       await spend(claims.jti, nowMs);
       if (record === undefined || record.status === 'pending') throw new ConfirmApprovalExpiredError();
       if (record.status === 'declined') {
-        emit({ type: 'not-confirmed', tool: name, action: 'decline' });
+        emit({ type: 'not-confirmed', tool: name, action: 'decline', on: 'page' });
         await record_('declined', trail, { outcome: 'decline' });
         return { content: [{ type: 'text', text: `You declined; ${nothingDone}.` }] };
       }

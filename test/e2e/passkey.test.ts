@@ -14,7 +14,7 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import { createInterface } from 'node:readline';
 import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProcess, InPlaceStdioTransport } from '../helpers/processes.js';
+import { runProcess, InPlaceStdioTransport, until } from '../helpers/processes.js';
 import { callTool, type Reply } from '../helpers/harness.js';
 import {
   assertionIn,
@@ -219,6 +219,8 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const r2 = await s.call('deny-me.txt', { inputResponses: URL_ACCEPT, requestState: e.state });
     expect(r2).toMatchObject({ kind: 'result', isError: false, text: 'You declined; nothing was deleted.' });
     expect(existsSync(target)).toBe(true);
+    // The log says where the human declined (the client's own answer was accept).
+    await until(() => s.stderr().includes('delete_file not confirmed (decline on the approval page)'));
   });
 
   it('round 2 sent before the approval waits for the page and deletes once it is approved (order: approve clicked, then the answer)', async () => {

@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
-import { runProcess } from '../helpers/processes.js';
+import { runProcess, until } from '../helpers/processes.js';
 import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -123,11 +123,6 @@ async function stdioProxy(dir: string, extra: string[] = []): Promise<{ client: 
   await client.connect(transport);
   closers.push(() => client.close());
   return { client, stderr: () => err };
-}
-
-/** Resolves once `condition` holds (stderr arrives on its own pipe, after or before the answer). */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((r) => setTimeout(r, 20));
 }
 
 function text(reply: Reply): string {

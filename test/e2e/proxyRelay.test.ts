@@ -23,6 +23,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { until } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FS_SERVER = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
@@ -49,11 +50,6 @@ function freshDir(): string {
 
 function proxyArgs(upstream: string[]): string[] {
   return [MAIN, 'proxy', '--', process.execPath, ...upstream];
-}
-
-/** Resolves when `check` holds, checking again after each turn of the event loop (ordering, not time). */
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((r) => setTimeout(r, 20));
 }
 
 /** The v2 client pinned 2026-07-28, with list_changed handlers counting each kind. */

@@ -53,3 +53,12 @@ export function runProcess(command: string, args: readonly string[], options: { 
  * one to start half the processes.
  */
 export class InPlaceStdioTransport extends StdioClientTransport {}
+
+/**
+ * Resolves once `check` holds, checking again every 20 ms: for what arrives on its own pipe
+ * (a child's stderr, after or before the answer on stdout). Proves order, not time: the test's
+ * own timeout is the only deadline.
+ */
+export async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((r) => setTimeout(r, 20));
+}
