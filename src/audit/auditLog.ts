@@ -307,8 +307,7 @@ export class AuditLog implements AuditSink {
             await handle.close();
           }
         } catch (e) {
-          this.#fail(batch, e as Error, written);
-          if (written > 0) await this.#cutBack();
+          await this.#fail(batch, e as Error, written);
           continue;
         }
         const last = batch[batch.length - 1]!;
@@ -323,11 +322,16 @@ export class AuditLog implements AuditSink {
     }
   }
 
-  /** Rejects a failed batch and everything queued after it (they chain from it); the chain goes on from the last line written. */
-  #fail(batch: Pending[], error: Error, written: number): void {
+  /**
+   * Rejects a failed batch and everything queued after it (they chain from it), once a partial write
+   * is cut back (so a caller told "not written" finds the file as it was); the chain goes on from the
+   * last line written.
+   */
+  async #fail(batch: Pending[], error: Error, written: number): Promise<void> {
     const refused = [...batch, ...this.#queue.splice(0)];
     this.#head = { seq: this.#durable.seq, mac: this.#durable.mac };
     this.#onError(new Error(`${refused.length} line(s) not written (${errorName(error)})${written > 0 ? '; cutting back the partial write' : ''}`));
+    if (written > 0) await this.#cutBack();
     for (const p of refused) p.reject(new ConfirmAuditUnavailableError({ cause: error }));
   }
 
