@@ -13,7 +13,6 @@ import { AuditLog } from '../audit/auditLog.js';
 import { verifyAuditTrail, type AuditTrailInfo, type AuditVerdict } from '../audit/chain.js';
 import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../ledger/auditHeads.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { renderValue } from '../prompt/render.js';
 import { EXIT_USAGE, UsageError } from './args.js';
 import { EXIT_AUDIT_BROKEN, EXIT_AUDIT_LEGACY, EXIT_AUDIT_OPEN, type AuditVerifyCommand } from './auditArgs.js';
 
@@ -79,7 +78,7 @@ async function recordedHead(command: AuditVerifyCommand, key: string): Promise<A
 }
 
 /** What a trail's opening line names, for the report. */
-function describeTrail(file: string, trail: AuditTrailInfo): string {
+function describeTrail(file: string, trail: AuditTrailInfo, renderValue: (value: string) => string): string {
   return `audit trail ${file}: trail ${trail.id}, host ${renderValue(trail.host)}, pid ${trail.pid}, started ${trail.started}${trail.heads !== null ? `, heads recorded in a ${renderValue(trail.heads)} store` : ''}`;
 }
 
@@ -131,8 +130,10 @@ export async function runAuditVerify(command: AuditVerifyCommand): Promise<numbe
     head = found;
   }
   const verdict: AuditVerdict = verifyAuditTrail(bytes, keys, head === undefined ? {} : { head });
+  // The renderer (and its Unicode tables) loads only here: serving with --audit never needs it.
+  const { renderValue } = await import('../prompt/render.js');
   const trail = 'trail' in verdict ? verdict.trail : undefined;
-  if (trail) stderr(describeTrail(file, trail));
+  if (trail) stderr(describeTrail(file, trail, renderValue));
   const misnamed = trail && (verdict.status === 'intact' || verdict.status === 'open' || verdict.status === 'unrecorded') ? nameMismatch(file, trail) : undefined;
   if (misnamed !== undefined) {
     stderr(`audit trail ${file} is broken: ${misnamed}`);
