@@ -210,3 +210,35 @@ describe('with a head store (the memory ledger, for the library)', () => {
     expect(verifyAuditTrail(all, keys, { head: null })).toMatchObject({ status: 'unrecorded', trail: { id: audit.trail.id } });
   });
 });
+
+describe('a head store that fails', () => {
+  it('never refuses a line: every decision is written, the failure is reported once per run of failures, and the head is recorded again once the store answers (control: the head then matches)', async () => {
+    const keys = await AuditKeys.fromSpecs([spec]);
+    const ledger = new MemoryLedger();
+    let down = true;
+    const flaky = {
+      kind: 'flaky',
+      recordAuditHead: (path: string, head: Parameters<MemoryLedger['recordAuditHead']>[1]) =>
+        down ? Promise.reject(new Error('store down')) : ledger.recordAuditHead(path, head),
+      auditHead: (path: string) => ledger.auditHead(path),
+    };
+    const errors: string[] = [];
+    const path = join(R, 'trail.jsonl');
+    const audit = await AuditLog.open({ path, keys, heads: flaky, onError: (e) => errors.push(e.message) });
+    cleanups.push(() => audit.close());
+    expect(lines()[0]).toMatchObject({ heads: 'flaky' });
+    const { factory } = await createDemoServer({ roots: [root], keys: await KeyRing.fromSpecs([spec]), audit });
+    const c = await connect(factory);
+    cleanups.push(() => c.close());
+    const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
+    expect(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(lines().map((l) => l['event'])).toEqual(['opened', 'asked', 'confirmed', 'acted']);
+    expect(errors.filter((m) => m.startsWith('cannot record its head in the store'))).toHaveLength(1);
+    expect(await ledger.auditHead(path)).toBeUndefined();
+    down = false;
+    await audit.close();
+    expect(errors.some((m) => m.startsWith('its head is recorded in the store again'))).toBe(true);
+    expect(await ledger.auditHead(path)).toEqual(audit.head);
+    expect(audit.head).toMatchObject({ seq: 5 });
+  });
+});
