@@ -21,7 +21,19 @@ export {
 } from './guard/confirmation.js';
 export { AuditLog, type AuditLogOptions, type AuditSink } from './audit/auditLog.js';
 export { AuditKeys, AUDIT_HKDF_INFO, AUDIT_HKDF_SALT, type AuditKey } from './audit/auditKeys.js';
-export { verifyAuditTrail, AUDIT_GENESIS, type AuditDecision, type AuditEventName, type AuditLine, type AuditVerdict } from './audit/chain.js';
+export {
+  verifyAuditTrail,
+  AUDIT_GENESIS,
+  type AuditDecision,
+  type AuditEventName,
+  type AuditLine,
+  type AuditOpening,
+  type AuditClosing,
+  type AuditTrailInfo,
+  type AuditVerdict,
+  type VerifyAuditOptions,
+} from './audit/chain.js';
+export { isAuditHeadStore, type AuditHead, type AuditHeadStore } from './ledger/auditHeads.js';
 export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
 export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
 export { canonicalDigest } from './state/digest.js';

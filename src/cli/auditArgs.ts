@@ -11,30 +11,44 @@ export const AUDIT_OPTIONS = {
   audit: { type: 'string' },
 } as const;
 
-/** Exit code of `audit verify` for a broken trail. */
+/** Exit code of `audit verify` for a broken trail (also cut, replaced, or not recorded in the store given). */
 export const EXIT_AUDIT_BROKEN = 3;
+/** Exit code of `audit verify` for an open trail: intact so far, but without its `closed` line. */
+export const EXIT_AUDIT_OPEN = 4;
+/** Exit code of `audit verify` for a legacy trail: chained intact, but without an opening line. */
+export const EXIT_AUDIT_LEGACY = 5;
 
 export const AUDIT_USAGE = `Audit trail:
   --audit PATH           Write one hash-chained, MACed JSON line per decision to a new file
                          PATH.<UTC start time>.<pid>.jsonl (one file per process; needs --key-file,
-                         whose keys derive the MAC keys). A line that cannot be written refuses
-                         the call (ERR_CONFIRM_AUDIT_UNAVAILABLE).
-  mcp-confirm audit verify FILE --key-file PATH
-                         Check a trail: exit 0 printing the last seq when intact, 3 naming the
-                         first bad line on stderr, 2 on usage errors.`;
+                         whose keys derive the MAC keys), between an opening line naming the trail
+                         and, on a clean stop, a closed line. With --ledger sqlite:… or redis://…
+                         the trail's head is recorded in that store too. A line that cannot be
+                         written refuses the call (ERR_CONFIRM_AUDIT_UNAVAILABLE).
+  mcp-confirm audit verify FILE --key-file PATH [--ledger SPEC [--audience NAME]]
+                         Check a trail: exit 0 intact (closed), 4 open (no closed line), 5 legacy
+                         (no opening line), 3 broken (the first bad line named; with --ledger also
+                         cut, another trail, or no head recorded), 2 on usage errors. Prints the
+                         last seq on stdout (except when broken), the trail on stderr.`;
 
-/** `mcp-confirm audit verify FILE --key-file PATH`. */
+/** `mcp-confirm audit verify FILE --key-file PATH [--ledger SPEC [--audience NAME]]`. */
 export interface AuditVerifyCommand {
   kind: 'audit-verify';
   file: string;
   keyFile: string;
+  /** The shared store holding the trail's head (`sqlite:PATH`, `redis://…`), or undefined: no comparison. */
+  ledger: string | undefined;
+  /** The Redis namespace (the server's `--audience`). Defaults to `mcp-confirm`. */
+  audience: string;
 }
+
+const VERIFY_FLAGS = new Set(['key-file', 'ledger', 'audience']);
 
 /**
  * Parses the words after `audit` and the flags given with them.
  *
  * @param words - positionals after `audit`, e.g. `['verify', FILE]`.
- * @param values - every flag given; only `--key-file` may be.
+ * @param values - every flag given; only `--key-file`, `--ledger` and `--audience` may be.
  * @throws {TypeError} naming what is wrong (the caller turns it into a usage error, exit 2).
  */
 export function parseAuditCommand(words: readonly string[], values: Record<string, unknown>): AuditVerifyCommand {
@@ -42,11 +56,17 @@ export function parseAuditCommand(words: readonly string[], values: Record<strin
   if (verb !== 'verify') throw new TypeError(verb === undefined ? 'audit needs a command: audit verify FILE --key-file PATH' : `unknown audit command: ${verb}`);
   if (file === undefined) throw new TypeError('audit verify needs the trail FILE');
   if (extra.length > 0) throw new TypeError(`unexpected argument: ${extra[0]}`);
-  const stray = Object.keys(values).find((k) => k !== 'key-file' && values[k] !== undefined);
-  if (stray) throw new TypeError(`audit verify takes only --key-file, not --${stray}`);
+  const stray = Object.keys(values).find((k) => !VERIFY_FLAGS.has(k) && values[k] !== undefined);
+  if (stray) throw new TypeError(`audit verify takes only --key-file, --ledger and --audience, not --${stray}`);
   const keyFile = values['key-file'];
   if (typeof keyFile !== 'string') throw new TypeError('audit verify needs --key-file PATH (the key file the trail was written with)');
-  return { kind: 'audit-verify', file, keyFile };
+  const ledger = values['ledger'];
+  const audience = values['audience'];
+  if (ledger !== undefined && typeof ledger !== 'string') throw new TypeError('--ledger needs a SPEC');
+  if (ledger === 'memory') throw new TypeError('audit verify --ledger needs a shared store (sqlite:PATH or redis://HOST:PORT[/DB]): a memory ledger lived only in the process that wrote the trail');
+  if (audience !== undefined && ledger === undefined) throw new TypeError('audit verify takes --audience only with --ledger (it names the Redis namespace the server used)');
+  if (audience !== undefined && (typeof audience !== 'string' || audience === '')) throw new TypeError('--audience needs a NAME');
+  return { kind: 'audit-verify', file, keyFile, ledger, audience: (audience as string | undefined) ?? 'mcp-confirm' };
 }
 
 /**

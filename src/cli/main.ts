@@ -14,6 +14,7 @@
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { Roots } from '../fs/roots.js';
 import type { Ledger } from '../ledger/ledger.js';
+import type { AuditLog } from '../audit/auditLog.js';
 import type { Command } from './args.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
 
@@ -135,9 +136,16 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     http ? undefined : import('./lazyServer.js'),
   ]);
   const keys = await readKeyFile(command.keyFile);
-  // --audit: this process's trail file (its module loads only when asked for).
-  const audit = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, (line) => process.stderr.write(`mcp-confirm: ${line}\n`)) : undefined;
   const opened = await ledgerSpec?.openLedger(command.ledger, command.audience, (line) => process.stderr.write(`mcp-confirm: ${line}\n`));
+  // --audit: this process's trail file (its module loads only when asked for), opened after the
+  // ledger, which records the trail's head when it is shared, and closed before it.
+  let audit: AuditLog | undefined;
+  try {
+    audit = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, (line) => process.stderr.write(`mcp-confirm: ${line}\n`), opened) : undefined;
+  } catch (e) {
+    await opened?.close?.().catch(() => {});
+    throw e;
+  }
   // Over HTTP: decisions counted and ledger calls timed for /metrics.
   const metrics = http?.createMetrics();
   /** The ledger given to the confirmation layer; undefined: its default, a MemoryLedger made with it. */
@@ -149,8 +157,8 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     // The same object as the ledger (over HTTP the timed wrapper, which forwards the approval records).
     approval = await startApproval(command, ledger);
   } catch (e) {
-    await ledger?.close?.();
     await audit?.close();
+    await ledger?.close?.();
     throw e;
   }
   const closeAll = async (): Promise<void> => {
@@ -289,7 +297,7 @@ async function main(argv: readonly string[]): Promise<number> {
       }
       case 'audit-verify': {
         const { runAuditVerify } = await import('./auditCli.js');
-        return await runAuditVerify(command.file, command.keyFile);
+        return await runAuditVerify(command);
       }
       case 'demo': {
         const { runDemo } = await import('./demo.js');

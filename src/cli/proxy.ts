@@ -322,11 +322,15 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
   if (http && command.http) await http.checkHttpAuth(command.http);
   const policy = await loadPolicy(command.policyPath);
   const keys = await readKeyFile(command.keyFile);
-  const audit: AuditLog | undefined = command.audit !== undefined ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, log) : undefined;
-  const opened = await openLedger(command.ledger, command.audience, log).catch(async (e: unknown) => {
-    await audit?.close();
-    throw e;
-  });
+  const opened = await openLedger(command.ledger, command.audience, log);
+  // After the ledger, which records the trail's head when it is shared (and is closed after it).
+  const audit: AuditLog | undefined =
+    command.audit !== undefined
+      ? await (await import('./auditCli.js')).openAuditTrail(command.audit, keys!, log, opened).catch(async (e: unknown) => {
+          await opened.close?.().catch(() => {});
+          throw e;
+        })
+      : undefined;
   // Over HTTP: decisions counted and ledger calls timed for /metrics.
   const metrics = http?.createMetrics();
   const ledger = metrics ? metrics.instrument(opened) : opened;

@@ -18,9 +18,13 @@ import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { Ledger } from '../ledger/ledger.js';
+import { AUDIT_HEAD_STORE_METHODS } from '../ledger/auditHeads.js';
 
-/** The methods of `ApprovalStore` (src/approval/store.ts), forwarded by {@link ServerMetrics.instrument}. */
-const APPROVAL_STORE_METHODS = ['openApproval', 'approvalById', 'approvalByJti', 'decideApproval', 'putChallenge', 'takeChallenge', 'advanceCounter'] as const;
+/**
+ * The methods of `ApprovalStore` (src/approval/store.ts) and of `AuditHeadStore` (src/ledger/auditHeads.ts),
+ * forwarded by {@link ServerMetrics.instrument}.
+ */
+const FORWARDED_STORE_METHODS = ['openApproval', 'approvalById', 'approvalByJti', 'decideApproval', 'putChallenge', 'takeChallenge', 'advanceCounter', ...AUDIT_HEAD_STORE_METHODS] as const;
 
 /** The metrics of one server and the hooks that feed them. */
 export class ServerMetrics {
@@ -60,7 +64,8 @@ export class ServerMetrics {
   /**
    * Wraps a ledger so that every `issue` and `spend` is timed; behaviour is unchanged. A ledger that
    * also keeps passkey approvals (an `ApprovalStore`: memory, SQLite, Redis) keeps them through the
-   * wrapper (forwarded, untimed), so the wrapper can be both `ledger` and `approval.store`.
+   * wrapper (forwarded, untimed), so the wrapper can be both `ledger` and `approval.store`; so are audit
+   * trail heads (`AuditHeadStore`).
    */
   instrument(ledger: Ledger): Ledger {
     const timed = async <T>(op: 'issue' | 'spend', run: () => Promise<T>): Promise<T> => {
@@ -81,7 +86,7 @@ export class ServerMetrics {
       spend: (...args) => timed('spend', () => ledger.spend(...args)),
     };
     if (ledger.close) wrapped.close = () => ledger.close!();
-    for (const method of APPROVAL_STORE_METHODS) {
+    for (const method of FORWARDED_STORE_METHODS) {
       const f = (ledger as unknown as Record<string, unknown>)[method];
       if (typeof f === 'function') (wrapped as unknown as Record<string, unknown>)[method] = f.bind(ledger);
     }

@@ -23,6 +23,7 @@ import {
 } from '../approval/store.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import { positiveInteger } from './ledger.js';
+import { checkAuditHead, checkAuditHeadPath, type AuditHead, type AuditHeadStore } from './auditHeads.js';
 
 /** Options of {@link MemoryLedger}. */
 export interface MemoryLedgerOptions {
@@ -72,7 +73,7 @@ const OUTCOMES: Readonly<Record<SpendOutcome, Promise<SpendOutcome>>> = {
  * await ledger.spend(jti, Date.now()); // 'spent'
  * await ledger.spend(jti, Date.now()); // 'already-spent'
  */
-export class MemoryLedger implements Ledger, ApprovalStore {
+export class MemoryLedger implements Ledger, ApprovalStore, AuditHeadStore {
   readonly kind = 'memory';
   readonly shared = false;
   readonly maxPerPrincipal: number;
@@ -299,6 +300,25 @@ export class MemoryLedger implements Ledger, ApprovalStore {
   #dropApproval(id: string, r: ApprovalRecord): void {
     this.#approvals.delete(id);
     if (this.#approvalOfJti.get(r.jti) === id) this.#approvalOfJti.delete(r.jti);
+  }
+
+  // ---- AuditHeadStore (see auditHeads.ts): one head per trail path, in this process only (for the library).
+
+  readonly #auditHeads = new Map<string, AuditHead>();
+
+  /** {@link AuditHeadStore.recordAuditHead}: replaced for another trail, moved forward for the same one. */
+  async recordAuditHead(path: string, head: AuditHead): Promise<void> {
+    checkAuditHead(path, head);
+    const recorded = this.#auditHeads.get(path);
+    if (recorded !== undefined && recorded.trail === head.trail && recorded.seq >= head.seq) return;
+    this.#auditHeads.set(path, { trail: head.trail, seq: head.seq, mac: head.mac });
+  }
+
+  /** {@link AuditHeadStore.auditHead}. */
+  async auditHead(path: string): Promise<AuditHead | undefined> {
+    checkAuditHeadPath(path);
+    const recorded = this.#auditHeads.get(path);
+    return recorded === undefined ? undefined : { ...recorded };
   }
 
   readonly #isLive = (entry: Entry): boolean => this.#entries.get(entry.jti) === entry;

@@ -11,6 +11,8 @@
  * mcp-confirm:{NS}:out            zset    member JTI, score EXPIRES_AT_MS: every outstanding entry
  * mcp-confirm:{NS}:p:PRINCIPAL    zset    the same, for one principal
  * mcp-confirm:{NS}:spent-order    list    JTI of every spend, oldest first: tombstones (for their bound)
+ * mcp-confirm:{NS}:ah:PATH        hash    trail, seq, mac: the head of the audit trail file at PATH
+ *                                         (no TTL: kept as long as the trail may be verified)
  * ```
  * Earlier scripts wrote tombstones as `"s|EXPIRES_AT_MS"`; they are read as tombstones
  * (`'already-spent'`) and evicted like the new ones, so a store written by an earlier
@@ -127,6 +129,7 @@ import {
   type NewApproval,
 } from '../approval/store.js';
 import { positiveInteger } from '../ledger/ledger.js';
+import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from '../ledger/auditHeads.js';
 
 /**
  * The one method the ledger needs from a Redis client. A node-redis 6
@@ -370,7 +373,27 @@ end
 return 'refused'
 `;
 
+/**
+ * Record an audit trail head: replaced for another trail, moved forward for the same one, else kept.
+ * KEYS: ah:PATH. ARGV: trail, seq, mac.
+ */
+const AUDIT_HEAD_RECORD_SCRIPT = `
+local v = redis.call('HMGET', KEYS[1], 'trail', 'seq')
+if v[1] == ARGV[1] and tonumber(v[2]) >= tonumber(ARGV[2]) then return 'kept' end
+redis.call('HSET', KEYS[1], 'trail', ARGV[1], 'seq', ARGV[2], 'mac', ARGV[3])
+return 'recorded'
+`;
+
+/** Read an audit trail head as "trail|seq|mac", or 'none'. KEYS: ah:PATH. */
+const AUDIT_HEAD_READ_SCRIPT = `
+local v = redis.call('HMGET', KEYS[1], 'trail', 'seq', 'mac')
+if not v[1] then return 'none' end
+return v[1] .. '|' .. v[2] .. '|' .. v[3]
+`;
+
 const APPROVAL_OPEN_SHA = sha1(APPROVAL_OPEN_SCRIPT);
+const AUDIT_HEAD_RECORD_SHA = sha1(AUDIT_HEAD_RECORD_SCRIPT);
+const AUDIT_HEAD_READ_SHA = sha1(AUDIT_HEAD_READ_SCRIPT);
 const APPROVAL_READ_SHA = sha1(APPROVAL_READ_SCRIPT);
 const APPROVAL_DECIDE_SHA = sha1(APPROVAL_DECIDE_SCRIPT);
 const CHALLENGE_PUT_SHA = sha1(CHALLENGE_PUT_SCRIPT);
@@ -445,7 +468,7 @@ type OwnedClient = ReturnType<typeof ownedClient>;
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
  */
-export class RedisLedger implements Ledger, ApprovalStore {
+export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
   readonly kind = 'redis';
   readonly shared = true;
   readonly namespace: string;
@@ -702,6 +725,27 @@ export class RedisLedger implements Ledger, ApprovalStore {
     if (reply === 'advanced') return true;
     if (reply === 'refused') return false;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to advanceCounter') });
+  }
+
+  // ---- AuditHeadStore (see ledger/auditHeads.ts). Additive: its own key per trail path, one script per step.
+
+  /** {@link AuditHeadStore.recordAuditHead}: one script (another trail replaces, a later seq moves forward). */
+  async recordAuditHead(path: string, head: AuditHead): Promise<void> {
+    checkAuditHead(path, head);
+    const reply = await this.#script(AUDIT_HEAD_RECORD_SHA, AUDIT_HEAD_RECORD_SCRIPT, [this.#prefix + 'ah:' + path], [head.trail, String(head.seq), head.mac]);
+    if (reply === 'recorded' || reply === 'kept') return;
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to recordAuditHead') });
+  }
+
+  /** {@link AuditHeadStore.auditHead}. */
+  async auditHead(path: string): Promise<AuditHead | undefined> {
+    checkAuditHeadPath(path);
+    const reply = await this.#script(AUDIT_HEAD_READ_SHA, AUDIT_HEAD_READ_SCRIPT, [this.#prefix + 'ah:' + path], []);
+    if (reply === 'none') return undefined;
+    const [trail, seq, mac, ...rest] = (reply ?? '').split('|');
+    const head = { trail, seq: Number(seq), mac };
+    if (rest.length > 0 || !/^[0-9]+$/.test(seq ?? '') || !isAuditHead(head)) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to auditHead') });
+    return head;
   }
 
   async #readApproval(keys: [string, string], nowMs: number): Promise<ApprovalRecord | undefined> {

@@ -9,6 +9,9 @@
  *                     spent INTEGER 0|1) WITHOUT ROWID      -- one row per confirmation
  * mcp_confirm_ledger_counts (scope, name, n)                -- ('total',''), ('spent',''),
  *                                                           -- ('principal', <principal>)
+ * mcp_confirm_audit_heads (path TEXT PRIMARY KEY, trail, seq, mac) WITHOUT ROWID
+ *                                                           -- one audit trail head per trail file,
+ *                                                           -- created on its first record
  * ```
  * A file the ledger creates gets 1 KiB pages (`PRAGMA page_size`, SQLite's default is
  * 4 KiB): each commit appends every page it changed to the WAL, so smaller pages mean
@@ -88,6 +91,7 @@ import {
   type NewApproval,
 } from '../approval/store.js';
 import { positiveInteger } from '../ledger/ledger.js';
+import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from '../ledger/auditHeads.js';
 import { BusyRetry, isBusy } from './busyRetry.js';
 
 /** Options of {@link SqliteLedger}. */
@@ -232,7 +236,7 @@ interface Statements {
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' in exactly one process
  */
-export class SqliteLedger implements Ledger, ApprovalStore {
+export class SqliteLedger implements Ledger, ApprovalStore, AuditHeadStore {
   readonly kind = 'sqlite';
   /** Every process on this host that opens the same file sees the same entries. */
   readonly shared = true;
@@ -639,6 +643,53 @@ export class SqliteLedger implements Ledger, ApprovalStore {
     );
   }
 
+  // ---- AuditHeadStore (see ledger/auditHeads.ts). Additive: its own table, created on the first record
+  // (a read of a file without it changes nothing); one statement per step, retried as issue and spend are.
+
+  #heads: AuditHeadStatements | undefined;
+
+  /**
+   * {@link AuditHeadStore.recordAuditHead}: one `INSERT … ON CONFLICT (path) DO UPDATE … WHERE` another
+   * trail or a later `seq` (autocommit: atomic across processes).
+   */
+  async recordAuditHead(path: string, head: AuditHead): Promise<void> {
+    checkAuditHead(path, head);
+    await this.#headOp(true, (st) => {
+      st!.record.run(path, head.trail, head.seq, head.mac);
+    });
+  }
+
+  /** {@link AuditHeadStore.auditHead}: one read; `undefined` also when the file never held a head (nothing is created). */
+  async auditHead(path: string): Promise<AuditHead | undefined> {
+    checkAuditHeadPath(path);
+    return this.#headOp(false, (st) => {
+      const row = st?.read.get(path);
+      if (row === undefined) return undefined;
+      const head = { trail: row.trail, seq: row.seq, mac: row.mac };
+      if (!isAuditHead(head)) throw new TypeError('unexpected audit head row');
+      return head;
+    });
+  }
+
+  /**
+   * Runs one audit-head step with its statements (`undefined` when the table does not exist and
+   * `create` is false), retried on `SQLITE_BUSY` without blocking.
+   *
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure or a closed ledger.
+   */
+  async #headOp<T>(create: boolean, step: (stmts: AuditHeadStatements | undefined) => T): Promise<T> {
+    if (this.#closed) throw new ConfirmLedgerUnavailableError();
+    try {
+      return await this.#retry.run(() => {
+        this.#setup();
+        this.#heads ??= prepareAuditHeadStatements(this.#db, create);
+        return step(this.#heads);
+      });
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
   /**
    * Every {@link MAINTENANCE_EVERY} calls, one attempt at housekeeping, never waited
    * for: under another connection's lock it fails at once (`busy_timeout` 0) and is
@@ -762,5 +813,38 @@ function toRecord(row: ApprovalRow | undefined): ApprovalRecord | undefined {
     decidedAtMs: row.decided_at_ms,
     approver: row.approver,
     credentialId: row.credential_id,
+  };
+}
+
+const AUDIT_HEADS = 'mcp_confirm_audit_heads';
+
+const AUDIT_HEADS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS ${AUDIT_HEADS} (
+  path TEXT NOT NULL PRIMARY KEY,
+  trail TEXT NOT NULL,
+  seq INTEGER NOT NULL CHECK (seq >= 1),
+  mac TEXT NOT NULL
+) WITHOUT ROWID;
+`;
+
+interface AuditHeadStatements {
+  record: Statement<[string, string, number, string], unknown>;
+  read: Statement<[string], { trail: string; seq: number; mac: string }>;
+}
+
+/** The audit-head statements; with `create`, the table first; without, `undefined` while the table does not exist. */
+function prepareAuditHeadStatements(db: Database.Database, create: boolean): AuditHeadStatements | undefined {
+  if (create) {
+    db.transaction(() => db.exec(AUDIT_HEADS_SCHEMA)).immediate();
+  } else if (db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`).get(AUDIT_HEADS) === undefined) {
+    return undefined;
+  }
+  return {
+    record: db.prepare(
+      `INSERT INTO ${AUDIT_HEADS} (path, trail, seq, mac) VALUES (?, ?, ?, ?)
+         ON CONFLICT (path) DO UPDATE SET trail = excluded.trail, seq = excluded.seq, mac = excluded.mac
+         WHERE excluded.trail <> ${AUDIT_HEADS}.trail OR excluded.seq > ${AUDIT_HEADS}.seq`,
+    ),
+    read: db.prepare(`SELECT trail, seq, mac FROM ${AUDIT_HEADS} WHERE path = ?`),
   };
 }

@@ -6,12 +6,13 @@
 import { closeSync, constants, existsSync, mkdirSync, openSync, readSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Client } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { runProcess, type Finished, InPlaceStdioTransport } from '../helpers/processes.js';
+import { runProcess, type Finished } from '../helpers/processes.js';
+import { startAudited } from '../helpers/auditTrail.js';
 import { canonicalDigest, KeyRing } from 'mcp-confirm';
-import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool } from '../helpers/harness.js';
 import { connectModern, startHttpServer } from '../helpers/httpServer.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -49,22 +50,12 @@ function verify(file: string, keys = keyFile): Promise<Finished> {
   return run(['audit', 'verify', file, '--key-file', keys]);
 }
 
-/** Starts `mcp-confirm --root … --key-file … --audit R/log/trail` over stdio; resolves once its trail file is named on stderr. */
-async function serveAudited(extra: string[] = []): Promise<{ client: Client; trail: string; stderr: () => string }> {
-  const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, '--root', root, '--key-file', keyFile, '--audit', join(R, 'log', 'trail'), ...extra], stderr: 'pipe' });
-  let err = '';
-  // The trail is named on stderr, a pipe of its own: wait for that line, by order, not by time.
-  const named = new Promise<string>((res) => {
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      err += chunk.toString('utf8');
-      const m = /audit trail: (\S+\.jsonl)\n/.exec(err);
-      if (m) res(m[1]!);
-    });
-  });
-  const client = new Client({ name: 'audit-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
-  await client.connect(transport);
-  cleanups.push(() => client.close());
-  return { client, trail: await named, stderr: () => err };
+/**
+ * Starts `mcp-confirm --root … --key-file … --audit R/log/trail` over stdio; resolves once its trail file is
+ * named on stderr. `endInput()` is a clean stop (the trail gets its closed line).
+ */
+async function serveAudited(extra: string[] = []): Promise<{ client: Client; trail: string; stderr: () => string; endInput: () => Promise<unknown> }> {
+  return startAudited(['--root', root, '--key-file', keyFile, '--audit', join(R, 'log', 'trail'), ...extra], cleanups);
 }
 
 type Line = Record<string, unknown>;
@@ -88,18 +79,18 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     const { client, trail } = await serveAudited();
     expect(trail.startsWith(join(R, 'log', 'trail.'))).toBe(true);
     const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-    // Round 1's line is written before the question goes out.
-    expect(linesOf(trail).map((l) => l['event'])).toEqual(['asked']);
+    // Round 1's line is written before the question goes out (after the trail's opening line).
+    expect(linesOf(trail).map((l) => l['event'])).toEqual(['opened', 'asked']);
     const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
 
-    const lines = linesOf(trail);
+    const lines = linesOf(trail).slice(1);
     expect(lines.map((l) => l['event'])).toEqual(['asked', 'confirmed', 'acted']);
     const tag = await localTag();
     const argsDigest = canonicalDigest({ path: 'cache.txt' });
     lines.forEach((l, i) => {
-      expect(l['seq']).toBe(i + 1);
+      expect(l['seq']).toBe(i + 2);
       expect(l['time']).toMatch(ISO_MS);
       expect(l['tool']).toBe('delete_file');
       expect(l['principal']).toBe(tag);
@@ -116,9 +107,10 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     // The principal is only ever a tag.
     expect(readFileSync(trail, 'utf8')).not.toContain('"local"');
 
+    // The server still runs: the trail is open (4), its chain intact so far.
     const checked = (await verify(trail));
-    expect(checked.status).toBe(0);
-    expect(checked.stdout).toBe('3\n');
+    expect(checked.status).toBe(4);
+    expect(checked.stdout).toBe('4\n');
   });
 
   it('decline, cancel, a replay (ERR_CONFIRM_SPENT), a mismatch (ERR_CONFIRM_MISMATCH) and a refusal before asking are each logged', async () => {
@@ -143,7 +135,7 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
 
-    const lines = linesOf(trail);
+    const lines = linesOf(trail).slice(1);
     const summary = lines.map((l) => [l['event'], l['outcome'], l['code']]);
     expect(summary).toEqual([
       ['asked', null, null],
@@ -163,20 +155,21 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     expect(lines[6]!['args']).toBe(canonicalDigest({ path: 'thesis.txt' }));
     // Refused before asking: no jti and no question, but the principal tag and the digest.
     expect(lines[7]).toMatchObject({ jti: null, question: null, principal: await localTag(), args: canonicalDigest({ path: '/etc/passwd' }) });
-    expect((await verify(trail)).stdout).toBe(`${lines.length}\n`);
+    expect((await verify(trail)).stdout).toBe(`${lines.length + 1}\n`);
   });
 });
 
 describe('mcp-confirm audit verify FILE --key-file PATH', () => {
-  /** A trail of 6 lines (two confirmed deletes) and its lines as text. */
+  /** A closed trail of 8 lines (the opening line, two confirmed deletes, the closed line) and its lines as text. */
   async function sixLineTrail(): Promise<{ trail: string; text: string[] }> {
-    const { client, trail } = await serveAudited();
+    const { client, trail, endInput } = await serveAudited();
     for (const path of ['cache.txt', 'thesis.txt']) {
       const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path } }));
       await callTool(client, { name: 'delete_file', arguments: { path }, inputResponses: ACCEPT, requestState: state });
     }
+    await endInput();
     const text = readFileSync(trail, 'utf8').split('\n').slice(0, -1);
-    expect(text).toHaveLength(6);
+    expect(text).toHaveLength(8);
     return { trail, text };
   }
 
@@ -186,22 +179,22 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     return file;
   }
 
-  it('exits 0 on an intact trail and prints its last seq on stdout', async () => {
+  it('exits 0 on an intact (closed) trail and prints its last seq on stdout', async () => {
     const { trail } = await sixLineTrail();
     const r = (await verify(trail));
     expect(r.status).toBe(0);
-    expect(r.stdout).toBe('6\n');
+    expect(r.stdout).toBe('8\n');
   });
 
   it('exits 3 naming the first bad line when one byte of a line changed (inside the question text)', async () => {
     const { text } = await sixLineTrail();
     const changed = [...text];
-    // thesis.txt's question on line 4: one digit of the size, still canonical JSON with the right seq.
-    changed[3] = changed[3]!.replace('Size: 6 bytes', 'Size: 7 bytes');
-    expect(changed[3]).not.toBe(text[3]);
+    // thesis.txt's question on line 5: one digit of the size, still canonical JSON with the right seq.
+    changed[4] = changed[4]!.replace('Size: 6 bytes', 'Size: 7 bytes');
+    expect(changed[4]).not.toBe(text[4]);
     const r = (await verify(variant('changed.jsonl', changed)));
     expect(r.status).toBe(3);
-    expect(r.stderr).toContain('broken at line 4');
+    expect(r.stderr).toContain('broken at line 5');
     expect(r.stdout).toBe('');
   });
 
@@ -228,21 +221,22 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     const { state } = asked(await callTool(other.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     await callTool(other.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
     const foreign = readFileSync(other.trail, 'utf8').split('\n');
-    expect(JSON.parse(foreign[1]!)).toMatchObject({ seq: 2, event: 'confirmed' });
+    expect(JSON.parse(foreign[2]!)).toMatchObject({ seq: 3, event: 'confirmed' });
     const mixed = [...text];
-    mixed[1] = foreign[1]!;
-    // Control: the other trail is intact on its own.
-    expect((await verify(other.trail)).status).toBe(0);
+    mixed[2] = foreign[2]!;
+    // Control: the other trail is intact so far on its own (open: its server still runs).
+    expect((await verify(other.trail)).status).toBe(4);
     const r = (await verify(variant('foreign.jsonl', mixed)));
     expect(r.status).toBe(3);
-    expect(r.stderr).toContain('broken at line 2');
+    expect(r.stderr).toContain('broken at line 3');
   });
 
-  it('cutting lines off the end is not detected by the file alone: it verifies, with a smaller last seq (compare with a head kept elsewhere)', async () => {
+  it('cutting lines off the end takes the closed line with them: the file alone reads as open (exit 4) with a smaller last seq (with --ledger it is cut: test/e2e/auditTrailEnds.test.ts)', async () => {
     const { text } = await sixLineTrail();
     const r = (await verify(variant('cut.jsonl', text.slice(0, 4))));
-    expect(r.status).toBe(0);
+    expect(r.status).toBe(4);
     expect(r.stdout).toBe('4\n');
+    expect(r.stderr).toContain('is open (not closed');
   });
 
   it('exits 3 at line 1 under another key file, and for a last line without its newline', async () => {
@@ -259,7 +253,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     expect(r.stderr).toContain('broken at line 6');
   });
 
-  it('exits 2 on usage errors: no FILE, no --key-file, no or an unknown audit command, another flag, an unreadable FILE or key file', async () => {
+  it('exits 2 on usage errors: no FILE, no --key-file, no or an unknown audit command, another flag, an unreadable FILE or key file, a memory or missing or unknown --ledger, --audience without --ledger', async () => {
     const file = join(R, 'empty.jsonl');
     writeFileSync(file, '');
     const cases: Array<[string[], RegExp]> = [
@@ -270,6 +264,10 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
       [['audit', 'verify', file, '--key-file', keyFile, '--root', root], /takes only --key-file/],
       [['audit', 'verify', join(R, 'missing.jsonl'), '--key-file', keyFile], /cannot read audit trail .*ENOENT/],
       [['audit', 'verify', file, '--key-file', join(R, 'missing.json')], /cannot read key file/],
+      [['audit', 'verify', file, '--key-file', keyFile, '--ledger', 'memory'], /needs a shared store/],
+      [['audit', 'verify', file, '--key-file', keyFile, '--ledger', `sqlite:${join(R, 'missing.db')}`], /no such SQLite file/],
+      [['audit', 'verify', file, '--key-file', keyFile, '--ledger', 'bogus'], /unknown ledger/],
+      [['audit', 'verify', file, '--key-file', keyFile, '--audience', 'x'], /--audience only with --ledger/],
     ];
     for (const [args, message] of cases) {
       const r = (await run(args));
@@ -277,8 +275,10 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
       expect(r.stderr).toMatch(message);
       expect(r.stdout).toBe('');
     }
-    // Control: the empty trail with the key file is intact with last seq 0.
-    expect((await verify(file))).toMatchObject({ status: 0, stdout: '0\n' });
+    // Verifying created no ledger file.
+    expect(existsSync(join(R, 'missing.db'))).toBe(false);
+    // Control: the empty file with the key file is checked (no opening line: legacy, exit 5, last seq 0).
+    expect((await verify(file))).toMatchObject({ status: 5, stdout: '0\n' });
   });
 });
 
@@ -300,8 +300,8 @@ describe('--audit start-up and fail closed', () => {
     asked(await callTool(a.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     asked(await callTool(b.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     asked(await callTool(a.client, { name: 'delete_file', arguments: { path: 'thesis.txt' } }));
-    expect((await verify(a.trail)).stdout).toBe('2\n');
-    expect((await verify(b.trail)).stdout).toBe('1\n');
+    expect((await verify(a.trail)).stdout).toBe('3\n');
+    expect((await verify(b.trail)).stdout).toBe('2\n');
   });
 
   it('a "confirmed" line that cannot be written (the trail replaced by a directory) refuses the delete with ERR_CONFIRM_AUDIT_UNAVAILABLE; the file stays', async () => {
@@ -319,8 +319,8 @@ describe('--audit start-up and fail closed', () => {
     const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: again.state });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
-    expect(linesOf(trail).map((l) => l['event'])).toEqual(['asked', 'asked', 'confirmed', 'acted']);
-    expect((await verify(trail))).toMatchObject({ status: 0, stdout: '4\n' });
+    expect(linesOf(trail).map((l) => l['event'])).toEqual(['opened', 'asked', 'asked', 'confirmed', 'acted']);
+    expect((await verify(trail))).toMatchObject({ status: 4, stdout: '5\n' });
   });
 
   it('a trail replaced by a symbolic link (to /dev/full) is not followed: the delete is refused, the file stays', async () => {
@@ -371,13 +371,13 @@ describe('--audit start-up and fail closed', () => {
 });
 
 describe('--audit over --http', () => {
-  it('a confirmed delete through a 2026-era client is logged; forged states are one aggregated line written at SIGTERM; the trail verifies', async () => {
+  it('a confirmed delete through a 2026-era client is logged; forged states are one aggregated line written at SIGTERM, then the closed line; the trail verifies intact', async () => {
     const server = await startHttpServer(['--root', root, '--http', '127.0.0.1:0', '--key-file', keyFile, '--audit', join(R, 'log', 'trail')]);
     cleanups.push(async () => {
       if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
       await server.exited;
     });
-    const trail = /audit trail: (\S+\.jsonl)\n/.exec(server.stderr())?.[1];
+    const trail = /audit trail: (\S+\.jsonl)[ \n]/.exec(server.stderr())?.[1];
     expect(trail).toBeDefined();
     const client = await connectModern(server.url);
     cleanups.push(() => client.close());
@@ -388,15 +388,17 @@ describe('--audit over --http', () => {
       expect(forged).toMatchObject({ kind: 'error', code: -32602 });
     }
     // Counted, not written yet.
-    expect(linesOf(trail!).map((l) => l['event'])).toEqual(['asked', 'confirmed', 'acted']);
+    expect(linesOf(trail!).map((l) => l['event'])).toEqual(['opened', 'asked', 'confirmed', 'acted']);
     await client.close();
     server.proc.kill('SIGTERM');
     expect(await server.exited).toBe(0);
     const lines = linesOf(trail!);
-    expect(lines.map((l) => l['event'])).toEqual(['asked', 'confirmed', 'acted', 'states-refused']);
-    expect(lines[3]).toMatchObject({ count: 25, tool: null, jti: null, principal: null });
-    expect(lines[0]!['principal']).toBe(await localTag());
-    expect((await verify(trail!))).toMatchObject({ status: 0, stdout: '4\n' });
+    // SIGTERM is a clean stop: the count, then the closed line.
+    expect(lines.map((l) => l['event'])).toEqual(['opened', 'asked', 'confirmed', 'acted', 'states-refused', 'closed']);
+    expect(lines[4]).toMatchObject({ count: 25, tool: null, jti: null, principal: null });
+    expect(lines[5]).toMatchObject({ seq: 6, lines: 6 });
+    expect(lines[1]!['principal']).toBe(await localTag());
+    expect((await verify(trail!))).toMatchObject({ status: 0, stdout: '6\n' });
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
   });
 });

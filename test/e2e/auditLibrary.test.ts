@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AuditKeys, AuditLog, createDemoServer, KeyRing, verifyAuditTrail, type KeySpec } from 'mcp-confirm';
+import { AuditKeys, AuditLog, createDemoServer, KeyRing, MemoryLedger, verifyAuditTrail, type KeySpec } from 'mcp-confirm';
 import { ACCEPT, asked, connect, connectV1 } from '../helpers/harness.js';
 
 let R: string;
@@ -78,35 +78,37 @@ describe('refused states are counted and written as one line per interval', () =
       const r = await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.${i}` });
       expect(r.kind === 'error' && r.code === -32602).toBe(true);
     }
-    // Counted, not written: the flood wrote nothing.
-    expect(readFileSync(join(R, 'trail.jsonl'), 'utf8')).toBe('');
+    // Counted, not written: the flood wrote nothing after the trail's opening line.
+    expect(events()).toEqual(['opened']);
     tick();
     await settled(audit);
-    expect(events()).toEqual(['states-refused', 'refused']);
-    expect(lines()[0]).toMatchObject({ seq: 1, event: 'states-refused', count: 1000, tool: null, jti: null, principal: null, question: null });
+    expect(events()).toEqual(['opened', 'states-refused', 'refused']);
+    expect(lines()[1]).toMatchObject({ seq: 2, event: 'states-refused', count: 1000, tool: null, jti: null, principal: null, question: null });
     // The next interval counts afresh; an interval without refusals writes nothing.
     for (let i = 0; i < 3; i++) await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.again.${i}` });
     tick();
     await settled(audit);
     tick();
     await settled(audit);
-    expect(events()).toEqual(['states-refused', 'refused', 'states-refused', 'refused', 'refused']);
-    expect(lines()[2]).toMatchObject({ event: 'states-refused', count: 3 });
+    expect(events()).toEqual(['opened', 'states-refused', 'refused', 'states-refused', 'refused', 'refused']);
+    expect(lines()[3]).toMatchObject({ event: 'states-refused', count: 3 });
     // Control: a genuine confirmation still goes through and is logged line by line.
     const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
     expect(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
     expect(events().slice(-3)).toEqual(['asked', 'confirmed', 'acted']);
-    expect(verifyAuditTrail(readFileSync(join(R, 'trail.jsonl')), keys)).toMatchObject({ intact: true, lastSeq: 8 });
+    // Still being written: open (not closed), every line good.
+    expect(verifyAuditTrail(readFileSync(join(R, 'trail.jsonl')), keys)).toMatchObject({ status: 'open', intact: false, lastSeq: 9 });
   });
 
-  it('close() writes the count not yet written, then refuses further lines', async () => {
+  it('close() writes the count not yet written and the closed line, then refuses further lines', async () => {
     const { factory, audit, events } = await audited();
     const c = await connect(factory);
     cleanups.push(() => c.close());
     for (let i = 0; i < 7; i++) await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.${i}` });
     await audit.close();
-    expect(events()).toEqual(['states-refused']);
-    expect(lines()[0]).toMatchObject({ count: 7 });
+    expect(events()).toEqual(['opened', 'states-refused', 'closed']);
+    expect(lines()[1]).toMatchObject({ count: 7 });
+    expect(lines()[2]).toMatchObject({ seq: 3, lines: 3 });
     await expect(settled(audit)).rejects.toMatchObject({ code: 'ERR_CONFIRM_AUDIT_UNAVAILABLE' });
   });
 });
@@ -118,8 +120,8 @@ describe('the guard hands each decision to the audit trail', () => {
     cleanups.push(() => v1.close());
     const r = await v1.callTool('delete_file', { path: 'cache.txt' });
     expect(r.isError).toBe(false);
-    expect(events()).toEqual(['asked', 'confirmed', 'acted']);
-    expect(lines()[0]!['question']).toBe(v1.asked[0]);
+    expect(events()).toEqual(['opened', 'asked', 'confirmed', 'acted']);
+    expect(lines()[1]!['question']).toBe(v1.asked[0]);
   });
 
   it('no answer asks again with a new jti (asked-again, outcome no-answer)', async () => {
@@ -128,8 +130,8 @@ describe('the guard hands each decision to the audit trail', () => {
     cleanups.push(() => c.close());
     const first = asked(await c.call('delete_file', { path: 'cache.txt' }));
     asked(await c.call('delete_file', { path: 'cache.txt' }, { requestState: first.state }));
-    expect(events()).toEqual(['asked', 'asked-again']);
-    const [a, b] = lines();
+    expect(events()).toEqual(['opened', 'asked', 'asked-again']);
+    const [, a, b] = lines();
     expect(b).toMatchObject({ outcome: 'no-answer', tool: 'delete_file', principal: a!['principal'], args: a!['args'] });
     expect(b!['jti']).not.toBe(a!['jti']);
   });
@@ -142,12 +144,12 @@ describe('the guard hands each decision to the audit trail', () => {
     writeFileSync(join(root, 'cache.txt'), 'changed after the question');
     const r = await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state });
     expect(r.kind === 'result' && r.text.startsWith('[ERR_CONFIRM_CHANGED]')).toBe(true);
-    expect(events()).toEqual(['asked', 'confirmed', 'failed']);
-    expect(lines()[2]).toMatchObject({ code: 'ERR_CONFIRM_CHANGED', jti: lines()[0]!['jti'] });
+    expect(events()).toEqual(['opened', 'asked', 'confirmed', 'failed']);
+    expect(lines()[3]).toMatchObject({ code: 'ERR_CONFIRM_CHANGED', jti: lines()[1]!['jti'] });
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('changed after the question');
   });
 
-  it('line 1\'s mac is what the README documents: HMAC-SHA256 under HKDF-SHA256(key, "mcp-confirm/v1/audit-salt", "mcp-confirm/v1/audit-mac") of the RFC 8785 form of ["mcp-confirm/v1/audit-genesis", line without mac]; line 2 chains from line 1', async () => {
+  it('line 1\'s (the opening line\'s) mac is what the README documents: HMAC-SHA256 under HKDF-SHA256(key, "mcp-confirm/v1/audit-salt", "mcp-confirm/v1/audit-mac") of the RFC 8785 form of ["mcp-confirm/v1/audit-genesis", line without mac]; each later line chains from the one before', async () => {
     const { factory } = await audited();
     const c = await connect(factory);
     cleanups.push(() => c.close());
@@ -156,7 +158,8 @@ describe('the guard hands each decision to the audit trail', () => {
     const macKey = Buffer.from(hkdfSync('sha256', Buffer.from(spec.k, 'base64url'), 'mcp-confirm/v1/audit-salt', 'mcp-confirm/v1/audit-mac', 32));
     let previous = 'mcp-confirm/v1/audit-genesis';
     const text = readFileSync(join(R, 'trail.jsonl'), 'utf8').split('\n').slice(0, -1);
-    expect(text).toHaveLength(2);
+    expect(text).toHaveLength(3);
+    expect(JSON.parse(text[0]!)).toMatchObject({ event: 'opened', seq: 1 });
     for (const line of text) {
       const { mac, ...rest } = JSON.parse(line) as Record<string, unknown>;
       expect(line).toBe(canonicalize({ ...rest, mac }));
@@ -172,5 +175,70 @@ describe('the guard hands each decision to the audit trail', () => {
     // Control: a new path opens.
     const log = await AuditLog.open({ path: join(R, 'fresh.jsonl'), keys });
     await log.close();
+  });
+});
+
+describe('with a head store (the memory ledger, for the library)', () => {
+  it('records the head after each line is on disk; verifyAuditTrail with it: closed is intact, a cut end is cut with the count of lines missing, another trail at the path is replaced, no head is unrecorded', async () => {
+    const keys = await AuditKeys.fromSpecs([spec]);
+    const ledger = new MemoryLedger();
+    const path = join(R, 'trail.jsonl');
+    const audit = await AuditLog.open({ path, keys, heads: ledger });
+    cleanups.push(() => audit.close());
+    expect(audit.headKey).toBe(path);
+    // The opening line names the store's kind; its head is recorded before open() resolves.
+    expect(lines()[0]).toMatchObject({ event: 'opened', heads: 'memory', trail: audit.trail.id });
+    expect(await ledger.auditHead(path)).toEqual({ trail: audit.trail.id, seq: 1, mac: lines()[0]!['mac'] });
+    const { factory } = await createDemoServer({ roots: [root], keys: await KeyRing.fromSpecs([spec]), audit });
+    const c = await connect(factory);
+    cleanups.push(() => c.close());
+    const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
+    expect(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    await audit.close();
+    const all = readFileSync(path);
+    const head = await ledger.auditHead(path);
+    expect(head).toEqual(audit.head);
+    expect(head).toMatchObject({ seq: 5 });
+    expect(verifyAuditTrail(all, keys, { head })).toMatchObject({ status: 'intact', intact: true, lastSeq: 5, headSeq: 5 });
+    const cut = Buffer.from(all.toString('utf8').split('\n').slice(0, 3).map((l) => `${l}\n`).join(''));
+    expect(verifyAuditTrail(cut, keys)).toMatchObject({ status: 'open', lastSeq: 3 });
+    expect(verifyAuditTrail(cut, keys, { head })).toMatchObject({ status: 'cut', intact: false, lastSeq: 3, headSeq: 5, missing: 2 });
+    // Another trail (same keys) at this path: the store records this one.
+    const other = await AuditLog.open({ path: join(R, 'other.jsonl'), keys });
+    await other.close();
+    expect(verifyAuditTrail(readFileSync(join(R, 'other.jsonl')), keys, { head })).toMatchObject({ status: 'replaced', recorded: audit.trail.id, trail: { id: other.trail.id } });
+    expect(verifyAuditTrail(all, keys, { head: null })).toMatchObject({ status: 'unrecorded', trail: { id: audit.trail.id } });
+  });
+});
+
+describe('a head store that fails', () => {
+  it('never refuses a line: every decision is written, the failure is reported once per run of failures, and the head is recorded again once the store answers (control: the head then matches)', async () => {
+    const keys = await AuditKeys.fromSpecs([spec]);
+    const ledger = new MemoryLedger();
+    let down = true;
+    const flaky = {
+      kind: 'flaky',
+      recordAuditHead: (path: string, head: Parameters<MemoryLedger['recordAuditHead']>[1]) =>
+        down ? Promise.reject(new Error('store down')) : ledger.recordAuditHead(path, head),
+      auditHead: (path: string) => ledger.auditHead(path),
+    };
+    const errors: string[] = [];
+    const path = join(R, 'trail.jsonl');
+    const audit = await AuditLog.open({ path, keys, heads: flaky, onError: (e) => errors.push(e.message) });
+    cleanups.push(() => audit.close());
+    expect(lines()[0]).toMatchObject({ heads: 'flaky' });
+    const { factory } = await createDemoServer({ roots: [root], keys: await KeyRing.fromSpecs([spec]), audit });
+    const c = await connect(factory);
+    cleanups.push(() => c.close());
+    const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
+    expect(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(lines().map((l) => l['event'])).toEqual(['opened', 'asked', 'confirmed', 'acted']);
+    expect(errors.filter((m) => m.startsWith('cannot record its head in the store'))).toHaveLength(1);
+    expect(await ledger.auditHead(path)).toBeUndefined();
+    down = false;
+    await audit.close();
+    expect(errors.some((m) => m.startsWith('its head is recorded in the store again'))).toBe(true);
+    expect(await ledger.auditHead(path)).toEqual(audit.head);
+    expect(audit.head).toMatchObject({ seq: 5 });
   });
 });

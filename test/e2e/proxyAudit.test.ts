@@ -13,6 +13,7 @@ import { canonicalDigest, KeyRing } from 'mcp-confirm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { runProcess } from '../helpers/processes.js';
+import { startAudited, textLinesOf, verifyTrail, type AuditedProcess } from '../helpers/auditTrail.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FIXTURE = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
@@ -55,7 +56,7 @@ async function auditedProxy(dir: string): Promise<{ client: Client; trail: strin
   const named = new Promise<string>((res) => {
     transport.stderr?.on('data', (chunk: Buffer) => {
       err += chunk.toString('utf8');
-      const m = /audit trail: (\S+\.jsonl)\n/.exec(err);
+      const m = /audit trail: (\S+\.jsonl)[ \n]/.exec(err);
       if (m) res(m[1]!);
     });
   });
@@ -73,11 +74,11 @@ describe('mcp-confirm proxy --audit PATH', () => {
     expect(trail.startsWith(join(R, 'log', 'proxy.'))).toBe(true);
     const args = { text: 'audited note' };
     const { state, message } = asked(await callTool(client, { name: 'write_note', arguments: args }));
-    expect(linesOf(trail).map((l) => l['event'])).toEqual(['asked']);
+    expect(linesOf(trail).map((l) => l['event'])).toEqual(['opened', 'asked']);
     const done = await callTool(client, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: state });
     expect(done).toMatchObject({ kind: 'result', isError: false, text: 'written' });
     expect(readFileSync(join(dir, 'note.txt'), 'utf8')).toBe('audited note');
-    let lines = linesOf(trail);
+    let lines = linesOf(trail).slice(1);
     expect(lines.map((l) => l['event'])).toEqual(['asked', 'confirmed', 'acted']);
     const ring = await KeyRing.fromFile(keyFile);
     for (const l of lines) {
@@ -89,7 +90,7 @@ describe('mcp-confirm proxy --audit PATH', () => {
     const declinedArgs = { text: 'never written' };
     const second = asked(await callTool(client, { name: 'write_note', arguments: declinedArgs }));
     await callTool(client, { name: 'write_note', arguments: declinedArgs, inputResponses: DECLINE, requestState: second.state });
-    lines = linesOf(trail);
+    lines = linesOf(trail).slice(1);
     expect(lines.map((l) => [l['event'], l['outcome']])).toEqual([
       ['asked', null],
       ['confirmed', 'accept'],
@@ -98,9 +99,58 @@ describe('mcp-confirm proxy --audit PATH', () => {
       ['declined', 'decline'],
     ]);
     expect(readFileSync(join(dir, 'calls.log'), 'utf8')).toBe('"audited note"\n');
+    // The proxy still runs: open (exit 4), every line good so far.
     const verified = await runProcess(process.execPath, [MAIN, 'audit', 'verify', trail, '--key-file', keyFile]);
-    expect(verified.status).toBe(0);
-    expect(verified.stdout).toBe('5\n');
-    expect(verified.stderr).toContain('is intact: 5 line(s)');
+    expect(verified.status).toBe(4);
+    expect(verified.stdout).toBe('6\n');
+    expect(verified.stderr).toContain('is open (not closed');
+  });
+
+  /** The proxy with --audit (and `extra` flags) in front of the fixture upstream, spawned by the test so it can stop it. */
+  function proxyAudited(dir: string, extra: string[] = []): Promise<AuditedProcess> {
+    return startAudited(['proxy', '--key-file', keyFile, '--audit', join(R, 'log', 'proxy'), ...extra, '--', process.execPath, FIXTURE, dir], closers);
+  }
+
+  async function confirmedNote(client: Client, text: string): Promise<void> {
+    const { state } = asked(await callTool(client, { name: 'write_note', arguments: { text } }));
+    expect(await callTool(client, { name: 'write_note', arguments: { text }, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+  }
+
+  for (const [name, stop] of [
+    ['the end of stdin', (p: AuditedProcess) => p.endInput()],
+    ['SIGTERM', (p: AuditedProcess) => p.stop('SIGTERM')],
+  ] as const) {
+    it(`a clean stop (${name}) writes the closed line with the count of lines: audit verify says intact, exit 0`, async () => {
+      const dir = join(R, `stop-${name.replace(/\W/g, '')}`);
+      mkdirSync(dir);
+      const p = await proxyAudited(dir);
+      await confirmedNote(p.client, 'closed note');
+      expect(await stop(p)).toEqual({ code: 0, signal: null });
+      const lines = linesOf(p.trail);
+      expect(lines.map((l) => l['event'])).toEqual(['opened', 'asked', 'confirmed', 'acted', 'closed']);
+      expect(lines[4]).toMatchObject({ seq: 5, lines: 5 });
+      const verified = await verifyTrail(p.trail, keyFile);
+      expect(verified).toMatchObject({ status: 0, stdout: '5\n' });
+      expect(verified.stderr).toContain(`trail ${lines[0]!['trail'] as string}, host `);
+    });
+  }
+
+  it('with --ledger sqlite:… the proxy records its trail head: a cut end is cut (exit 3, naming the missing lines), the whole trail (control) intact against the store', async () => {
+    const dir = join(R, 'ledgered');
+    mkdirSync(dir);
+    const ledger = `sqlite:${join(R, 'proxy-ledger.db')}`;
+    const p = await proxyAudited(dir, ['--ledger', ledger]);
+    expect(p.stderr()).toContain('heads recorded in the sqlite ledger');
+    await confirmedNote(p.client, 'one');
+    await confirmedNote(p.client, 'two');
+    expect(await p.endInput()).toEqual({ code: 0, signal: null });
+    const text = textLinesOf(p.trail);
+    expect(text).toHaveLength(8);
+    expect(await verifyTrail(p.trail, keyFile, ['--ledger', ledger])).toMatchObject({ status: 0, stdout: '8\n' });
+    writeFileSync(p.trail, text.slice(0, 4).map((l) => `${l}\n`).join(''));
+    expect((await verifyTrail(p.trail, keyFile)).status).toBe(4);
+    const cut = await verifyTrail(p.trail, keyFile, ['--ledger', ledger]);
+    expect(cut.status).toBe(3);
+    expect(cut.stderr).toContain('is cut: it ends at line 4, but the store records line 8 as written: 4 line(s) missing');
   });
 });

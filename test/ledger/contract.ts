@@ -13,10 +13,11 @@
  * call waits on the held store, a timer set after the call fires first; the call
  * is then refused at its deadline, or answered once the store is released.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfirmCapacityError } from '../../src/errors.js';
 import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../../src/ledger/auditHeads.js';
 import { expectUnavailable } from '../helpers/rejections.js';
 
 /** Bounds a test asks its ledger to be made with. */
@@ -258,6 +259,95 @@ export function ledgerContract(name: string, makeLedger: MakeLedger, options: { 
       await ledger.issue(jti(), 'carol', t0 + TTL, t0 + 2_000);
       await ledger.issue(jti(), 'alice', t0 + TTL, t0 + 2_000);
       await expectCapacity(ledger.issue(jti(), 'alice', t0 + TTL, t0 + 2_001));
+    });
+
+    describe('audit trail heads (AuditHeadStore)', () => {
+      async function heads(): Promise<AuditHeadStore & Ledger> {
+        const ledger = await make();
+        expect(isAuditHeadStore(ledger)).toBe(true);
+        return ledger as AuditHeadStore & Ledger;
+      }
+      const trailId = (): string => randomBytes(16).toString('base64url');
+      const mac = (): string => randomBytes(32).toString('base64url');
+      const path = (): string => `/var/log/mcp-confirm/trail.${randomUUID()}.jsonl`;
+
+      it('reads back the head recorded for a path; undefined for a path never recorded', async () => {
+        const store = await heads();
+        const p = path();
+        const head: AuditHead = { trail: trailId(), seq: 1, mac: mac() };
+        expect(await store.auditHead(p)).toBeUndefined();
+        await store.recordAuditHead(p, head);
+        expect(await store.auditHead(p)).toEqual(head);
+        expect(await store.auditHead(path())).toBeUndefined();
+      });
+
+      it('moves a trail\'s head forward and never back: a lower or equal seq of the same trail changes nothing', async () => {
+        const store = await heads();
+        const p = path();
+        const trail = trailId();
+        const at7 = { trail, seq: 7, mac: mac() };
+        await store.recordAuditHead(p, { trail, seq: 3, mac: mac() });
+        await store.recordAuditHead(p, at7);
+        expect(await store.auditHead(p)).toEqual(at7);
+        await store.recordAuditHead(p, { trail, seq: 5, mac: mac() });
+        await store.recordAuditHead(p, { trail, seq: 7, mac: mac() });
+        expect(await store.auditHead(p)).toEqual(at7);
+        const at8 = { trail, seq: 8, mac: mac() };
+        await store.recordAuditHead(p, at8);
+        expect(await store.auditHead(p)).toEqual(at8);
+      });
+
+      it('replaces the head when another trail starts at the same path, even at a lower seq', async () => {
+        const store = await heads();
+        const p = path();
+        await store.recordAuditHead(p, { trail: trailId(), seq: 40, mac: mac() });
+        const fresh = { trail: trailId(), seq: 1, mac: mac() };
+        await store.recordAuditHead(p, fresh);
+        expect(await store.auditHead(p)).toEqual(fresh);
+      });
+
+      it('keeps the heads of different paths apart, paths being opaque strings (separators, braces, bars, non-ASCII)', async () => {
+        const store = await heads();
+        const base = path();
+        const paths = [base, `${base}|1|x`, `${base}{ns}`, `${base}:ah:`, `${base}/é/日本`, `${base} `];
+        const recorded = paths.map((_, i) => ({ trail: trailId(), seq: i + 1, mac: mac() }));
+        for (const [i, p] of paths.entries()) await store.recordAuditHead(p, recorded[i]!);
+        for (const [i, p] of paths.entries()) expect(await store.auditHead(p)).toEqual(recorded[i]);
+      });
+
+      it('refuses a malformed path or head with RangeError, recording nothing', async () => {
+        const store = await heads();
+        const p = path();
+        const good = { trail: trailId(), seq: 2, mac: mac() };
+        const bad: Array<[string, AuditHead]> = [
+          ['', good],
+          ['/a/\uD800', good],
+          ['/a/\u0000b', good],
+          [p, { ...good, trail: 'short' }],
+          [p, { ...good, seq: 0 }],
+          [p, { ...good, seq: 1.5 }],
+          [p, { ...good, mac: 'not|a|mac' }],
+        ];
+        for (const [where, head] of bad) await expect(store.recordAuditHead(where, head)).rejects.toBeInstanceOf(RangeError);
+        await expect(store.auditHead('/a/\uD800')).rejects.toBeInstanceOf(RangeError);
+        expect(await store.auditHead(p)).toBeUndefined();
+        // Control: the well-formed head is recorded.
+        await store.recordAuditHead(p, good);
+        expect(await store.auditHead(p)).toEqual(good);
+      });
+
+      if (held !== undefined) {
+        it('another ledger on the same store reads the head one recorded (every process of the store sees it)', async () => {
+          const one = await held.make({ timeoutMs: 60_000 });
+          open.push(one);
+          const other = await held.sibling(one, { timeoutMs: 60_000 });
+          open.push(other);
+          const p = path();
+          const head = { trail: trailId(), seq: 12, mac: mac() };
+          await (one as Ledger & AuditHeadStore).recordAuditHead(p, head);
+          expect(await (other as Ledger & AuditHeadStore).auditHead(p)).toEqual(head);
+        });
+      }
     });
 
     if (held !== undefined) {

@@ -642,3 +642,26 @@ describe('RedisLedger', () => {
     }
   });
 });
+
+describe('RedisLedger audit heads', () => {
+  it('keeps a head in one hash of its own under the namespace (mcp-confirm:{NS}:ah:PATH: trail, seq, mac) without a TTL, and writes no other key', async () => {
+    const namespace = ns();
+    const ledger = await openLedger({ namespace });
+    const raw = await rawClient();
+    try {
+      const head = { trail: 'A'.repeat(22), seq: 9, mac: 'B'.repeat(43) };
+      await ledger.recordAuditHead('/log/{x}|trail.jsonl', head);
+      const keys = await raw.keys(`mcp-confirm:{${namespace}}:*`);
+      expect(keys).toEqual([`mcp-confirm:{${namespace}}:ah:/log/{x}|trail.jsonl`]);
+      expect(await raw.hGetAll(keys[0]!)).toEqual({ trail: head.trail, seq: '9', mac: head.mac });
+      expect(await raw.pTTL(keys[0]!)).toBe(-1);
+      expect(await ledger.auditHead('/log/{x}|trail.jsonl')).toEqual(head);
+      // A value that is not a head (another writer, corruption) fails closed.
+      await raw.hSet(keys[0]!, 'seq', 'nine');
+      expectUnavailable(await rejection(ledger.auditHead('/log/{x}|trail.jsonl')));
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+});

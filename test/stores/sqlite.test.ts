@@ -427,3 +427,39 @@ describe('SqliteLedger file mode', () => {
     await kept.close();
   });
 });
+
+describe('SqliteLedger audit heads', () => {
+  const schemaOf = (path: string): Array<{ type: string; name: string; sql: string | null }> => {
+    const db = new Database(path, { readonly: true });
+    try {
+      return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{ type: string; name: string; sql: string | null }>;
+    } finally {
+      db.close();
+    }
+  };
+
+  it('keeps heads in a table of their own (mcp_confirm_audit_heads): every table of the ledger and the approvals stays exactly as it was; reading heads from a file without that table creates nothing', async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path });
+    const now = Date.now();
+    const id = randomUUID();
+    await ledger.issue(id, 'p', now + 60_000, now);
+    await ledger.openApproval({ id: randomUUID().replaceAll('-', ''), jti: randomUUID(), principal: 'p', view: '{}', expiresAtMs: now + 60_000 }, now);
+    const before = schemaOf(path);
+    // A read finds no head and leaves the file as it was.
+    expect(await ledger.auditHead('/log/trail.jsonl')).toBeUndefined();
+    expect(schemaOf(path)).toEqual(before);
+    const head = { trail: 'A'.repeat(22), seq: 3, mac: 'B'.repeat(43) };
+    await ledger.recordAuditHead('/log/trail.jsonl', head);
+    const after = schemaOf(path);
+    // Only the new table was added; every other object is as it was, its SQL text included.
+    expect(after.filter((o) => !o.name.startsWith('mcp_confirm_audit_heads'))).toEqual(before);
+    expect(after.filter((o) => o.name.startsWith('mcp_confirm_audit_heads')).map((o) => [o.type, o.name])).toEqual([['table', 'mcp_confirm_audit_heads']]);
+    expect(await ledger.spend(id, now + 1)).toBe('spent');
+    await ledger.close();
+    // Another connection (another process's view) reads the same head.
+    const other = new SqliteLedger({ path });
+    expect(await other.auditHead('/log/trail.jsonl')).toEqual(head);
+    await other.close();
+  });
+});
