@@ -30,6 +30,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freePort, HAPROXY_CFG, haproxyPath, LB_HOST, MAIN, REPO, startDeployment, type Deployment } from '../../bench/lbDeployment.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { stderrSays } from '../helpers/processes.js';
 
 const ISSUER = 'https://auth.example.test';
 const TIMEOUT_MS = 240_000;
@@ -142,11 +143,14 @@ function file(name: string): string {
   return name;
 }
 
-/** How often a replica's log names `line` (its own account of what it did). */
-function count(replica: string, line: string): number {
+/**
+ * Resolves once a replica's log names `line` (its own account of what it did). Its stderr is its own
+ * pipe, so the line may arrive after the answer: waited for, bounded only by the process deadline.
+ */
+async function replicaSays(replica: string, line: string): Promise<void> {
   const r = deployment.replicas.find((x) => x.name === replica);
   if (!r) throw new Error(`no replica named ${JSON.stringify(replica)}`);
-  return r.stderr().split(line).length - 1;
+  await stderrSays(() => r.stderr(), line);
 }
 
 describe('the README shows the HAProxy configuration the test runs', () => {
@@ -181,8 +185,8 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
       expect(['r1', 'r2']).toContain(round2);
       expect(round2).not.toBe(round1); // no stickiness: the other replica opened the state and spent it in Redis
       // Each replica's own log agrees: the asker asked, the other one confirmed and deleted.
-      expect(count(round1!, 'asked to confirm delete_file')).toBeGreaterThan(0);
-      expect(count(round2!, 'delete_file confirmed and done')).toBeGreaterThan(0);
+      await replicaSays(round1!, 'asked to confirm delete_file');
+      await replicaSays(round2!, 'delete_file confirmed and done');
 
       // Once: the same state again (wherever it lands) is spent.
       writeFileSync(join(root, name), 'again');

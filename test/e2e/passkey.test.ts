@@ -14,7 +14,7 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import { createInterface } from 'node:readline';
 import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProcess, InPlaceStdioTransport, until } from '../helpers/processes.js';
+import { runProcess, InPlaceStdioTransport, stderrSays, until } from '../helpers/processes.js';
 import { callTool, type Reply } from '../helpers/harness.js';
 import {
   assertionIn,
@@ -191,7 +191,7 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const replay = await s.call('approve-me.txt', { inputResponses: URL_ACCEPT, requestState: e.state });
     expect((replay as { text: string }).text).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
     expect(existsSync(target)).toBe(true);
-    expect(s.stderr()).toContain('approved by ann');
+    await stderrSays(s.stderr, 'approved by ann');
   });
 
   it('the page shows a hostile, long name uncut and escaped: no markup, no raw bidi control, no cut', async () => {
@@ -335,13 +335,14 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const r = await postJson(`${e.url}/assertion`, forged, origin);
     expect(r.status).toBe(403);
     expect(r.body).not.toContain('\u001b');
-    expect(s.stderr()).toContain('approval page: refused: the passkey assertion did not verify');
+    await stderrSays(s.stderr, 'approval page: refused: the passkey assertion did not verify');
     const lines = s.stderr().split('\n');
     expect(lines.some((l) => l.startsWith(forgedLine) || l.includes(`\u001b[32m${forgedLine}`))).toBe(false);
     expect(s.stderr()).not.toContain('\u001b');
     // Control: the enrolled passkey approves, and its line is the only approval line.
     expect(await approveOnPage(ann, e.url)).toContain('approved');
     expect(((await s.call('log-forge.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    await stderrSays(s.stderr, 'confirmed and done (approved by ann)'); // written after the page's line
     expect(s.stderr().split('\n').filter((l) => l.includes('approval page: approved by'))).toEqual(['mcp-confirm: approval page: approved by ann']);
   });
 
