@@ -381,6 +381,36 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(((await s.call('stranger.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
   });
 
+  it("a browser whose authenticator holds no passkey enrolled here is told what that most likely means (use the device you enrolled, or enrol this one), naming no approver; nothing is deleted; control: the enrolled passkey approves on the same page", async () => {
+    const s = await startServer();
+    const target = file('no-passkey.txt');
+    const e = elicitation(await s.call('no-passkey.txt'));
+    // Another browser's authenticator: it holds no credential at all.
+    const elsewhere = await newAuthPage(browser);
+    try {
+      expect(await elsewhere.credentials()).toEqual([]);
+      await elsewhere.page.goto(e.url);
+      await elsewhere.page.click('#approve');
+      const said = await outcomeOf(elsewhere.page);
+      expect(said).toBe(
+        'refused: the passkey gave no answer (NotAllowedError): this browser or device may have no passkey enrolled for this server: use the device you enrolled, or enrol this one (or the prompt was cancelled, timed out or could not verify you); nothing was approved',
+      );
+      // The page names no approver (anyone holding the link can read it).
+      expect(await elsewhere.page.locator('body').textContent()).not.toMatch(/\bann\b/);
+      mkdirSync(DOCS, { recursive: true });
+      await elsewhere.page.screenshot({ path: join(DOCS, 'approval-page-no-passkey.png'), fullPage: true });
+    } finally {
+      await elsewhere.page.close();
+    }
+    // Still pending: the retry is asked again with the same link, and the file is there.
+    expect(elicitation(await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(e.url);
+    expect(existsSync(target)).toBe(true);
+    // Control: the enrolled passkey, on its own device, approves the same approval; the retry deletes once.
+    expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
+    expect(((await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(existsSync(target)).toBe(false);
+  });
+
   it('attack: isUserVerified false: the browser refuses, and an assertion without user verification is refused by the server; control: verified, it approves', async () => {
     const s = await startServer();
     const target = file('unverified.txt');
@@ -619,7 +649,9 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     await stranger.page.goto(e.url);
     expect(await stranger.page.locator('button#enroll').count()).toBe(1);
     await stranger.page.click('#enroll');
-    expect(await outcomeOf(stranger.page)).toContain('refused');
+    expect(await outcomeOf(stranger.page)).toContain(
+      "refused: the passkey gave no answer (NotAllowedError): this browser or device may have no enrolled approver's passkey for this server: authorise the enrolment on a device enrolled here",
+    );
     await stranger.page.close();
     expect((JSON.parse(readFileSync(second, 'utf8')) as { approvers: unknown[] }).approvers).toHaveLength(1);
     // Control: ann's passkey authorises, then the new passkey is saved.
