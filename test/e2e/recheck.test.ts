@@ -1,7 +1,7 @@
 /**
  * The re-check of delete_file end to end (issue 4): non-regular files refused before
  * asking, swaps between round 1 and round 2 that test/e2e/deleteFile.test.ts does not
- * cover yet, hard links, the fs-4 flip race against a separate flipping process, and the
+ * cover yet, hard links (and a file re-created by link(2)), the fs-4 flip race against a separate flipping process, and the
  * start-up report of quarantine leftovers by the built CLI.
  *
  * Every round goes through a real v2 `Client` pinned to 2026-07-28 (in-memory transport
@@ -22,6 +22,7 @@ import {
   renameSync,
   rmSync,
   symlinkSync,
+  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -283,6 +284,39 @@ describe('hard links', () => {
     expect(existsSync(file)).toBe(false);
     expect(readFileSync(other, 'utf8')).toBe('quarterly report');
     expect(lstatSync(other).nlink).toBe(1);
+  });
+
+  it('refuses a replay onto the file re-created by link(2) between rounds (same device, inode, size, mtime and link count: only its ctime moved) with ERR_CONFIRM_CHANGED, the file intact; control: asked again and accepted, the untouched file is deleted', async () => {
+    const file = join(root, 'a', 'report.txt');
+    const keep = join(root, 'a', 'report.keep'); // another name of the same inode
+    writeFileSync(file, 'quarterly report');
+    linkSync(file, keep);
+    const { c } = await serve();
+    const { state } = asked(await del(c, 'a/report.txt'));
+    const atRound1 = lstatSync(file, { bigint: true });
+    // Remove the name and re-create it by link(2) from the other name, again until the change time
+    // has moved on (the kernel stamps it from a coarse clock): a bound on attempts, not on time.
+    let now = atRound1;
+    for (let attempts = 0; now.ctimeNs === atRound1.ctimeNs && attempts < 1_000_000; attempts++) {
+      unlinkSync(file);
+      linkSync(keep, file);
+      now = lstatSync(file, { bigint: true });
+    }
+    // Everything the re-check compares is as at round 1, but the change time.
+    expect([now.dev, now.ino, now.size, now.mtimeNs, now.nlink]).toEqual([atRound1.dev, atRound1.ino, atRound1.size, atRound1.mtimeNs, atRound1.nlink]);
+    expect(now.isFile()).toBe(true);
+    expect(now.ctimeNs).not.toBe(atRound1.ctimeNs);
+    const text = expectRefused(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_CHANGED');
+    expect(text).toContain('modified');
+    expect(readFileSync(file, 'utf8')).toBe('quarterly report');
+    expect(identity(file)).toBe(identity(keep));
+    expect(lstatSync(file).nlink).toBe(2);
+    expect(quarantinedIn(join(root, 'a'))).toEqual([]);
+    // Control: asked again about the file as it now is, and accepted, it is deleted (the other name keeps the data).
+    const again = asked(await del(c, 'a/report.txt'));
+    expectDeleted(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: again.state }), file, 16);
+    expect(existsSync(file)).toBe(false);
+    expect(readFileSync(keep, 'utf8')).toBe('quarterly report');
   });
 
   it('control: the question for a file with one name does not mention hard links', async () => {
