@@ -29,6 +29,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freePort, HAPROXY_CFG, haproxyPath, LB_HOST, MAIN, REPO, startDeployment, type Deployment } from '../../bench/lbDeployment.js';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { stderrSays } from '../helpers/processes.js';
 
@@ -52,7 +53,7 @@ beforeAll(async () => {
   R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-lb-')));
   root = join(R, 'root');
   mkdirSync(root);
-  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', 'lb1'], { encoding: 'utf8', timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', 'lb1'], { encoding: 'utf8', timeout: PROCESS_DEADLINE_MS });
   const keyFile = join(R, 'keys.json');
   writeFileSync(keyFile, stdout, { mode: 0o600 });
   const pair = await generateKeyPair('RS256', { extractable: true });
