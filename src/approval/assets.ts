@@ -61,7 +61,18 @@ export const PAGE_JS = `'use strict';
       clientExtensionResults: cred.getClientExtensionResults(), authenticatorAttachment: cred.authenticatorAttachment };
   };
   const assertion = async (options) => toJson(await navigator.credentials.get({ publicKey: requestOptions(options) }));
-  const refusedBy = (e) => show('refused', 'the passkey gave no answer (' + (e && e.name ? e.name : 'error') + '); nothing was approved');
+  // NotAllowedError is what a browser gives when none of its passkeys is one the server asked for
+  // (and when the prompt was cancelled, timed out or could not verify the user): say the likely
+  // cause. Never a name: the page does not list approvers (anyone holding the link can read it).
+  const likely = {
+    approve: 'this browser or device may have no passkey enrolled for this server: use the device you enrolled, or enrol this one',
+    authorise: "this browser or device may have no enrolled approver's passkey for this server: authorise the enrolment on a device enrolled here",
+  };
+  const refusedBy = (e, step) => {
+    const name = e && e.name ? e.name : 'error';
+    const why = name === 'NotAllowedError' && likely[step] ? ': ' + likely[step] + ' (or the prompt was cancelled, timed out or could not verify you)' : '';
+    show('refused', 'the passkey gave no answer (' + name + ')' + why + '; nothing was approved');
+  };
 
   const approve = document.getElementById('approve');
   if (approve) approve.addEventListener('click', async () => {
@@ -69,7 +80,7 @@ export const PAGE_JS = `'use strict';
     const o = await post('/options');
     if (!o.ok) return show(o.body.outcome || 'refused', o.body.message);
     let a;
-    try { a = await assertion(o.body.options); } catch (e) { return refusedBy(e); }
+    try { a = await assertion(o.body.options); } catch (e) { return refusedBy(e, 'approve'); }
     const r = await post('/assertion', a);
     show(r.body.outcome || 'refused', r.body.message);
   });
@@ -86,14 +97,14 @@ export const PAGE_JS = `'use strict';
     if (!o.ok) return show(o.body.outcome || 'refused', o.body.message);
     if (o.body.step === 'authenticate') {
       let a;
-      try { a = await assertion(o.body.options); } catch (e) { return refusedBy(e); }
+      try { a = await assertion(o.body.options); } catch (e) { return refusedBy(e, 'authorise'); }
       const r = await post('/authenticate', a);
       if (!r.ok) return show(r.body.outcome || 'refused', r.body.message);
       o = await post('/options');
       if (!o.ok) return show(o.body.outcome || 'refused', o.body.message);
     }
     let c;
-    try { c = toJson(await navigator.credentials.create({ publicKey: creationOptions(o.body.options) })); } catch (e) { return refusedBy(e); }
+    try { c = toJson(await navigator.credentials.create({ publicKey: creationOptions(o.body.options) })); } catch (e) { return refusedBy(e, 'register'); }
     const r = await post('/register', c);
     show(r.body.outcome || 'refused', r.body.message);
   });

@@ -8,7 +8,7 @@
 import type { McpServer, OAuthTokenVerifier } from '@modelcontextprotocol/server';
 import { createHttpApp, MCP_PATH, type HttpApp } from '../http/app.js';
 import { allowedHostnames } from '../http/bind.js';
-import { createJwtVerifier, jwtPrincipal, jwtPrincipalOf } from '../http/jwtAuth.js';
+import { createJwtVerifier, jwtPrincipal, jwtPrincipalOf, tokenRefusalLog } from '../http/jwtAuth.js';
 import { listenHttp, type Listening } from '../http/listen.js';
 import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.js';
 import type { Ledger } from '../ledger/ledger.js';
@@ -84,7 +84,8 @@ export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: H
   const resource = spec.resource ?? new URL(`http://${spec.bind.urlHost}:${port}${MCP_PATH}`);
   try {
     let verifier: OAuthTokenVerifier | undefined;
-    if (spec.auth) verifier = await createJwtVerifier({ issuer: spec.auth.issuer, jwks: spec.auth.jwks, resource });
+    // Each refused token: one line on stderr saying why (rate-limited per reason), never the token.
+    if (spec.auth) verifier = await createJwtVerifier({ issuer: spec.auth.issuer, jwks: spec.auth.jwks, resource, onRefused: tokenRefusalLog({ log }) });
     app = createHttpApp({
       factory,
       resourceUrl: resource,

@@ -15,7 +15,10 @@ export {
   createJwtVerifier,
   jwtPrincipal,
   jwtPrincipalOf,
+  tokenRefusalLog,
   type JwtVerifierOptions,
+  type TokenRefusal,
+  type TokenRefusalLogOptions,
 } from './jwtAuth.js';
 export { LegacySessions, type LegacySessionOptions } from './legacySessions.js';
 export { listenHttp, type Listening } from './listen.js';

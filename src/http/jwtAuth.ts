@@ -20,13 +20,20 @@
  * The token is never forwarded anywhere: it stays in the request's `AuthInfo`
  * (the SDK's shape), and nothing in this package sends it on.
  *
+ * A refusal tells the caller nothing but `invalid_token`; the operator learns why
+ * through `onRefused` ({@link TokenRefusal}: `jose`'s error code and claim, and the
+ * unverified `iss`, `sub` and `kid`, never the token), which `mcp-confirm --http`
+ * logs with {@link tokenRefusalLog}: one line per refusal on stderr, at most one per
+ * second for each code and claim, the suppressed ones counted in the next line.
+ *
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { OAuthError, OAuthErrorCode, type AuthInfo, type OAuthTokenVerifier, type ServerContext } from '@modelcontextprotocol/server';
 // One definition of the principal string: the approvers file (passkey approval) stores the same.
 import { jwtPrincipalFor } from '../approval/approvers.js';
+import { renderValue } from '../prompt/render.js';
 
 /** Clock skew allowed on `nbf` and `iat`, in seconds. */
 export const CLOCK_TOLERANCE_SECONDS = 30;
@@ -44,6 +51,39 @@ export interface JwtVerifierOptions {
   resource: URL;
   /** Clock in milliseconds, for tests. Defaults to `Date.now`. */
   now?: () => number;
+  /**
+   * Called once for every token refused (after the refusal is decided, before the caller gets
+   * 401), with why; for the operator's log, e.g. {@link tokenRefusalLog}. What it throws is
+   * ignored: the refusal stands. Not called for a request without a bearer token (the SDK
+   * refuses that before any token is verified).
+   */
+  onRefused?: (refusal: TokenRefusal) => void;
+}
+
+/**
+ * Why a bearer token was refused, for the operator (the caller only ever gets `invalid_token`).
+ * `iss`, `sub` and `kid` are read from the token without verifying it: attacker text, to be
+ * rendered as untrusted values (as {@link tokenRefusalLog} does); the token itself is not here.
+ */
+export interface TokenRefusal {
+  /**
+   * `jose`'s error code (`errors.JOSEError#code`), e.g. `ERR_JWT_CLAIM_VALIDATION_FAILED`,
+   * `ERR_JWT_EXPIRED`, `ERR_JWS_SIGNATURE_VERIFICATION_FAILED`, `ERR_JWKS_NO_MATCHING_KEY`,
+   * `ERR_JOSE_ALG_NOT_ALLOWED`, `ERR_JWS_INVALID`, `ERR_JWT_INVALID`. A token that `jose` accepts
+   * but this verifier refuses gets the code `jose` gives the same fault: `ERR_JWT_EXPIRED` with
+   * claim `exp` past its `exp` within the clock skew (`exp` has no skew here), and
+   * `ERR_JWT_CLAIM_VALIDATION_FAILED` with claim `sub` for an empty `sub`. Anything else that
+   * fails (not a `jose` error) is `ERR_UNEXPECTED`.
+   */
+  code: string;
+  /** The claim `jose` names (`aud`, `iss`, `exp`, `nbf`, `iat`, `sub`, …), when it names one. */
+  claim?: string;
+  /** The token's `iss`, unverified, when its payload parsed and has one. */
+  iss?: unknown;
+  /** The token's `sub`, unverified, when its payload parsed and has one. */
+  sub?: unknown;
+  /** The token's `kid` (protected header), unverified, when its header parsed and has one. */
+  kid?: unknown;
 }
 
 /**
@@ -62,9 +102,18 @@ export async function createJwtVerifier(options: JwtVerifierOptions): Promise<OA
   const keys = await loadKeySet(options.jwks);
   const audience = options.resource.href;
   const now = options.now ?? Date.now;
+  const refuse = (token: string, why: Pick<TokenRefusal, 'code' | 'claim'>, text = 'The access token is invalid or expired'): OAuthError => {
+    try {
+      options.onRefused?.({ ...why, ...unverifiedClaims(token) });
+    } catch {
+      // Reporting only: the refusal stands.
+    }
+    return new OAuthError(OAuthErrorCode.InvalidToken, text);
+  };
   return {
     async verifyAccessToken(token: string): Promise<AuthInfo> {
       let payload;
+      const nowMs = now();
       try {
         ({ payload } = await jwtVerify(token, keys, {
           issuer: options.issuer,
@@ -72,20 +121,105 @@ export async function createJwtVerifier(options: JwtVerifierOptions): Promise<OA
           algorithms: ASYMMETRIC_ALGORITHMS,
           clockTolerance: CLOCK_TOLERANCE_SECONDS,
           requiredClaims: ['exp', 'sub'],
-          currentDate: new Date(now()),
+          currentDate: new Date(nowMs),
         }));
-      } catch {
-        throw new OAuthError(OAuthErrorCode.InvalidToken, 'The access token is invalid or expired');
+      } catch (e) {
+        throw refuse(token, joseReason(e));
       }
       const { iss, sub, exp } = payload;
       if (typeof iss !== 'string' || typeof sub !== 'string' || sub === '' || typeof exp !== 'number') {
-        throw new OAuthError(OAuthErrorCode.InvalidToken, 'The access token is invalid or expired');
+        throw refuse(token, { code: 'ERR_JWT_CLAIM_VALIDATION_FAILED', claim: typeof iss !== 'string' ? 'iss' : typeof exp !== 'number' ? 'exp' : 'sub' });
       }
+      // jose let `exp` through within the skew; the SDK's verifyBearerToken refuses it with this text.
+      if (exp < nowMs / 1000) throw refuse(token, { code: 'ERR_JWT_EXPIRED', claim: 'exp' }, 'Token has expired');
       const clientId = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : sub;
       const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter((s) => s !== '') : [];
       return { token, clientId, scopes, expiresAt: exp, resource: new URL(audience), extra: { iss, sub } };
     },
   };
+}
+
+/** `jose`'s code and claim of a verification failure ({@link TokenRefusal}). */
+function joseReason(e: unknown): Pick<TokenRefusal, 'code' | 'claim'> {
+  if (!(e instanceof errors.JOSEError)) return { code: 'ERR_UNEXPECTED' };
+  const claim = e instanceof errors.JWTClaimValidationFailed || e instanceof errors.JWTExpired ? e.claim : undefined;
+  return { code: e.code, ...(typeof claim === 'string' && claim !== 'unspecified' ? { claim } : {}) };
+}
+
+/** The token's `iss`, `sub` (payload) and `kid` (protected header), unverified, as far as they parse. */
+function unverifiedClaims(token: string): Pick<TokenRefusal, 'iss' | 'sub' | 'kid'> {
+  const out: Pick<TokenRefusal, 'iss' | 'sub' | 'kid'> = {};
+  try {
+    const payload = decodeJwt(token);
+    if (payload.iss !== undefined) out.iss = payload.iss;
+    if (payload.sub !== undefined) out.sub = payload.sub;
+  } catch {
+    // Not a JWT payload: nothing to name.
+  }
+  try {
+    const header = decodeProtectedHeader(token);
+    if (header.kid !== undefined) out.kid = header.kid;
+  } catch {
+    // No parsable header.
+  }
+  return out;
+}
+
+/** Options of {@link tokenRefusalLog}. */
+export interface TokenRefusalLogOptions {
+  /** Writes one line (without its end of line), e.g. to stderr. */
+  log: (line: string) => void;
+  /** Clock in milliseconds. Defaults to `Date.now`. */
+  now?: () => number;
+  /** At most one line per this many milliseconds for each code and claim. Defaults to 1000. */
+  intervalMs?: number;
+}
+
+/** Most graphemes shown of each of `iss`, `sub` and `kid` in a refusal line. */
+export const REFUSAL_VALUE_MAX_GRAPHEMES = 64;
+
+/**
+ * A `JwtVerifierOptions.onRefused` that logs each refusal as one line:
+ * `bearer token refused: CODE[ CLAIM][; iss `…`][, sub `…`][, kid `…`][; N more refused for the same reason since the previous such line, not logged]`.
+ * `iss`, `sub` and `kid` (unverified, attacker text) are rendered as untrusted values
+ * (`renderValue`: one line, visible escapes, markup-proof), each cut to
+ * {@link REFUSAL_VALUE_MAX_GRAPHEMES} graphemes; a value that is not a string is shown as its
+ * JSON, marked `(not a string)`. The token is never part of it.
+ *
+ * Rate-limited per code and claim: at most one line per `intervalMs` (default 1 s) for each;
+ * the refusals in between are not logged but counted, and the count is part of the next line
+ * of that code and claim (a burst that stops leaves its count unreported until the next one).
+ * The state is one entry per code and claim seen (a small fixed set: `jose`'s codes and claims,
+ * which the token cannot choose).
+ */
+export function tokenRefusalLog(options: TokenRefusalLogOptions): (refusal: TokenRefusal) => void {
+  const now = options.now ?? Date.now;
+  const intervalMs = options.intervalMs ?? 1000;
+  const seen = new Map<string, { loggedAtMs: number; suppressed: number }>();
+  return (refusal) => {
+    const reason = refusal.claim !== undefined ? `${refusal.code} ${refusal.claim}` : refusal.code;
+    const nowMs = now();
+    const entry = seen.get(reason);
+    if (entry && nowMs - entry.loggedAtMs < intervalMs) {
+      entry.suppressed += 1;
+      return;
+    }
+    const suppressed = entry?.suppressed ?? 0;
+    seen.set(reason, { loggedAtMs: nowMs, suppressed: 0 });
+    const named = (['iss', 'sub', 'kid'] as const).filter((k) => refusal[k] !== undefined).map((k) => `${k} ${shownClaim(refusal[k])}`);
+    // The code and claim are jose's own words (a fixed set); anything else is shown as untrusted.
+    const shownReason = /^[A-Z][A-Z0-9_]*( [a-z][a-z0-9_]*)?$/.test(reason) ? reason : renderValue(reason, { maxGraphemes: REFUSAL_VALUE_MAX_GRAPHEMES });
+    options.log(
+      `bearer token refused: ${shownReason}` +
+        (named.length > 0 ? `; ${named.join(', ')}` : '') +
+        (suppressed > 0 ? `; ${suppressed} more refused for the same reason since the previous such line, not logged` : ''),
+    );
+  };
+}
+
+function shownClaim(value: unknown): string {
+  if (typeof value === 'string') return renderValue(value, { maxGraphemes: REFUSAL_VALUE_MAX_GRAPHEMES });
+  return `${renderValue(JSON.stringify(value) ?? String(value), { maxGraphemes: REFUSAL_VALUE_MAX_GRAPHEMES })} (not a string)`;
 }
 
 async function loadKeySet(jwks: string | JSONWebKeySet): Promise<JWTVerifyGetKey> {

@@ -13,7 +13,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { runProcess, type Finished, InPlaceStdioTransport } from '../helpers/processes.js';
+import { runProcess, stderrSays, type Finished, InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 let R: string;
@@ -103,7 +103,7 @@ describe('mcp-confirm --root DIR over stdio', () => {
     const replay = await callTool(client, { name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: ACCEPT, requestState: state });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_MISMATCH]')).toBe(true);
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
-    expect(stderr()).toContain('serving delete_file over stdio');
+    await stderrSays(stderr, 'serving delete_file over stdio');
   });
 
   it('shares a key file between two processes: the state opens on the other, whose memory ledger says it is per process', async () => {
@@ -224,7 +224,7 @@ describe('cold start', () => {
       code: -32602,
     });
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
-    expect(broken.stderr()).toContain('mcp-confirm: the confirmation layer could not be loaded: cannot load /dist/guard/confirmation.js (test fixture failLoad.mjs)');
+    await stderrSays(broken.stderr, 'mcp-confirm: the confirmation layer could not be loaded: cannot load /dist/guard/confirmation.js (test fixture failLoad.mjs)');
     expect((await broken.client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
     // Control: the same fixture failing a module nobody loads, and the call is asked.
     const whole = await spawnWith('failLoad.mjs', { MCP_CONFIRM_FAIL_LOAD: '/dist/no-such-module.js' }, ['--root', root]);

@@ -132,6 +132,60 @@ describe('--auth-issuer/--auth-jwks: bearer tokens are required and verified', (
     for (const t of [valid, ...Object.values(bad)]) expect(server.stderr()).not.toContain(t);
   });
 
+  it("logs each refused token on stderr: one line naming jose's code and claim and the token's iss, sub and kid (rendered as untrusted values), never the token; a burst of one reason is rate-limited; control: a valid token logs nothing", async () => {
+    const server = await serve();
+    const nowS = Math.floor(Date.now() / 1000);
+    const send = (t: string) => rawRequest(server.url, { headers: { ...MCP_POST_HEADERS, Host: server.url.host, Authorization: `Bearer ${t}` }, body: LEGACY_INITIALIZE });
+    const valid = await token(server.url);
+    const [, payload] = valid.split('.');
+    const named = 'iss `https://auth.example.test`, sub `u1`, kid `k1`';
+    const cases: Array<[string, string]> = [
+      [await token(server.url, { expiresAt: nowS - 3600 }), `ERR_JWT_EXPIRED exp; ${named}`],
+      [await token(server.url, { iss: 'https://other-issuer.example.test' }), 'ERR_JWT_CLAIM_VALIDATION_FAILED iss; iss `https://other-issuer.example.test`, sub `u1`, kid `k1`'],
+      [await token(server.url, { aud: 'https://other-resource.example.test/mcp' }), `ERR_JWT_CLAIM_VALIDATION_FAILED aud; ${named}`],
+      [await token(server.url, { key: otherKey }), `ERR_JWS_SIGNATURE_VERIFICATION_FAILED; ${named}`],
+      [`${b64({ alg: 'none', typ: 'JWT' })}.${payload}.`, 'ERR_JOSE_ALG_NOT_ALLOWED; iss `https://auth.example.test`, sub `u1`'],
+      ['not-a-jwt', 'ERR_JWS_INVALID'],
+      // Attacker text in a claim: one line, the line break and the escape character shown as escapes.
+      [await token(server.url, { sub: 'u1\n\u001b[32mmcp-confirm: approval page: approved by ann', notBefore: nowS + 3600 }), 'ERR_JWT_CLAIM_VALIDATION_FAILED nbf; iss `https://auth.example.test`, sub `u1\\n\\x1b[32mmcp-confirm: approval page: approved by ann`, kid `k1`'],
+    ];
+    // Each reason has its own line; each is waited for (stderr is its own pipe), in order.
+    for (const [t, line] of cases) {
+      expect((await send(t)).status).toBe(401);
+      await server.waitForStderr(`mcp-confirm: bearer token refused: ${line}\n`);
+    }
+    const refusals = () => server.stderr().split('\n').filter((l) => l.includes('bearer token refused'));
+    expect(refusals()).toEqual(cases.map(([, line]) => `mcp-confirm: bearer token refused: ${line}`));
+    // Control: a valid token passes and logs nothing (the next line is the next refusal's).
+    expect((await send(valid)).status).toBe(200);
+    const unknownKid = await new SignJWT({ scope: 'mcp' }).setProtectedHeader({ alg: 'RS256', kid: 'k9' }).setIssuer(ISSUER).setAudience(server.url.href).setSubject('u1').setExpirationTime(nowS + 300).sign(privateKey);
+    expect((await send(unknownKid)).status).toBe(401);
+    await server.waitForStderr('mcp-confirm: bearer token refused: ERR_JWKS_NO_MATCHING_KEY; iss `https://auth.example.test`, sub `u1`, kid `k9`\n');
+    expect(refusals()).toHaveLength(cases.length + 1);
+    // A burst of one reason (the wrong audience again, 5 times): at most one line per second for it,
+    // the ones not logged counted in its next line. How many lines that makes depends on how fast
+    // the requests come, so the count is checked in test/http/tokenRefusalLog.test.ts (its clock is
+    // injected); here: every refusal is either a line or counted in one, never more than were sent.
+    const wrongAud = cases[2]![0];
+    for (let i = 0; i < 5; i++) expect((await send(wrongAud)).status).toBe(401);
+    // A last refusal of a reason not seen yet (so never rate-limited): its line comes after every line of the burst.
+    const noExp = await new SignJWT({ scope: 'mcp' }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer(ISSUER).setAudience(server.url.href).setSubject('last').sign(privateKey);
+    expect((await send(noExp)).status).toBe(401);
+    await server.waitForStderr('mcp-confirm: bearer token refused: ERR_JWT_CLAIM_VALIDATION_FAILED exp; iss `https://auth.example.test`, sub `last`, kid `k1`\n');
+    const audLines = refusals().filter((l) => l.includes('ERR_JWT_CLAIM_VALIDATION_FAILED aud'));
+    const counted = audLines.reduce((n, l) => n + 1 + Number(/; (\d+) more refused for the same reason since the previous such line, not logged$/.exec(l)?.[1] ?? 0), 0);
+    expect(audLines.length).toBeGreaterThanOrEqual(1);
+    expect(counted).toBeLessThanOrEqual(6);
+    // Never the token, not even its signature; never a raw control character.
+    for (const t of [valid, unknownKid, noExp, ...cases.map(([t]) => t)]) {
+      expect(server.stderr()).not.toContain(t);
+      const signature = t.split('.')[2];
+      if (signature) expect(server.stderr()).not.toContain(signature);
+    }
+    expect(server.stderr()).not.toContain('\u001b');
+    expect(server.stderr().split('\n').filter((l) => l.startsWith('mcp-confirm: approval page:'))).toEqual([]);
+  });
+
   it('accepts a token whose aud is an array containing the resource', async () => {
     const server = await serve();
     const t = await token(server.url, { aud: ['https://other.example.test', server.url.href] });

@@ -127,7 +127,7 @@ describe('graceful SIGTERM', () => {
     slow.socket.write(LEGACY_INITIALIZE);
     await slow.until(/HTTP\/1\.1 200 OK[\s\S]*"protocolVersion"/);
     expect(await server.exited).toBe(0);
-    expect(server.stderr()).toContain('stopped');
+    await server.waitForStderr('stopped'); // the last line, maybe still in the pipe at 'exit'
     expect(server.stderr()).not.toContain('drain deadline reached');
     slow.socket.destroy();
   });
@@ -142,7 +142,7 @@ describe('graceful SIGTERM', () => {
     expect(existsSync(`${db}-wal`)).toBe(true); // control: open and written
     server.proc.kill('SIGTERM');
     expect(await server.exited).toBe(0);
-    expect(server.stderr()).toContain('stopped');
+    await server.waitForStderr('stopped');
     expect(existsSync(`${db}-wal`)).toBe(false);
     expect(existsSync(db)).toBe(true);
   });
@@ -153,7 +153,7 @@ describe('graceful SIGTERM', () => {
     server.proc.kill('SIGTERM');
     await slow.closed;
     expect(await server.exited).toBe(0);
-    expect(server.stderr()).toContain('drain deadline reached');
+    await server.waitForStderr('drain deadline reached');
     expect(slow.received()).not.toContain('200 OK');
   });
 });

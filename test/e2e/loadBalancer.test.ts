@@ -29,7 +29,9 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freePort, HAPROXY_CFG, haproxyPath, LB_HOST, MAIN, REPO, startDeployment, type Deployment } from '../../bench/lbDeployment.js';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { stderrSays } from '../helpers/processes.js';
 
 const ISSUER = 'https://auth.example.test';
 const TIMEOUT_MS = 240_000;
@@ -51,7 +53,7 @@ beforeAll(async () => {
   R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-lb-')));
   root = join(R, 'root');
   mkdirSync(root);
-  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', 'lb1'], { encoding: 'utf8', timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', 'lb1'], { encoding: 'utf8', timeout: PROCESS_DEADLINE_MS });
   const keyFile = join(R, 'keys.json');
   writeFileSync(keyFile, stdout, { mode: 0o600 });
   const pair = await generateKeyPair('RS256', { extractable: true });
@@ -142,11 +144,14 @@ function file(name: string): string {
   return name;
 }
 
-/** How often a replica's log names `line` (its own account of what it did). */
-function count(replica: string, line: string): number {
+/**
+ * Resolves once a replica's log names `line` (its own account of what it did). Its stderr is its own
+ * pipe, so the line may arrive after the answer: waited for, bounded only by the process deadline.
+ */
+async function replicaSays(replica: string, line: string): Promise<void> {
   const r = deployment.replicas.find((x) => x.name === replica);
   if (!r) throw new Error(`no replica named ${JSON.stringify(replica)}`);
-  return r.stderr().split(line).length - 1;
+  await stderrSays(() => r.stderr(), line);
 }
 
 describe('the README shows the HAProxy configuration the test runs', () => {
@@ -181,8 +186,8 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
       expect(['r1', 'r2']).toContain(round2);
       expect(round2).not.toBe(round1); // no stickiness: the other replica opened the state and spent it in Redis
       // Each replica's own log agrees: the asker asked, the other one confirmed and deleted.
-      expect(count(round1!, 'asked to confirm delete_file')).toBeGreaterThan(0);
-      expect(count(round2!, 'delete_file confirmed and done')).toBeGreaterThan(0);
+      await replicaSays(round1!, 'asked to confirm delete_file');
+      await replicaSays(round2!, 'delete_file confirmed and done');
 
       // Once: the same state again (wherever it lands) is spent.
       writeFileSync(join(root, name), 'again');

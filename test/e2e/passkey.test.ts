@@ -14,7 +14,7 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import { createInterface } from 'node:readline';
 import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProcess, InPlaceStdioTransport, until } from '../helpers/processes.js';
+import { runProcess, InPlaceStdioTransport, stderrSays, until } from '../helpers/processes.js';
 import { callTool, type Reply } from '../helpers/harness.js';
 import {
   assertionIn,
@@ -191,7 +191,7 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const replay = await s.call('approve-me.txt', { inputResponses: URL_ACCEPT, requestState: e.state });
     expect((replay as { text: string }).text).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
     expect(existsSync(target)).toBe(true);
-    expect(s.stderr()).toContain('approved by ann');
+    await stderrSays(s.stderr, 'approved by ann');
   });
 
   it('the page shows a hostile, long name uncut and escaped: no markup, no raw bidi control, no cut', async () => {
@@ -335,13 +335,14 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const r = await postJson(`${e.url}/assertion`, forged, origin);
     expect(r.status).toBe(403);
     expect(r.body).not.toContain('\u001b');
-    expect(s.stderr()).toContain('approval page: refused: the passkey assertion did not verify');
+    await stderrSays(s.stderr, 'approval page: refused: the passkey assertion did not verify');
     const lines = s.stderr().split('\n');
     expect(lines.some((l) => l.startsWith(forgedLine) || l.includes(`\u001b[32m${forgedLine}`))).toBe(false);
     expect(s.stderr()).not.toContain('\u001b');
     // Control: the enrolled passkey approves, and its line is the only approval line.
     expect(await approveOnPage(ann, e.url)).toContain('approved');
     expect(((await s.call('log-forge.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    await stderrSays(s.stderr, 'confirmed and done (approved by ann)'); // written after the page's line
     expect(s.stderr().split('\n').filter((l) => l.includes('approval page: approved by'))).toEqual(['mcp-confirm: approval page: approved by ann']);
   });
 
@@ -378,6 +379,36 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(existsSync(target)).toBe(true);
     expect(await approveOnPage(ann, e.url)).toContain('approved');
     expect(((await s.call('stranger.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+  });
+
+  it("a browser whose authenticator holds no passkey enrolled here is told what that most likely means (use the device you enrolled, or enrol this one), naming no approver; nothing is deleted; control: the enrolled passkey approves on the same page", async () => {
+    const s = await startServer();
+    const target = file('no-passkey.txt');
+    const e = elicitation(await s.call('no-passkey.txt'));
+    // Another browser's authenticator: it holds no credential at all.
+    const elsewhere = await newAuthPage(browser);
+    try {
+      expect(await elsewhere.credentials()).toEqual([]);
+      await elsewhere.page.goto(e.url);
+      await elsewhere.page.click('#approve');
+      const said = await outcomeOf(elsewhere.page);
+      expect(said).toBe(
+        'refused: the passkey gave no answer (NotAllowedError): this browser or device may have no passkey enrolled for this server: use the device you enrolled, or enrol this one (or the prompt was cancelled, timed out or could not verify you); nothing was approved',
+      );
+      // The page names no approver (anyone holding the link can read it).
+      expect(await elsewhere.page.locator('body').textContent()).not.toMatch(/\bann\b/);
+      mkdirSync(DOCS, { recursive: true });
+      await elsewhere.page.screenshot({ path: join(DOCS, 'approval-page-no-passkey.png'), fullPage: true });
+    } finally {
+      await elsewhere.page.close();
+    }
+    // Still pending: the retry is asked again with the same link, and the file is there.
+    expect(elicitation(await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(e.url);
+    expect(existsSync(target)).toBe(true);
+    // Control: the enrolled passkey, on its own device, approves the same approval; the retry deletes once.
+    expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
+    expect(((await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(existsSync(target)).toBe(false);
   });
 
   it('attack: isUserVerified false: the browser refuses, and an assertion without user verification is refused by the server; control: verified, it approves', async () => {
@@ -618,7 +649,9 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     await stranger.page.goto(e.url);
     expect(await stranger.page.locator('button#enroll').count()).toBe(1);
     await stranger.page.click('#enroll');
-    expect(await outcomeOf(stranger.page)).toContain('refused');
+    expect(await outcomeOf(stranger.page)).toContain(
+      "refused: the passkey gave no answer (NotAllowedError): this browser or device may have no enrolled approver's passkey for this server: authorise the enrolment on a device enrolled here",
+    );
     await stranger.page.close();
     expect((JSON.parse(readFileSync(second, 'utf8')) as { approvers: unknown[] }).approvers).toHaveLength(1);
     // Control: ann's passkey authorises, then the new passkey is saved.

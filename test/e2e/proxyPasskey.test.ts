@@ -15,6 +15,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newAuthPage, outcomeOf, type AuthPage, type Browser } from '../helpers/browser.js';
 import { callTool, type Reply } from '../helpers/harness.js';
+import { stderrSays } from '../helpers/processes.js';
 import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -124,7 +125,7 @@ describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real C
     const replay = await callTool(client, { name: 'write_note', arguments: args, inputResponses: URL_ACCEPT, requestState: e.state });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     expect(calls(dir)).toEqual([LONG_NOTE]);
-    expect(stderr()).toContain('approved by `ann`');
+    await stderrSays(stderr, 'approved by `ann`');
   });
 
   it('attack: round 2 before the approval is asked again with the same URL and state, and the upstream is not called; control: once approved, called once', async () => {

@@ -217,8 +217,8 @@ describe('mcp-confirm proxy --http --approval passkey --public-url (real Chromiu
     expect(readFileSync(join(upstreamDir, 'note.txt'), 'utf8')).toBe(text);
     expect(textOf(await round2(c, text, e.state))).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
     expect(callsWith(upstreamDir, text)).toBe(1);
-    expect(proxy.stderr()).toContain('approval page: approved by `ann`');
-    expect(proxy.stderr()).toContain('confirmed and forwarded (approved by `ann`)');
+    await proxy.waitForStderr('approval page: approved by `ann`');
+    await proxy.waitForStderr('confirmed and forwarded (approved by `ann`)');
   });
 
   it("attack: an approver enrolled for principal U1 cannot approve U2's proxied call (nothing forwarded); control: U2's own approver approves it and it is forwarded once", async () => {
@@ -295,7 +295,7 @@ describe('mcp-confirm proxy --http --approval passkey --public-url (real Chromiu
     // SIGTERM drains and ends the proxy (the page, the upstream connection and the ledger closed): exit 0.
     front.proc.kill('SIGTERM');
     expect(await front.exited).toBe(0);
-    expect(front.stderr()).toContain('mcp-confirm proxy: stopped');
+    await front.waitForStderr('mcp-confirm proxy: stopped');
   });
 
   it('refuses at start-up (exit 2, naming it) --http passkey without --public-url, a public URL whose host is not allowed or an IP, approvers of another RP ID, --approval-port with --http, --public-url over stdio; control: fixed, it serves', async () => {

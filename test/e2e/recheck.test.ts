@@ -1,7 +1,7 @@
 /**
  * The re-check of delete_file end to end (issue 4): non-regular files refused before
  * asking, swaps between round 1 and round 2 that test/e2e/deleteFile.test.ts does not
- * cover yet, hard links, the fs-4 flip race against a separate flipping process, and the
+ * cover yet, hard links (and a file re-created by link(2)), the fs-4 flip race against a separate flipping process, and the
  * start-up report of quarantine leftovers by the built CLI.
  *
  * Every round goes through a real v2 `Client` pinned to 2026-07-28 (in-memory transport
@@ -9,7 +9,7 @@
  * are never called directly. FIFOs, sockets, symlinks and hard links are made for real,
  * and a failure to make one fails the test (never skips it).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   linkSync,
@@ -22,6 +22,7 @@ import {
   renameSync,
   rmSync,
   symlinkSync,
+  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -33,10 +34,10 @@ import { isQuarantineName, QUARANTINE_PREFIX } from '../../src/fs/target.js';
 import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
 import { ACCEPT, asked, callTool, connect, type Connected, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
-import { InPlaceStdioTransport } from '../helpers/processes.js';
+import { startFlipper, type Flipper } from '../helpers/flipper.js';
+import { InPlaceStdioTransport, until } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
-const FLIPPER = resolve(import.meta.dirname, 'fixtures', 'flipper.cjs');
 const VICTIM = 'victim: must survive\n'; // 21 bytes, never 5
 
 let R: string; // a fresh temporary directory, canonical
@@ -285,6 +286,39 @@ describe('hard links', () => {
     expect(lstatSync(other).nlink).toBe(1);
   });
 
+  it('refuses a replay onto the file re-created by link(2) between rounds (same device, inode, size, mtime and link count: only its ctime moved) with ERR_CONFIRM_CHANGED, the file intact; control: asked again and accepted, the untouched file is deleted', async () => {
+    const file = join(root, 'a', 'report.txt');
+    const keep = join(root, 'a', 'report.keep'); // another name of the same inode
+    writeFileSync(file, 'quarterly report');
+    linkSync(file, keep);
+    const { c } = await serve();
+    const { state } = asked(await del(c, 'a/report.txt'));
+    const atRound1 = lstatSync(file, { bigint: true });
+    // Remove the name and re-create it by link(2) from the other name, again until the change time
+    // has moved on (the kernel stamps it from a coarse clock): a bound on attempts, not on time.
+    let now = atRound1;
+    for (let attempts = 0; now.ctimeNs === atRound1.ctimeNs && attempts < 1_000_000; attempts++) {
+      unlinkSync(file);
+      linkSync(keep, file);
+      now = lstatSync(file, { bigint: true });
+    }
+    // Everything the re-check compares is as at round 1, but the change time.
+    expect([now.dev, now.ino, now.size, now.mtimeNs, now.nlink]).toEqual([atRound1.dev, atRound1.ino, atRound1.size, atRound1.mtimeNs, atRound1.nlink]);
+    expect(now.isFile()).toBe(true);
+    expect(now.ctimeNs).not.toBe(atRound1.ctimeNs);
+    const text = expectRefused(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_CHANGED');
+    expect(text).toContain('modified');
+    expect(readFileSync(file, 'utf8')).toBe('quarterly report');
+    expect(identity(file)).toBe(identity(keep));
+    expect(lstatSync(file).nlink).toBe(2);
+    expect(quarantinedIn(join(root, 'a'))).toEqual([]);
+    // Control: asked again about the file as it now is, and accepted, it is deleted (the other name keeps the data).
+    const again = asked(await del(c, 'a/report.txt'));
+    expectDeleted(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: again.state }), file, 16);
+    expect(existsSync(file)).toBe(false);
+    expect(readFileSync(keep, 'utf8')).toBe('quarterly report');
+  });
+
   it('control: the question for a file with one name does not mention hard links', async () => {
     const { c } = await serve();
     const { message } = asked(await del(c, 'a/data.txt'));
@@ -294,35 +328,44 @@ describe('hard links', () => {
 });
 
 describe('fs-4: flip race through a real client', () => {
-  let flipper: ChildProcess | undefined;
+  /** The flips the race needs before it may end: enough for many windows between round 1 and round 2. */
+  const MIN_FLIPS = 1000;
+  /**
+   * Confirmation cycles (round 1, then round 2 when asked) at most: a bound on attempts, not on time,
+   * far above what the race needs (about 4,000 cycles on the 2-core machine of its making). A run
+   * that reaches it fails, naming what it saw.
+   */
+  const MAX_CYCLES = 100_000;
+  let flipper: Flipper | undefined;
   afterEach(() => {
-    if (flipper && flipper.exitCode === null && flipper.signalCode === null) flipper.kill('SIGKILL');
+    const child = flipper?.child;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     flipper = undefined;
   });
 
-  it('never deletes the symlink target while another process flips a/data.txt between a file and a symlink to it ~1000 times during fresh accepted confirmations', async () => {
+  it(`never deletes the symlink target while another process flips a/data.txt between a file and a symlink to it at least ${MIN_FLIPS} times during fresh accepted confirmations`, async () => {
     const dir = join(root, 'a');
     writeFileSync(join(dir, 'data.txt'), 'data\n'); // 5 bytes; the victim is 21
     const victimId = identity(victim);
     const { c } = await serve();
 
-    const child = spawn(process.execPath, [FLIPPER, dir, victim, '1000', '5000'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    flipper = child;
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
-    let exited = false;
-    const exit = new Promise<number | null>((res) => child.on('close', (status) => ((exited = true), res(status))));
-
+    flipper = startFlipper(dir, victim, join(R, 'flipper.stop'));
     const outcomes = new Map<string, number>();
     const count = (k: string) => outcomes.set(k, (outcomes.get(k) ?? 0) + 1);
+    const seen = (k: string) => outcomes.get(k) ?? 0;
     const unexpected: string[] = [];
     const ROUND1 = new Set(['ERR_CONFIRM_SYMLINK', 'ERR_CONFIRM_GONE', 'ERR_CONFIRM_OUTSIDE_ROOTS']);
     const ROUND2 = new Set(['ERR_CONFIRM_CHANGED', 'ERR_CONFIRM_GONE']);
     const deletedText = `Deleted \`${join(dir, 'data.txt')}\` (5 bytes).`;
-    const hardStop = Date.now() + 8_000;
-    while (!exited && Date.now() < hardStop) {
+    // What the race needs before it ends: the flips done, a deletion of the regular file (and the
+    // flipper's fresh file after it), and a refusal of the symlink or of the change.
+    const needed = (): boolean => {
+      const { flips, recreated } = flipper!.progress();
+      return flips >= MIN_FLIPS && recreated > 0 && seen('round 2 deleted a regular file') > 0 && seen('round 1 ERR_CONFIRM_SYMLINK') + seen('round 2 ERR_CONFIRM_CHANGED') > 0;
+    };
+    let cycles = 0;
+    while (!needed() && cycles < MAX_CYCLES) {
+      cycles += 1;
       const first = await del(c, 'a/data.txt');
       if (first.kind !== 'input_required') {
         const code = codeOf(first);
@@ -338,10 +381,10 @@ describe('fs-4: flip race through a real client', () => {
       else if (code && ROUND2.has(code)) count(`round 2 ${code}`);
       else unexpected.push(`round 2: ${JSON.stringify(second)}`);
     }
-    const status = await exit;
-    expect(status, err).toBe(0);
-    const report = JSON.parse(out) as { flips: number; ms: number; recreated: number };
-    const summary = JSON.stringify({ report, outcomes: Object.fromEntries(outcomes) });
+    const report = await flipper.stop();
+    const summary = JSON.stringify({ cycles, report: { ...report, stderr: undefined }, outcomes: Object.fromEntries(outcomes) });
+    expect(report.status, report.stderr).toBe(0);
+    expect(report.stopped, summary).toBe('stop file');
 
     // The victim is the very same file with the very same content.
     expect(identity(victim)).toBe(victimId);
@@ -350,12 +393,12 @@ describe('fs-4: flip race through a real client', () => {
     expect(unexpected, summary).toEqual([]);
     // Whatever was left under a quarantine name is one of the flipper's symlinks, never data.
     for (const q of quarantinedIn(dir)) expect(lstatSync(join(dir, q)).isSymbolicLink(), q).toBe(true);
-    // Not vacuous: the flipper really flipped, and the client saw both deletions and refusals.
-    expect(report.flips, summary).toBeGreaterThanOrEqual(500);
-    expect(outcomes.get('round 2 deleted a regular file') ?? 0, summary).toBeGreaterThan(0);
+    // Not vacuous: the race ended because all it needed had happened (not at the bound of cycles):
+    // the flipper really flipped and re-created the file, and the client saw deletions and refusals.
+    expect(report.flips, summary).toBeGreaterThanOrEqual(MIN_FLIPS);
     expect(report.recreated, summary).toBeGreaterThan(0);
-    const refusedSymlinkOrChange = (outcomes.get('round 1 ERR_CONFIRM_SYMLINK') ?? 0) + (outcomes.get('round 2 ERR_CONFIRM_CHANGED') ?? 0);
-    expect(refusedSymlinkOrChange, summary).toBeGreaterThan(0);
+    expect(seen('round 2 deleted a regular file'), summary).toBeGreaterThan(0);
+    expect(seen('round 1 ERR_CONFIRM_SYMLINK') + seen('round 2 ERR_CONFIRM_CHANGED'), summary).toBeGreaterThan(0);
     console.info(`fs-4 e2e: ${summary}`);
   });
 });
@@ -386,8 +429,8 @@ describe('quarantine leftovers at start-up (built CLI)', () => {
     );
     await client.connect(transport);
     cleanups.push(() => client.close().catch(() => {}));
-    const deadline = Date.now() + 10_000;
-    while (!stderr.includes('serving delete_file') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // The report and the serving line arrive on stderr, their own pipe: wait for them (by order, not time).
+    await until(() => stderr.includes('serving delete_file'));
 
     const warnings = stderr.split('\n').filter((line) => line.includes('quarantine'));
     expect(warnings, stderr).toHaveLength(2);

@@ -27,7 +27,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { signalRedis, waitPortClosed, type OwnRedis } from '../stores/redisServer.js';
-import { InPlaceStdioTransport } from '../helpers/processes.js';
+import { InPlaceStdioTransport, stderrSays } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const START_REDIS = resolve(import.meta.dirname, '../../scripts/start-redis.sh');
@@ -235,7 +235,8 @@ async function roundOneOnARoundTwoOnB(ledger: string, warm: boolean): Promise<vo
   expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('cache again');
 
   const kind = ledger.startsWith('sqlite:') ? 'sqlite' : 'redis';
-  for (const r of [a!, b!]) expect(r.stderr()).toContain(`ledger ${kind}; keys k-old`);
+  // The serving line comes after each replica's first answer, on its own pipe: waited for, not read at once.
+  for (const r of [a!, b!]) await stderrSays(r.stderr, `ledger ${kind}; keys k-old`);
 }
 
 /**
@@ -290,19 +291,10 @@ describe('replicas sharing a key file and a ledger', () => {
     expectRefused(await round2(a!, 'cache.txt', state), 'ERR_CONFIRM_SPENT');
     expectRefused(await round2(b!, 'cache.txt', state), 'ERR_CONFIRM_UNKNOWN');
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('cache again');
-    for (const r of [a!, b!]) expect(r.stderr()).toContain('ledger memory; keys k-old');
+    for (const r of [a!, b!]) await stderrSays(r.stderr, 'ledger memory; keys k-old');
   });
 });
 
-
-/** Resolves once `stderr()` contains `text`: by order, bounded only by the generous process deadline. */
-async function stderrSays(stderr: () => string, text: string): Promise<void> {
-  const until = Date.now() + PROCESS_DEADLINE_MS;
-  while (!stderr().includes(text)) {
-    if (Date.now() > until) throw new Error(`stderr never said ${JSON.stringify(text)}: ${JSON.stringify(stderr())}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('replicas starting together on a new SQLite ledger file', () => {
   // Switching a new file to WAL needs its write lock; SQLite refuses that switch at once
@@ -336,7 +328,7 @@ describe('replicas starting together on a new SQLite ledger file', () => {
     }
     const { state } = asked(await round1(replica, 'cache.txt'));
     expectDeleted(await round2(replica, 'cache.txt', state), 'cache.txt', 5);
-    expect(err).toContain('ledger sqlite');
+    await stderrSays(() => err, 'ledger sqlite');
   });
 });
 
@@ -401,7 +393,7 @@ describe('spend-4 at the server level: Redis goes away and comes back', () => {
     expectRefused(await round2(s, 'cache.txt', fresh), 'ERR_CONFIRM_SPENT');
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('cache again');
     expect(readFileSync(join(root, 'thesis.txt'), 'utf8')).toBe('thesis');
-    expect(s.stderr()).toContain('refused delete_file: ERR_CONFIRM_LEDGER_UNAVAILABLE');
+    await stderrSays(s.stderr, 'refused delete_file: ERR_CONFIRM_LEDGER_UNAVAILABLE');
   });
 });
 
@@ -431,8 +423,8 @@ describe('key rotation across replicas sharing a SQLite ledger', () => {
     expect(readFileSync(join(root, 'notes.txt'), 'utf8')).toBe('notes!');
     expectDeleted(await round2(c!, 'notes.txt', s3), 'notes.txt', 6);
 
-    expect(a!.stderr()).toContain('keys k-old;');
-    expect(b!.stderr()).toContain('keys k-new,k-old;');
-    expect(c!.stderr()).toContain('keys k-new;');
+    await stderrSays(a!.stderr, 'keys k-old;');
+    await stderrSays(b!.stderr, 'keys k-new,k-old;');
+    await stderrSays(c!.stderr, 'keys k-new;');
   });
 });

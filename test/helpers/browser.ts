@@ -9,6 +9,7 @@ import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
+import { PROCESS_DEADLINE_MS } from './deadlines.js';
 
 /** The chromium on PATH (Debian: /usr/bin/chromium). */
 export function chromiumPath(): string {
@@ -93,10 +94,10 @@ export async function newAuthPage(browser: Browser, options: { isUserVerified?: 
   };
 }
 
-/** Waits until `#outcome` has text, and returns it. */
+/** Waits until `#outcome` has text (by order; bounded only by the generous process deadline), and returns it. */
 export async function outcomeOf(page: Page): Promise<string> {
   const outcome = page.locator('#outcome');
-  await outcome.filter({ hasText: /\S/ }).waitFor({ timeout: 60_000 });
+  await outcome.filter({ hasText: /\S/ }).waitFor({ timeout: PROCESS_DEADLINE_MS });
   return (await outcome.textContent()) ?? '';
 }
 

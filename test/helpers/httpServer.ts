@@ -11,6 +11,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { PROCESS_DEADLINE_MS } from './deadlines.js';
 import { MANUAL_CLIENT_OPTIONS } from './harness.js';
 
 export const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -22,7 +23,12 @@ export interface HttpServerProcess {
   stderr(): string;
   /** Resolves with the exit code once the process has ended. */
   exited: Promise<number | null>;
-  /** Resolves once stderr contains `text`. */
+  /**
+   * Resolves once stderr contains `text`: wait for a log line instead of reading {@link stderr}
+   * right after an answer (stderr is its own pipe; the line may arrive after the answer, or after
+   * the `exit` event). Rejects, naming the text and what stderr holds, when stderr ends without it
+   * or after the generous {@link PROCESS_DEADLINE_MS} (a hang).
+   */
   waitForStderr(text: string): Promise<void>;
 }
 
@@ -31,7 +37,8 @@ export async function startHttpServer(args: string[]): Promise<HttpServerProcess
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
   const proc = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
-  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  let ended = false;
+  const waiters: Array<{ text: string; resolve: () => void; reject?: (e: Error) => void }> = [];
   proc.stderr!.on('data', (chunk: Buffer) => {
     err += chunk.toString('utf8');
     for (const w of waiters.splice(0)) {
@@ -39,9 +46,29 @@ export async function startHttpServer(args: string[]): Promise<HttpServerProcess
       else waiters.push(w);
     }
   });
+  const notSaid = (text: string, why: string): Error => new Error(`mcp-confirm's stderr never said ${JSON.stringify(text)} (${why}): ${JSON.stringify(err)}`);
+  proc.stderr!.once('close', () => {
+    ended = true;
+    for (const w of waiters.splice(0)) w.reject?.(notSaid(w.text, 'its stderr ended'));
+  });
   const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
-  const waitForStderr = (text: string): Promise<void> =>
-    err.includes(text) ? Promise.resolve() : new Promise((res) => waiters.push({ text, resolve: res }));
+  const waitForStderr = (text: string): Promise<void> => {
+    if (err.includes(text)) return Promise.resolve();
+    if (ended) return Promise.reject(notSaid(text, 'its stderr ended'));
+    return new Promise((res, rej) => {
+      const timer = setTimeout(() => {
+        const i = waiters.indexOf(waiter);
+        if (i >= 0) waiters.splice(i, 1);
+        rej(notSaid(text, `not in ${PROCESS_DEADLINE_MS} ms`));
+      }, PROCESS_DEADLINE_MS);
+      const waiter = {
+        text,
+        resolve: () => (clearTimeout(timer), res()),
+        reject: (e: Error) => (clearTimeout(timer), rej(e)),
+      };
+      waiters.push(waiter);
+    });
+  };
   const url = await Promise.race([
     new Promise<URL>((res) => {
       const check = (): void => {
@@ -58,12 +85,15 @@ export async function startHttpServer(args: string[]): Promise<HttpServerProcess
   return { url, proc, stderr: () => err, exited, waitForStderr };
 }
 
-/** Runs `mcp-confirm ...args` to completion: exit code and stderr. */
+/**
+ * Runs `mcp-confirm ...args` to completion: exit code and stderr, all of it (it resolves on `close`,
+ * once stderr is read to its end, not on `exit`, when its last lines may still be in the pipe).
+ */
 export async function runCli(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const proc = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const code = await new Promise<number | null>((res) => proc.once('exit', (c) => res(c)));
+  const code = await new Promise<number | null>((res) => proc.once('close', (c) => res(c)));
   return { code, stderr: err };
 }
 

@@ -62,3 +62,19 @@ export class InPlaceStdioTransport extends StdioClientTransport {}
 export async function until(check: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((r) => setTimeout(r, 20));
 }
+
+/**
+ * Resolves once `stderr()` (what a child has written to its stderr so far) contains `text`. A
+ * child's log line arrives on its own pipe, independently of its answer on stdout or over HTTP: a
+ * line the child wrote before answering may still be unread when the answer is, and a line
+ * written at exit may be unread when the `exit` event fires. So a test waits for the line it
+ * expects instead of reading stderr right after an answer. By order, not time: rejects only after
+ * the generous {@link PROCESS_DEADLINE_MS} (a hang), naming the text and what stderr holds.
+ */
+export async function stderrSays(stderr: () => string, text: string): Promise<void> {
+  const until = Date.now() + PROCESS_DEADLINE_MS;
+  while (!stderr().includes(text)) {
+    if (Date.now() > until) throw new Error(`stderr never said ${JSON.stringify(text)} in ${PROCESS_DEADLINE_MS} ms: ${JSON.stringify(stderr())}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

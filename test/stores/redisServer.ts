@@ -36,7 +36,7 @@ export function signalRedis(server: OwnRedis, signal: NodeJS.Signals): void {
 }
 
 /** Resolves once nothing accepts connections on the port (the killed server is gone). */
-export async function waitPortClosed(port: number, timeoutMs = 5_000): Promise<void> {
+export async function waitPortClosed(port: number, timeoutMs = PROCESS_DEADLINE_MS): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
