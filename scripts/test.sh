@@ -2,7 +2,7 @@
 # The README's test command. On a fresh Debian/Ubuntu machine it installs what the tests need
 # (redis-server, haproxy and chromium with apt-get when missing; npm packages with npm ci), typechecks, builds, starts a
 # throwaway Redis on a free loopback port, runs every test with vitest, stops Redis, and ends with
-# one plain line "N passed, N failed" derived from vitest's JSON report:
+# one plain line "N passed, N failed" derived from vitest's JSON report (extra arguments go to vitest):
 # failed = failed tests + test files that failed to load + skipped/todo tests (a skip is a defect).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,8 +50,18 @@ trap 'kill "$REDIS_PID" 2>/dev/null || true' EXIT
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 echo "redis-server pid $REDIS_PID on $REDIS_URL" >&2
 
+# `npm run coverage` (scripts/coverage.sh) sets MCP_CONFIRM_COVERAGE_DIR: then every Node.js process of
+# the run (vitest's, the CLI the e2e tests start, and theirs) writes V8 coverage there. Unset (npm test,
+# CI): nothing here changes.
+coverage_env=()
+if [ -n "${MCP_CONFIRM_COVERAGE_DIR:-}" ]; then
+  mkdir -p "$MCP_CONFIRM_COVERAGE_DIR" || fail_early "mkdir $MCP_CONFIRM_COVERAGE_DIR"
+  coverage_env=(NODE_V8_COVERAGE="$MCP_CONFIRM_COVERAGE_DIR" NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--import=$PWD/scripts/coverage/inherit.mjs")
+  set -- --config scripts/coverage/vitest.config.ts "$@"
+fi
+
 rm -f .vitest.json
 rc=0
-NO_COLOR=1 npx vitest run --reporter=default --reporter=json --outputFile.json=.vitest.json "$@" >&2 || rc=$?
+NO_COLOR=1 env "${coverage_env[@]}" npx vitest run --reporter=default --reporter=json --outputFile.json=.vitest.json "$@" >&2 || rc=$?
 node scripts/summary.mjs .vitest.json || rc=1
 exit "$rc"
