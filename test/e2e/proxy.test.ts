@@ -280,7 +280,7 @@ describe('proxy policy', () => {
   it('a missing upstream command exits 2 with the usage', async () => {
     const r = await runProcess(process.execPath, [MAIN, 'proxy']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('give the upstream command after --');
+    expect(r.stderr).toContain("give the upstream command after the proxy's options (or after --)");
   });
 });
 
