@@ -13,8 +13,8 @@
  * 1. the upstream's stdin is closed (a server that exits at the end of its input does so);
  * 2. after {@link GRACE_MS}, if any process of the group is left, SIGTERM to the group;
  * 3. after {@link GRACE_MS} more, SIGKILL to the group;
- * so the last process of the group ends about a second after the proxy (at most 2 s on a loaded
- * machine). A SIGTERM, SIGINT or SIGHUP to this process starts at step 2 (the SDK's transport
+ * so the last process of the group ends about a second after the proxy (the two waits; later only
+ * on a machine too loaded to run these timers on time). A SIGTERM, SIGINT or SIGHUP to this process starts at step 2 (the SDK's transport
  * sends SIGTERM to a probe sibling at once and SIGKILL a second later). When the upstream exits
  * by itself, what is left of its group (children it started) gets steps 2 and 3.
  *
