@@ -18,6 +18,14 @@
  * sends SIGTERM to a probe sibling at once and SIGKILL a second later). When the upstream exits
  * by itself, what is left of its group (children it started) gets steps 2 and 3.
  *
+ * This process can itself be killed before it is done: the SDK's transport ends a probe sibling
+ * with SIGTERM and SIGKILL one second later, and a closing one with SIGKILL after 4 s, whatever
+ * the machine's load. So it first starts a reaper, `/bin/sh` running {@link REAPER_SCRIPT} in a
+ * session of its own (no signal meant for the proxy or for this process reaches it), blocked
+ * reading a pipe from this process: told `done` once the group is ended, it exits; at the end of
+ * the pipe without it (this process was killed), it sends the group SIGTERM, then SIGKILL a second
+ * later. It waits in a blocking read, not on a timer, so load only delays it.
+ *
  * It then exits as the upstream did: the same exit code, or killed by the same signal, so the
  * proxy's down reason ("it exited with code 3", "it was killed by SIGKILL") is the upstream's. A
  * command that cannot be started (not found, not executable) is reported on stderr with the
@@ -34,6 +42,11 @@ import { constants } from 'node:os';
 
 /** The wait before each escalation (stdin closed → SIGTERM → SIGKILL): half a second. */
 const GRACE_MS = 500;
+/**
+ * The reaper (`sh -c REAPER_SCRIPT`): reads the upstream's process group id, then waits for `done`;
+ * at the end of its input without it, ends the group (SIGTERM, a second, SIGKILL).
+ */
+const REAPER_SCRIPT = 'read -r group || exit 0; read -r word; [ "$word" = done ] && exit 0; kill -TERM "-$group" 2>/dev/null || exit 0; sleep 1; kill -KILL "-$group" 2>/dev/null; exit 0';
 /** How often the group is looked at while waiting for it to be empty. */
 const LOOK_MS = 25;
 /** The exit code when COMMAND cannot be started. */
@@ -68,9 +81,10 @@ function main(argv: readonly string[]): void {
       // The group is empty already.
     }
   };
-  /** Resolves once the group is empty, or after `ms`. */
+  /** Resolves once the group is empty, or `ms` later (by the clock: a loaded machine runs timers late). */
   const groupGone = async (ms: number): Promise<void> => {
-    for (let waited = 0; waited < ms && groupLeft(); waited += LOOK_MS) await new Promise((r) => setTimeout(r, LOOK_MS));
+    const until = Date.now() + ms;
+    while (Date.now() < until && groupLeft()) await new Promise((r) => setTimeout(r, LOOK_MS));
   };
   /** Resolves once the upstream itself (the group's leader) has exited, or after `ms`. */
   const leaderGone = (ms: number): Promise<void> =>
@@ -109,17 +123,30 @@ function main(argv: readonly string[]): void {
     }
     if (groupLeft()) signalGroup('SIGKILL');
     await leaderGone(Number.POSITIVE_INFINITY);
+    // The group is ended: the reaper stands down (so it can never signal a group id used again).
+    await new Promise<void>((resolve) => {
+      const pipe = reaper.stdin;
+      if (pipe === null || !pipe.writable) return resolve();
+      pipe.once('error', () => resolve()); // the reaper is gone already
+      pipe.end('done\n', () => resolve());
+    });
     exitAsUpstream();
   };
 
   // Before the upstream exists, so that no signal can find it started and unsupervised.
   for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(s, () => void end('signal'));
 
+  // The reaper first: an upstream never runs without it.
+  const reaper = spawn('/bin/sh', ['-c', REAPER_SCRIPT, 'mcp-confirm-reaper'], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  reaper.on('error', () => {}); // without /bin/sh: this process still ends the group itself
+  reaper.unref();
   child = spawn(command, args, { stdio: ['pipe', 'inherit', 'inherit'], detached: true });
+  if (child.pid !== undefined) reaper.stdin?.write(`${child.pid}\n`);
   child.on('error', (e: NodeJS.ErrnoException) => {
     // Never started (the only 'error' before 'spawn'): nothing to end.
     if (child?.pid !== undefined) return;
     process.stderr.write(`mcp-confirm proxy: the upstream command could not be started: ${e.message}\n`);
+    reaper.stdin?.end(); // no group: it exits at the end of its input without a group id
     process.exit(SPAWN_FAILED_EXIT);
   });
   child.on('exit', (code, signal) => {
