@@ -1,5 +1,5 @@
 /**
- * `mcp-confirm proxy [options] (-- COMMAND [ARG…] | --upstream-url URL)`: the confirmation proxy.
+ * `mcp-confirm proxy [options] ([--] COMMAND [ARG…] | --upstream-url URL)`: the confirmation proxy.
  * Spawns COMMAND as the upstream MCP server (or connects to a Streamable HTTP upstream) and
  * serves the client on this process's stdio (stdout carries only the protocol, diagnostics go to
  * stderr) or, with `--http`, over Streamable HTTP with the main server's rules.
@@ -7,7 +7,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createConfirmation, type ConfirmEvent } from '../guard/confirmation.js';
 import { renderValue } from '../prompt/render.js';
@@ -31,14 +31,19 @@ export const PROXY_USAGE = `Usage:
                     [--approval-port PORT | --public-url URL] [--approval-wait SECONDS]
                     [--http HOST:PORT [--auth-issuer URL --auth-jwks PATH|URL] [--resource URL]
                      [--allowed-hosts LIST] [--drain-seconds N]]
-                    ( -- COMMAND [ARG ...] | --upstream-url URL [--upstream-header 'NAME: VALUE' ...] )
+                    ( [--] COMMAND [ARG ...] | --upstream-url URL [--upstream-header 'NAME: VALUE' ...] )
       Start COMMAND as the upstream MCP server (stdio), or connect to the Streamable HTTP upstream
       at URL, and serve it to the client over stdio (or --http) (MCP 2026-07-28 and 2025-11-25),
       asking a human before each call of a tool that needs it.
+      COMMAND starts at the first word that is not one of the options below (or after --), as
+      for npx: every word after it goes to the upstream unchanged, also one that looks like an
+      option here (proxy node server.js --ttl 5 gives --ttl 5 to the upstream). A COMMAND that
+      starts with - needs --. The upstream runs under a small supervisor in its own process group,
+      ended (SIGTERM, then SIGKILL) within about a second of the proxy ending, however it ends.
 
 Options:
   --upstream-url URL        The upstream's Streamable HTTP endpoint (http or https, no user info),
-                            instead of -- COMMAND.
+                            instead of [--] COMMAND.
   --upstream-header 'NAME: VALUE'
                             A header sent with every upstream request (repeatable), e.g. its
                             credentials. A VALUE of exactly $VAR is read from the environment
@@ -148,11 +153,49 @@ export function parseUpstreamUrl(text: string): URL {
   return url;
 }
 
+/** The proxy's own options (`parseArgs`), before the upstream command. */
+const PROXY_OPTIONS = {
+  policy: { type: 'string' },
+  'confirm-unnamed': { type: 'boolean' },
+  audience: { type: 'string' },
+  ttl: { type: 'string' },
+  'key-file': { type: 'string' },
+  ledger: { type: 'string' },
+  'upstream-timeout': { type: 'string' },
+  'max-argument-bytes': { type: 'string' },
+  'upstream-url': { type: 'string' },
+  'upstream-header': { type: 'string', multiple: true },
+  ...HTTP_OPTIONS,
+  ...AUDIT_OPTIONS,
+  ...APPROVAL_OPTIONS,
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * Splits the arguments after `proxy` into the proxy's own options and the upstream command, as
+ * `npx` does: the command starts at the first word that is neither an option nor the value of a
+ * string option (`--policy p.json`), or after a `--`. Everything from there on is the upstream's,
+ * unchanged, also words that look like the proxy's options (`proxy node server.js --ttl 5` gives
+ * `--ttl 5` to the upstream). A word starting with `-` before the command is the proxy's, so an
+ * unknown one is refused by name (`unknown option --tll`) and a command that itself starts with `-`
+ * needs `--`. Hosts that drop a `--` (the Inspector CLI) are served the same.
+ *
+ * @returns `own` (the proxy's options), `command` (empty when none is given) and whether a `--` was given.
+ */
+export function splitUpstreamCommand(argv: readonly string[]): { own: string[]; command: string[]; dash: boolean } {
+  // Lenient: an unknown option is a boolean here, so it stays on the proxy's side (and is refused there).
+  const { tokens } = parseArgs({ args: [...argv], options: PROXY_OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  const first = tokens.find((t) => t.kind === 'positional' || t.kind === 'option-terminator');
+  if (first === undefined) return { own: [...argv], command: [], dash: false };
+  const dash = first.kind === 'option-terminator';
+  return { own: argv.slice(0, first.index), command: argv.slice(first.index + (dash ? 1 : 0)), dash };
+}
+
 /**
  * Parses the arguments after `proxy`.
  *
  * @param env - where `--upstream-header` `$VAR` values are read. Defaults to the process environment.
- * @throws {UsageError} on unknown options; neither or both of `-- COMMAND` and `--upstream-url`;
+ * @throws {UsageError} on unknown options (before the command: see {@link splitUpstreamCommand}); neither or both of `[--] COMMAND` and `--upstream-url`;
  *   `--upstream-header` without `--upstream-url` or malformed ({@link parseUpstreamHeaders}); a bad
  *   `--ttl`, `--audience`, `--upstream-timeout`, `--max-argument-bytes`, `--upstream-url`, HTTP flag or approval flag;
  *   `--audit` without `--key-file`; approval flags as for serving `delete_file`
@@ -160,41 +203,19 @@ export function parseUpstreamUrl(text: string): URL {
  *   whose host is an allowed host).
  */
 export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ProxyCommand {
-  const dash = argv.indexOf('--');
-  const own = dash < 0 ? [...argv] : argv.slice(0, dash);
-  const command = dash < 0 ? [] : argv.slice(dash + 1);
+  const { own, command, dash } = splitUpstreamCommand(argv);
   let values;
   try {
-    ({ values } = parseArgs({
-      args: own,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        policy: { type: 'string' },
-        'confirm-unnamed': { type: 'boolean' },
-        audience: { type: 'string' },
-        ttl: { type: 'string' },
-        'key-file': { type: 'string' },
-        ledger: { type: 'string' },
-        'upstream-timeout': { type: 'string' },
-        'max-argument-bytes': { type: 'string' },
-        'upstream-url': { type: 'string' },
-        'upstream-header': { type: 'string', multiple: true },
-        ...HTTP_OPTIONS,
-        ...AUDIT_OPTIONS,
-        ...APPROVAL_OPTIONS,
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
+    ({ values } = parseArgs({ args: own, allowPositionals: false, strict: true, options: PROXY_OPTIONS }));
   } catch (e) {
     throw new UsageError(`proxy: ${parseArgsUsageError(e).message}`);
   }
   const help = values.help ?? false;
   const urlText = values['upstream-url'];
   const headerLines = values['upstream-header'] ?? [];
-  if (!help && urlText !== undefined && dash >= 0) throw new UsageError('proxy: give either -- COMMAND or --upstream-url URL, not both');
+  if (!help && urlText !== undefined && (dash || command.length > 0)) throw new UsageError('proxy: give either [--] COMMAND or --upstream-url URL, not both');
   if (!help && urlText === undefined && command.length === 0) {
-    throw new UsageError('proxy: give the upstream command after --, e.g. mcp-confirm proxy -- npx -y @modelcontextprotocol/server-filesystem /home/me/projects, or its Streamable HTTP endpoint with --upstream-url URL');
+    throw new UsageError('proxy: give the upstream command after the proxy\'s options (or after --), e.g. mcp-confirm proxy npx -y @modelcontextprotocol/server-filesystem /home/me/projects, or its Streamable HTTP endpoint with --upstream-url URL');
   }
   if (!help && urlText === undefined && command[0] === '') throw new UsageError('proxy: the upstream command is empty');
   if (urlText === undefined && headerLines.length > 0) throw new UsageError('--upstream-header needs --upstream-url URL (a spawned upstream gets the environment instead)');

@@ -41,6 +41,7 @@
  */
 import {
   CLIENT_CAPABILITIES_META_KEY,
+  MissingRequiredClientCapabilityError,
   PROTOCOL_VERSION_META_KEY,
   inputRequired,
   inputResponse,
@@ -322,6 +323,61 @@ function canElicitForm(server: McpServer, ctx: ServerContext): boolean {
   return elicitation.form !== undefined || elicitation.url === undefined;
 }
 
+/** What a 2026-07-28 client without elicitation is missing (`data.requiredCapabilities` of the `-32021`). */
+export const REQUIRED_ELICITATION = { elicitation: { form: {} } } as const;
+
+/**
+ * The `-32021` errors raised for requests still on their way out through `McpServer.registerTool`'s
+ * handler, keyed by the request's abort signal (the one object every copy of its context shares).
+ */
+const CAPABILITY_ERRORS = new WeakMap<AbortSignal, MissingRequiredClientCapabilityError>();
+
+/**
+ * The refusal of a 2026-07-28 request whose client cannot answer the question: the spec's JSON-RPC
+ * `-32021` (MCP 2026-07-28, basic/patterns/mrtr: a server MUST NOT ask for input the client did not
+ * declare) with `data.requiredCapabilities` ({@link REQUIRED_ELICITATION}), whose message is this
+ * project's sentence with its code, the text a 2025-era client gets as an `isError` result
+ * (`[ERR_CONFIRM_NO_ELICITATION] … nothing was done.`), not the SDK's generic "Cannot request input".
+ */
+function noElicitationError(ctx: ServerContext): MissingRequiredClientCapabilityError {
+  const refusal = new ConfirmNoElicitationError();
+  const error = new MissingRequiredClientCapabilityError({ requiredCapabilities: REQUIRED_ELICITATION }, `[${refusal.code}] ${refusal.message}`);
+  CAPABILITY_ERRORS.set(ctx.mcpReq.signal, error);
+  return error;
+}
+
+/** The servers whose `tools/call` handler already passes the `-32021` on. */
+const PASSING = new WeakSet<McpServer>();
+
+/**
+ * `McpServer.registerTool`'s `tools/call` handler turns every error its tool throws into an
+ * `isError` result (only `-32042` passes, and the 2026-07-28 era turns that into `-32603`), so the
+ * `-32021` a registered confirmation tool raises would reach the client as a result. This wraps
+ * the server's `tools/call` handler once: a request whose tool raised one ({@link noElicitationError})
+ * answers it as the JSON-RPC error it is. The SDK has no public hook for it, so this reads the
+ * protocol's private `_requestHandlers` map (SDK 2.4.0); when an SDK upgrade removes or renames it,
+ * nothing is wrapped and such a client gets the same sentence as an `isError` result, and
+ * `test/e2e/deleteFile.test.ts` ("… -32021 …") fails loudly.
+ */
+function passCapabilityErrors(server: McpServer): void {
+  if (PASSING.has(server)) return;
+  const handlers = (server.server as unknown as { _requestHandlers?: unknown })._requestHandlers;
+  if (!(handlers instanceof Map)) return;
+  const inner = handlers.get('tools/call') as ((request: unknown, ctx: ServerContext) => Promise<unknown>) | undefined;
+  if (typeof inner !== 'function') return;
+  PASSING.add(server);
+  handlers.set('tools/call', async (request: unknown, ctx: ServerContext) => {
+    try {
+      const result = await inner(request, ctx);
+      const raised = CAPABILITY_ERRORS.get(ctx.mcpReq.signal);
+      if (raised) throw raised;
+      return result;
+    } finally {
+      CAPABILITY_ERRORS.delete(ctx.mcpReq.signal);
+    }
+  });
+}
+
 /** What the audit line of a call can say so far; filled in as the flow learns it. */
 interface Trail {
   principal: string | null;
@@ -533,15 +589,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
 
     const ask = async (args: A, ctx: ServerContext, trail: Trail, again?: 'no-answer' | 'question-changed' | 'resource-changed'): Promise<InputRequiredResult> => {
       // The client must be able to answer before a jti is issued, so a refused ask leaks no ledger slot.
-      if (!canElicitForm(server, ctx) && !(approval && canElicitUrl(server, ctx))) {
-        // 2026-07-28: a stateless ask lets the SDK answer the spec's -32021 with requiredCapabilities.
-        if (isModernRequest(ctx)) {
-          return inputRequired({
-            inputRequests: { [CONFIRM_KEY]: inputRequired.elicit({ message: 'This tool needs a human confirmation.', requestedSchema: CONFIRM_SCHEMA }) },
-          });
-        }
-        throw new ConfirmNoElicitationError();
-      }
+      // (A 2026-07-28 request gets it as the spec's -32021: see noElicitationError.)
+      if (!canElicitForm(server, ctx) && !(approval && canElicitUrl(server, ctx))) throw new ConfirmNoElicitationError();
       const fingerprint = tool.fingerprint ? await tool.fingerprint(args, ctx) : (null as F);
       const argsDigest = canonicalDigest(args);
       trail.args = argsDigest;
@@ -755,6 +804,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           if (trail.args === null) trail.args = digestOrNull(args);
           await recordAfter('refused', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
         }
+        // 2026-07-28: the spec's -32021 (a JSON-RPC error, whatever rethrow says), with this refusal's sentence.
+        if (e instanceof ConfirmNoElicitationError && isModernRequest(ctx)) throw noElicitationError(ctx);
         return toToolError(e);
       }
     };
@@ -768,11 +819,13 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     tool: ConfirmableTool<z.infer<S>, F>,
   ): RegisteredTool {
     const handler = guard<z.infer<S>, F>(server, name, tool);
-    return server.registerTool(
+    const registered = server.registerTool(
       name,
       { title: config.title, description: config.description, inputSchema: config.inputSchema, annotations: config.annotations },
       handler as never,
     );
+    passCapabilityErrors(server);
+    return registered;
   }
 
   return { serverOptions: { requestState: { verify } }, register, guard, sealer, ledger, audience, ttlSeconds };

@@ -14,6 +14,10 @@
  *   Before any of it (policy, listing, question), arguments whose RFC 8785 canonical JSON is
  *   longer than {@link ProxyOptions.maxArgumentBytes} are refused with `ERR_CONFIRM_BAD_ARGUMENT`:
  *   rendering a question costs time linear in their size, and nothing is forwarded.
+ *   A confirmed call's arguments are checked against the tool's `inputSchema` (as listed now) before
+ *   each round ({@link ArgumentChecker}: the SDK's ajv validator on a copy, no defaults or coercion,
+ *   `pattern` and `patternProperties` skipped): a mismatch is refused with `ERR_CONFIRM_BAD_ARGUMENT`
+ *   naming the first problem, nothing asked or forwarded.
  *   At round 2 the tool is listed again: gone → `ERR_CONFIRM_UPSTREAM_TOOL_GONE`, a different
  *   definition → asked again; then the confirmed arguments are forwarded once and the upstream's
  *   result (or JSON-RPC error) returned as is.
@@ -50,6 +54,7 @@ import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
 import { ConfirmBadArgumentError, ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
 import type { Confirmation, ConfirmableTool } from '../guard/confirmation.js';
+import { ArgumentChecker } from './argumentSchema.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
 import { proxyPageValues, proxyQuestion } from './question.js';
 import { definitionDigest, Upstream, type UpstreamRequestOptions } from './upstream.js';
@@ -174,6 +179,7 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   const shared = options.shared ?? false;
   const maxArgumentBytes = options.maxArgumentBytes ?? DEFAULT_MAX_ARGUMENT_BYTES;
   const capabilities = offeredCapabilities(upstream.client.getServerCapabilities(), shared);
+  const argumentChecker = new ArgumentChecker();
   /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
   const servers = new Map<McpServer, { era: 'legacy' | 'modern'; inFlight: ServerContext[] }>();
 
@@ -271,6 +277,8 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       // Confirm: the definition as listed now (round 1: sealed; round 2: compared).
       const tool = (await fetchList(ctx.mcpReq.signal)).get(name);
       if (tool === undefined) throw new ConfirmUpstreamToolGoneError();
+      // Never ask about a call the upstream's own schema refuses (pattern keywords skipped: see argumentSchema.ts).
+      await argumentChecker.check(tool, params.arguments);
       const handler = confirmation.guard(server, name, confirmable(server, name, tool), { rethrow: (e) => e instanceof ProtocolError });
       const args: ProxyArgs = params.arguments === undefined ? {} : { arguments: params.arguments };
       const result = await handler(args, ctx);

@@ -15,13 +15,17 @@
  * upstream prompt can pose as the proxy's question.
  *
  * The upstream is never restarted: once its process exits, every call answers
- * `ERR_CONFIRM_UPSTREAM_DOWN`. A call in flight when it exits answers
+ * `ERR_CONFIRM_UPSTREAM_DOWN`. So does every call after a stdio upstream sent one message larger
+ * than the SDK reads (10 MiB: the SDK's transport then ends the connection; the reason names the
+ * limit, see {@link tooLargeReason}). A call in flight when it exits answers
  * `ERR_CONFIRM_UPSTREAM_FAILED`; a call past the deadline is cancelled and answers
  * `ERR_CONFIRM_UPSTREAM_TIMEOUT`. No call is ever retried.
  *
  * @module
  */
 import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   Client,
   ProtocolError,
@@ -201,9 +205,42 @@ export function describeFailure(e: unknown, http: boolean): string {
   return renderValue(e instanceof Error ? e.message : String(e), { maxGraphemes: MAX_FAILURE_GRAPHEMES });
 }
 
+/**
+ * The read limit a failure of the SDK's stdio transport names when one message from the upstream
+ * was larger than it (`ReadBuffer exceeded maximum size of N bytes`, SDK 2.4.0: 10 MiB by default,
+ * `STDIO_DEFAULT_MAX_BUFFER_SIZE`), or undefined for any other failure.
+ */
+export function readLimitOf(e: unknown): number | undefined {
+  const match = e instanceof Error ? /^ReadBuffer exceeded maximum size of ([0-9]+) bytes$/.exec(e.message) : null;
+  return match ? Number(match[1]) : undefined;
+}
+
+/** The down reason after a message over the stdio read limit of `limit` bytes. */
+export function tooLargeReason(limit: number): string {
+  const mib = limit % 1_048_576 === 0 ? ` (${limit / 1_048_576} MiB)` : '';
+  return `its answer was larger than ${limit} bytes${mib}, the most the MCP SDK reads as one message over stdio, so the SDK ended the connection to it`;
+}
+
 /** An upstream URL as diagnostics show it: origin and path only (a query or user info may carry a secret). */
 export function shownUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
+}
+
+/** The supervisor's entry point (dist/proxy/supervisor.js), next to this module. */
+export const SUPERVISOR_PATH = fileURLToPath(new URL('./supervisor.js', import.meta.url));
+
+/**
+ * How a stdio upstream is started: on POSIX, under the supervisor (`node supervisor.js COMMAND
+ * ARG…`, see src/proxy/supervisor.ts), which puts it in a process group of its own and ends that
+ * group (stdin closed, SIGTERM, SIGKILL, half a second apart) when the proxy ends, however it ends,
+ * SIGKILL included, and exits as the upstream did; on Windows, directly.
+ *
+ * @throws {Error} when the supervisor is missing (the sources run without `npm run build`).
+ */
+export function supervisedCommand(command: string, args: readonly string[]): { command: string; args: string[] } {
+  if (process.platform === 'win32') return { command, args: [...args] };
+  if (!existsSync(SUPERVISOR_PATH)) throw new Error(`the upstream supervisor ${SUPERVISOR_PATH} is missing (run npm run build)`);
+  return { command: process.execPath, args: [SUPERVISOR_PATH, command, ...args] };
 }
 
 function processEnv(): Record<string, string> {
@@ -254,8 +291,10 @@ export class Upstream {
    */
   static async spawn(options: UpstreamOptions): Promise<Upstream> {
     const [command, ...args] = options.command;
-    if (command === undefined || command === '') throw new Error('no upstream command given (after --)');
-    const transport = new StdioClientTransport({ command, args, env: options.env ?? processEnv(), stderr: 'inherit' });
+    if (command === undefined || command === '') throw new Error('no upstream command given');
+    // Under the supervisor (POSIX), which ends the upstream's process group when the proxy ends (see supervisor.ts).
+    const supervised = supervisedCommand(command, args);
+    const transport = new StdioClientTransport({ ...supervised, env: options.env ?? processEnv(), stderr: 'inherit' });
     // How the process ended (exit code or signal), recorded from the moment it is spawned: for the reason a
     // failed handshake gives, and for the down reason later (the transport forgets its process once closed).
     let ended: string | undefined;
@@ -368,6 +407,15 @@ export class Upstream {
     // exited fails with EPIPE: the exit is the news).
     let connected = false;
     client.onerror = (e) => {
+      // A message over the stdio read limit: the SDK's transport ends the connection right after this
+      // call; the down reason (and the refusal of the call in flight) names the limit, not the exit.
+      const limit = readLimitOf(e);
+      if (limit !== undefined) {
+        const reason = tooLargeReason(limit);
+        if (connected && !upstream?.closing) log(`upstream: ${reason}`);
+        markDown(reason);
+        return;
+      }
       if (connected && !upstream?.closing) log(`upstream: ${describeFailure(e, 'url' in where)}`);
     };
     try {

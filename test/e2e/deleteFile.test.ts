@@ -362,9 +362,15 @@ describe('two eras', () => {
     await v1.close();
   });
 
-  it('answers a 2026-07-28 client without the elicitation capability with -32021; nothing is deleted', async () => {
+  it('answers a 2026-07-28 client without the elicitation capability with -32021, its requiredCapabilities and the 2025-era sentence as message; nothing is deleted', async () => {
     const { c, confirmation } = await serve({}, { elicitation: false });
-    expect(await del(c, 'cache.txt')).toMatchObject({ kind: 'error', code: -32021 });
+    expect(await del(c, 'cache.txt')).toEqual({
+      kind: 'error',
+      code: -32021,
+      message:
+        '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
     expect((confirmation.ledger as MemoryLedger).size).toBe(0);
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
   });

@@ -119,7 +119,8 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
     const { state } = asked(await call('write_file', { path: target, content: 'harmless' }));
     const moved = await call('write_file', { path: target, content: 'evil' }, { inputResponses: ACCEPT, requestState: state });
     expect(refusedWith(moved, 'ERR_CONFIRM_MISMATCH')).toBe(true);
-    const otherTool = await call('edit_file', { path: target, content: 'harmless' }, { inputResponses: ACCEPT, requestState: state });
+    // (Arguments edit_file's inputSchema accepts: the proxy checks them before the state.)
+    const otherTool = await call('edit_file', { path: target, edits: [{ oldText: 'harmless', newText: 'evil' }] }, { inputResponses: ACCEPT, requestState: state });
     expect(refusedWith(otherTool, 'ERR_CONFIRM_MISMATCH')).toBe(true);
     expect(existsSync(target)).toBe(false);
     const control = await call('write_file', { path: target, content: 'harmless' }, { inputResponses: ACCEPT, requestState: state });
@@ -280,7 +281,7 @@ describe('proxy policy', () => {
   it('a missing upstream command exits 2 with the usage', async () => {
     const r = await runProcess(process.execPath, [MAIN, 'proxy']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('give the upstream command after --');
+    expect(r.stderr).toContain("give the upstream command after the proxy's options (or after --)");
   });
 });
 

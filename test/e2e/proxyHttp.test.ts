@@ -301,7 +301,10 @@ describe('proxy upstream options: clear errors (exit 2), nothing secret echoed',
     expect(neither.stderr).toContain('or its Streamable HTTP endpoint with --upstream-url URL');
     const both = await run(['--upstream-url', 'http://127.0.0.1:9/mcp', '--', process.execPath, 'x.mjs']);
     expect(both.status).toBe(2);
-    expect(both.stderr).toContain('give either -- COMMAND or --upstream-url URL, not both');
+    expect(both.stderr).toContain('give either [--] COMMAND or --upstream-url URL, not both');
+    const bothWithoutDash = await run(['--upstream-url', 'http://127.0.0.1:9/mcp', process.execPath, 'x.mjs']);
+    expect(bothWithoutDash.status).toBe(2);
+    expect(bothWithoutDash.stderr).toContain('give either [--] COMMAND or --upstream-url URL, not both');
     const headerAlone = await run(['--upstream-header', 'X-A: b', '--', process.execPath, 'x.mjs']);
     expect(headerAlone.status).toBe(2);
     expect(headerAlone.stderr).toContain('--upstream-header needs --upstream-url URL');

@@ -23,6 +23,9 @@ function notebook(): Notebook {
 }
 
 const NoteInput = z.strictObject({ title: z.string() });
+/** What a client that cannot answer the question is told, in both eras (the 2026-era one as the -32021's message). */
+const NO_ELICITATION_TEXT =
+  '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.';
 
 function register(confirmation: Confirmation, server: McpServer, book: Notebook, name = 'delete_note', wording = 'Delete the note') {
   confirmation.register(server, name, { inputSchema: NoteInput, annotations: { destructiveHint: true } }, {
@@ -376,15 +379,30 @@ describe('size', () => {
 });
 
 describe('clients that cannot answer', () => {
-  it('answers a 2026-07-28 client without the elicitation capability with -32021 and issues no jti', async () => {
+  it('answers a 2026-07-28 client without the elicitation capability with -32021, data.requiredCapabilities and the sentence a 2025-era client gets; issues no jti', async () => {
     const ledger = new MemoryLedger();
     const { book, factory } = await setup({ ledger });
     const c = await client(factory, { elicitation: false });
     const reply = await c.call('delete_note', { title: 'groceries' });
-    expect(reply).toMatchObject({ kind: 'error', code: -32021 });
-    if (reply.kind === 'error') expect(reply.data).toMatchObject({ requiredCapabilities: { elicitation: {} } });
+    expect(reply).toEqual({
+      kind: 'error',
+      code: -32021,
+      message: NO_ELICITATION_TEXT,
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
     expect(ledger.size).toBe(0);
     expect(book.deleted).toEqual([]);
+    // Control: the same call from a client that declares elicitation is asked.
+    const asking = await client(factory);
+    expect((await asking.call('delete_note', { title: 'groceries' })).kind).toBe('input_required');
+  });
+
+  it('tells a 2025-era v1 client without the elicitation capability the same sentence as an isError result', async () => {
+    const { book, factory } = await setup();
+    const legacy = await connectV1(factory);
+    expect(await legacy.callTool('delete_note', { title: 'groceries' })).toEqual({ text: NO_ELICITATION_TEXT, isError: true });
+    expect(book.deleted).toEqual([]);
+    await legacy.close();
   });
 
   it('serves a 2025-era v1 client through the SDK legacy elicitation: accept acts, decline does not', async () => {

@@ -3,6 +3,7 @@
  * only by the generous {@link PROCESS_DEADLINE_MS}.
  */
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { PROCESS_DEADLINE_MS } from './deadlines.js';
 
@@ -77,4 +78,30 @@ export async function stderrSays(stderr: () => string, text: string): Promise<vo
     if (Date.now() > until) throw new Error(`stderr never said ${JSON.stringify(text)} in ${PROCESS_DEADLINE_MS} ms: ${JSON.stringify(stderr())}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * The live processes whose command line contains `text` (e.g. a test's own temporary directory,
+ * passed to every process it starts), read from Linux's /proc: zombies (ended, not yet reaped, as
+ * under a container's PID 1 that reaps nothing) are not live. Throws where there is no /proc.
+ */
+export function liveProcessesMentioning(text: string): number[] {
+  const live: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    let cmdline: string;
+    let stat: string;
+    try {
+      cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // ended while we looked
+    }
+    if (!cmdline.split('\0').some((arg) => arg.includes(text))) continue;
+    // The state follows the command name in parentheses (which may itself hold ") ").
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (state === 'Z' || state === 'X') continue;
+    live.push(Number(name));
+  }
+  return live;
 }

@@ -1,7 +1,7 @@
 /** `--audience` and `--ttl`: one check shared by `mcp-confirm` and `mcp-confirm proxy`, same messages. */
 import { describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
-import { parseProxyCommand } from '../../src/cli/proxy.js';
+import { parseProxyCommand, splitUpstreamCommand } from '../../src/cli/proxy.js';
 
 const serve = (flags: string[]) => () => parseCommand(['--root', '/tmp', ...flags]);
 const proxy = (flags: string[]) => () => parseProxyCommand([...flags, '--', 'node', 'x.js']);
@@ -28,5 +28,38 @@ describe('shared --ttl and --audience checks', () => {
 
   it('--upstream-timeout uses the same whole-seconds check', () => {
     expect(proxy(['--upstream-timeout', '0'])).toThrow(new UsageError('--upstream-timeout must be a whole number of seconds from 1 to 86400 (one day), got 0'));
+  });
+});
+
+describe('the upstream command, with or without --', () => {
+  const FS = ['npx', '-y', '@modelcontextprotocol/server-filesystem', '/home/me'];
+
+  it('everything after the proxy\'s own options is the upstream command, as npx reads it (a host that drops --)', () => {
+    expect(parseProxyCommand(['--ttl', '60', '--confirm-unnamed', ...FS])).toMatchObject({ ttlSeconds: 60, confirmUnnamed: true, upstream: { kind: 'command', command: FS } });
+    expect(parseProxyCommand(FS)).toMatchObject({ upstream: { kind: 'command', command: FS } });
+  });
+
+  it('control: with -- the same command is parsed the same', () => {
+    expect(parseProxyCommand(['--ttl', '60', '--confirm-unnamed', '--', ...FS])).toMatchObject({ ttlSeconds: 60, confirmUnnamed: true, upstream: { kind: 'command', command: FS } });
+  });
+
+  it('an argument after the command that looks like a proxy option goes to the upstream, not to the proxy', () => {
+    const parsed = parseProxyCommand(['--ttl', '60', 'node', 'server.js', '--ttl', '5', '--', '-x']);
+    expect(parsed.ttlSeconds).toBe(60);
+    expect(parsed.upstream).toEqual({ kind: 'command', command: ['node', 'server.js', '--ttl', '5', '--', '-x'] });
+  });
+
+  it('the value of a string option is not the command: --policy p.json node x.js', () => {
+    const { own, command, dash } = splitUpstreamCommand(['--policy', 'p.json', '--audience=team', 'node', 'x.js']);
+    expect({ own, command, dash }).toEqual({ own: ['--policy', 'p.json', '--audience=team'], command: ['node', 'x.js'], dash: false });
+  });
+
+  it('an unknown option before the command is refused by name, not taken for the command', () => {
+    expect(() => parseProxyCommand(['--tll', '5', 'node', 'x.js'])).toThrow(new UsageError('proxy: unknown option --tll'));
+  });
+
+  it('a command that itself starts with - needs --: without it, it is read as an option', () => {
+    expect(() => parseProxyCommand(['-weird-cmd'])).toThrow(UsageError);
+    expect(parseProxyCommand(['--', '-weird-cmd', 'a']).upstream).toEqual({ kind: 'command', command: ['-weird-cmd', 'a'] });
   });
 });

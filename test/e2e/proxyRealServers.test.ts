@@ -1,0 +1,234 @@
+/**
+ * `mcp-confirm proxy` in front of real servers, as hosts in the field drive it (issue 16, part 6):
+ * the built CLI as a subprocess, real SDK clients (v2 pinned to 2026-07-28, the SDK's base stdio
+ * transport, which probes `server/discover` on a throwaway proxy process first and ends it; the
+ * 2025-era v1 client), `@modelcontextprotocol/server-filesystem` and fixture upstreams
+ * (fixtures/stubbornUpstream.mjs, fixtures/schemaUpstream.mjs). Needs `npm run build` first.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childOf } from '../../src/proxy/upstream.js';
+import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { liveProcessesMentioning, until } from '../helpers/processes.js';
+import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
+
+const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
+const FS_SERVER = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
+const STUBBORN = resolve(import.meta.dirname, 'fixtures/stubbornUpstream.mjs');
+const SCHEMA_UPSTREAM = resolve(import.meta.dirname, 'fixtures/schemaUpstream.mjs');
+/** What a client that cannot answer the question is told, in both eras. */
+const NO_ELICITATION_TEXT =
+  '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.';
+
+let R: string;
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(() => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
+  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-proxyreal-')));
+});
+afterAll(async () => {
+  await Promise.all(closers.splice(0).map((c) => c().catch(() => {})));
+  rmSync(R, { recursive: true, force: true });
+});
+
+/** A fresh directory with a unique name (no name is a prefix of another: the orphan scan looks for it). */
+function freshDir(kind: string): string {
+  return mkdtempSync(join(R, `${kind}-`));
+}
+
+/**
+ * Spawns `mcp-confirm proxy ARGS…` (the args as given: with or without `--`) and connects a v2
+ * client pinned to 2026-07-28 through the SDK's base stdio transport.
+ */
+async function proxy(args: string[], options: { elicitation?: boolean } = {}): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', ...args], stderr: 'pipe' });
+  let err = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const client = new Client(
+    { name: 'proxy-real-test', version: '0.0.0' },
+    options.elicitation === false ? { ...MANUAL_CLIENT_OPTIONS, capabilities: {} } : MANUAL_CLIENT_OPTIONS,
+  );
+  await client.connect(transport);
+  closers.push(() => client.close());
+  return { client, transport, stderr: () => err };
+}
+
+function text(reply: Reply): string {
+  if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);
+  return reply.text;
+}
+
+function ended(child: ChildProcess): Promise<void> {
+  return new Promise((res) => (child.exitCode !== null || child.signalCode !== null ? res() : child.once('exit', () => res())));
+}
+
+describe('no upstream outlives its proxy, however the proxy ends', () => {
+  const ways: Array<[string, (proxyProcess: ChildProcess) => void]> = [
+    ['the end of its stdin', (p) => p.stdin!.end()],
+    ['SIGTERM', (p) => p.kill('SIGTERM')],
+    ['SIGINT', (p) => p.kill('SIGINT')],
+    ['SIGKILL (the proxy runs no code: its supervisor sees its stdin end)', (p) => p.kill('SIGKILL')],
+  ];
+
+  it.each(ways)(
+    'ended by %s: every upstream process (its probe sibling, the throwaway proxy\'s, one that ignores SIGTERM and its child) is gone',
+    async (_way, end) => {
+      const dir = freshDir('orphan');
+      // The SDK's client first probed server/discover on a throwaway proxy and ended it (stdin end,
+      // SIGTERM, SIGKILL after 1 s), which had started its own upstream: those must end too.
+      const { client, transport } = await proxy(['--', process.execPath, STUBBORN, dir]);
+      const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as { upstream: number; child: number };
+      // Control: while the proxy runs, its upstream and the upstream's child are alive, and the scan sees them.
+      expect(liveProcessesMentioning(dir)).toEqual(expect.arrayContaining([pids.upstream, pids.child]));
+      const proxyProcess = childOf(transport)!;
+      end(proxyProcess);
+      await ended(proxyProcess);
+      // No time budget: waits until no live (non-zombie) process with the directory on its command line is left.
+      await until(() => liveProcessesMentioning(dir).length === 0);
+      expect(liveProcessesMentioning(dir)).toEqual([]);
+    },
+  );
+});
+
+describe('a result larger than the SDK reads as one stdio message (10 MiB)', () => {
+  it('server-filesystem reading a 6 MB file: the call names the size limit (not "exited with code 0"), stderr too, and later calls are refused naming it; head: 10 of the same file passes (control)', async () => {
+    const root = freshDir('large');
+    const line = `${'x'.repeat(99)}\n`;
+    writeFileSync(join(root, 'big.txt'), line.repeat(60_000)); // 6,000,000 bytes, as text and structuredContent: over 12 MB of JSON
+    writeFileSync(join(root, 'small.txt'), 'small\n');
+    const { client, stderr } = await proxy([process.execPath, FS_SERVER, root]);
+    // Control: a part of the same file (the way to avoid it), and a small file, answer normally.
+    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'big.txt'), head: 10 } }))).toBe(line.repeat(10).trimEnd());
+    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'small.txt') } }))).toBe('small\n');
+    const reason = 'its answer was larger than 10485760 bytes (10 MiB), the most the MCP SDK reads as one message over stdio, so the SDK ended the connection to it';
+    const whole = await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'big.txt') } });
+    expect(whole).toMatchObject({ kind: 'result', isError: true });
+    expect(text(whole)).toBe(`[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (${reason}); whether it acted is unknown, and the call was not retried.`);
+    await until(() => stderr().includes(`the upstream server is down (${reason})`));
+    expect(stderr()).toContain(`mcp-confirm proxy: upstream: ${reason}`);
+    expect(stderr()).not.toContain('exited with code 0');
+    const after = await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'small.txt') } });
+    expect(text(after)).toBe(`[ERR_CONFIRM_UPSTREAM_DOWN] The upstream server is down (${reason}); nothing was forwarded. The proxy does not restart it: restart the proxy.`);
+  });
+});
+
+describe('the upstream command without -- (hosts that drop it, such as the Inspector CLI)', () => {
+  it('proxy --ttl 60 node server-filesystem ROOT: write_file is asked, confirmed and written once', async () => {
+    const root = freshDir('nodash');
+    const { client } = await proxy(['--ttl', '60', process.execPath, FS_SERVER, root]);
+    const args = { path: join(root, 'a.txt'), content: 'no dash' };
+    const { state, message } = asked(await callTool(client, { name: 'write_file', arguments: args }));
+    expect(message).toContain('Run the tool `write_file` of the upstream server `secure-filesystem-server`');
+    expect(await callTool(client, { name: 'write_file', arguments: args, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(readFileSync(join(root, 'a.txt'), 'utf8')).toBe('no dash');
+  });
+
+  it('words after the command that look like proxy options go to the upstream (--confirm-unnamed there does not make the proxy ask); with -- the same (control)', async () => {
+    const dir = freshDir('argv');
+    const without = await proxy([process.execPath, SCHEMA_UPSTREAM, dir, '--confirm-unnamed', '--ttl', '5']);
+    expect(JSON.parse(text(await callTool(without.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--confirm-unnamed', '--ttl', '5']);
+    const withDash = await proxy(['--', process.execPath, SCHEMA_UPSTREAM, dir, '--confirm-unnamed', '--ttl', '5']);
+    expect(JSON.parse(text(await callTool(withDash.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--confirm-unnamed', '--ttl', '5']);
+    // Control: given before the command, --confirm-unnamed is the proxy's: the read-only argv tool is asked.
+    const own = await proxy(['--confirm-unnamed', process.execPath, SCHEMA_UPSTREAM, dir]);
+    asked(await callTool(own.client, { name: 'argv', arguments: {} }));
+  });
+});
+
+describe('arguments the upstream\'s inputSchema refuses are refused before the human is asked', () => {
+  const refusal = (problem: string) =>
+    `[ERR_CONFIRM_BAD_ARGUMENT] Bad argument: the arguments do not match the tool's inputSchema: \`${problem}\`; nothing was asked and nothing was done.`;
+
+  it('server-filesystem write_file without content, or with a number: refused naming the first problem, nothing asked or written; with a string content asked and written (control)', async () => {
+    const root = freshDir('schemafs');
+    const { client, stderr } = await proxy([process.execPath, FS_SERVER, root]);
+    const path = join(root, 'n.txt');
+    expect(text(await callTool(client, { name: 'write_file', arguments: { path } }))).toBe(refusal("arguments must have required property 'content'"));
+    expect(text(await callTool(client, { name: 'write_file', arguments: { path, content: 5 } }))).toBe(refusal('arguments/content must be string'));
+    expect(stderr()).not.toContain('asked to confirm');
+    expect(existsSync(path)).toBe(false);
+    const { state } = asked(await callTool(client, { name: 'write_file', arguments: { path, content: 'ok' } }));
+    await callTool(client, { name: 'write_file', arguments: { path, content: 'ok' }, inputResponses: ACCEPT, requestState: state });
+    expect(readFileSync(path, 'utf8')).toBe('ok');
+  });
+
+  it('integer, maxLength, required and additionalProperties are checked; a matching call is asked and forwarded exactly (control)', async () => {
+    const dir = freshDir('typed');
+    const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abc', count: 1.5 } }))).toBe(refusal('arguments/count must be integer'));
+    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abcdef' } }))).toBe(refusal('arguments/name must NOT have more than 5 characters'));
+    expect(text(await callTool(client, { name: 'typed', arguments: {} }))).toBe(refusal("arguments must have required property 'name'"));
+    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abc', extra: true } }))).toBe(refusal('arguments must NOT have additional properties'));
+    expect(calls(dir)).toEqual([]);
+    const args = { name: 'abc', count: 2 };
+    const { state } = asked(await callTool(client, { name: 'typed', arguments: args }));
+    await callTool(client, { name: 'typed', arguments: args, inputResponses: ACCEPT, requestState: state });
+    expect(calls(dir)).toEqual([JSON.stringify(args)]);
+  });
+
+  it('no coercion and no defaults: "5" for a number is refused; {} is forwarded as {} (the schema\'s default not filled in)', async () => {
+    const dir = freshDir('defaulted');
+    const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    expect(text(await callTool(client, { name: 'defaulted', arguments: { n: '5' } }))).toBe(refusal('arguments/n must be number'));
+    const { state } = asked(await callTool(client, { name: 'defaulted', arguments: {} }));
+    await callTool(client, { name: 'defaulted', arguments: {}, inputResponses: ACCEPT, requestState: state });
+    expect(calls(dir)).toEqual(['{}']);
+  });
+
+  it('pattern and patternProperties are not run (a backtracking ^(a+)+$ on 60 a\'s and a b would stall the proxy): asked and forwarded; maxLength next to the pattern is still checked (control)', async () => {
+    const dir = freshDir('patterned');
+    const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    const evil = `${'a'.repeat(60)}b`;
+    const args = { word: evil, [`x-${evil}`]: 'v' };
+    const { state } = asked(await callTool(client, { name: 'patterned', arguments: args }));
+    await callTool(client, { name: 'patterned', arguments: args, inputResponses: ACCEPT, requestState: state });
+    expect(calls(dir)).toEqual([JSON.stringify(args)]);
+    expect(text(await callTool(client, { name: 'patterned', arguments: { word: 'a'.repeat(101) } }))).toBe(refusal('arguments/word must NOT have more than 100 characters'));
+  });
+
+  it('a schema the validator cannot compile is not checked: the call is asked and forwarded as before', async () => {
+    const dir = freshDir('uncompilable');
+    const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    const { state } = asked(await callTool(client, { name: 'uncompilable', arguments: { n: 1 } }));
+    await callTool(client, { name: 'uncompilable', arguments: { n: 1 }, inputResponses: ACCEPT, requestState: state });
+    expect(calls(dir)).toEqual([JSON.stringify({ n: 1 })]);
+  });
+});
+
+describe('a client without elicitation, through the proxy', () => {
+  it('a 2026-07-28 client: JSON-RPC -32021 with data.requiredCapabilities and this project\'s sentence; nothing written', async () => {
+    const root = freshDir('noelicit');
+    const { client } = await proxy([process.execPath, FS_SERVER, root], { elicitation: false });
+    const path = join(root, 'x.txt');
+    expect(await callTool(client, { name: 'write_file', arguments: { path, content: 'x' } })).toEqual({
+      kind: 'error',
+      code: -32021,
+      message: NO_ELICITATION_TEXT,
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
+    expect(existsSync(path)).toBe(false);
+    // Control: a read-only tool needs no question and passes.
+    writeFileSync(join(root, 'r.txt'), 'read');
+    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'r.txt') } }))).toBe('read');
+  });
+
+  it('control: a 2025-era v1 client without elicitation gets the same sentence as an isError result', async () => {
+    const root = freshDir('noelicitv1');
+    const client = new V1Client({ name: 'legacy', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(new V1StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', process.execPath, FS_SERVER, root], stderr: 'pipe' }));
+    closers.push(() => client.close());
+    const path = join(root, 'x.txt');
+    const r = (await client.callTool({ name: 'write_file', arguments: { path, content: 'x' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    expect(r).toMatchObject({ isError: true, content: [{ text: NO_ELICITATION_TEXT }] });
+    expect(existsSync(path)).toBe(false);
+  });
+});
