@@ -16,7 +16,9 @@
  *   rendering a question costs time linear in their size, and nothing is forwarded.
  *   At round 2 the tool is listed again: gone → `ERR_CONFIRM_UPSTREAM_TOOL_GONE`, a different
  *   definition → asked again; then the confirmed arguments are forwarded once and the upstream's
- *   result (or JSON-RPC error) returned as is.
+ *   result (or JSON-RPC error) returned as is. No list read across a
+ *   `notifications/tools/list_changed` (one that arrived while it was being read) is used or
+ *   cached ({@link ToolListView}).
  *
  * The rest is relayed as it is, and offered only when the upstream offers it (its capabilities
  * at the handshake): `resources/list`, `resources/templates/list`, `resources/read`,
@@ -52,6 +54,7 @@ import { ConfirmBadArgumentError, ConfirmError, ConfirmPolicyDeniedError, Confir
 import type { Confirmation, ConfirmableTool } from '../guard/confirmation.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
 import { proxyPageValues, proxyQuestion } from './question.js';
+import { ToolListView } from './toolList.js';
 import { definitionDigest, Upstream, type UpstreamRequestOptions } from './upstream.js';
 
 /** The requests relayed to the upstream as they are, by the capability that offers them. */
@@ -177,18 +180,13 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
   const servers = new Map<McpServer, { era: 'legacy' | 'modern'; inFlight: ServerContext[] }>();
 
-  // The list as last fetched; kept current by the upstream's list_changed notifications when it
-  // declares them, else fetched again on each call that needs annotations.
-  let cached: Map<string, Tool> | undefined;
-  const listsChanges = capabilities.tools?.listChanged === true;
-  const fetchList = async (signal?: AbortSignal): Promise<Map<string, Tool>> => {
-    const tools = await upstream.listTools(signal);
-    const map = new Map(tools.map((t) => [t.name, t] as const));
-    if (listsChanges) cached = map;
-    return map;
-  };
+  // The list: cached only while the upstream's list_changed notifications keep it current (when
+  // it declares them), never kept across a notice that arrived while it was read, read once at a
+  // time (see ToolListView). fetchList reads one started after the call asked.
+  const toolList = new ToolListView(upstream, { cache: capabilities.tools?.listChanged === true });
+  const fetchList = (signal?: AbortSignal): Promise<Map<string, Tool>> => toolList.tools({ fresh: true, signal });
   upstream.onListChanged((kind) => {
-    if (kind === 'tools') cached = undefined;
+    if (kind === 'tools') toolList.changed();
     if (capabilities[kind]?.listChanged !== true) return;
     for (const s of servers.keys()) {
       if (!s.isConnected()) continue;
@@ -263,7 +261,7 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       // A tool the policy names needs no annotations; an unnamed one is decided from the current list.
       let decision = namedDecision(policy, name);
       if (decision === undefined) {
-        const list = cached ?? (await fetchList(ctx.mcpReq.signal));
+        const list = await toolList.tools({ signal: ctx.mcpReq.signal });
         decision = decide(policy, name, list.get(name)?.annotations, confirmUnnamed);
       }
       if (decision === 'deny') throw new ConfirmPolicyDeniedError();

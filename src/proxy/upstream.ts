@@ -475,7 +475,8 @@ export class Upstream {
     let cursor: string | undefined;
     try {
       do {
-        const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.callTimeoutMs, signal });
+        // Never from the SDK's response cache (an upstream's ttlMs would let it serve an old list).
+        const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.callTimeoutMs, signal, cacheMode: 'bypass' });
         tools.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor !== undefined);
