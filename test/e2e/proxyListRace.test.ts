@@ -17,6 +17,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { TOOL_CHANGED_NOTICE } from '../../src/proxy/question.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FIXTURE = resolve(import.meta.dirname, 'fixtures/listRace.mjs');
@@ -233,5 +234,40 @@ describe('a tools/list_changed notice that arrives while the proxy reads the lis
     expect(control.listings()).toHaveLength(4);
     await control.waitFor((e) => e.event === 'called' && JSON.stringify(e.args) === '{"text":"storm 5"}');
     expect(control.calls()).toHaveLength(6);
+  });
+});
+
+describe('the definition digest covers the title and the outputSchema', () => {
+  it.each([
+    ['title', { title: 'A new title' }],
+    ['outputSchema', { outputSchema: { type: 'object', properties: { ran: { type: 'string' } } } }],
+    ['description', { description: 'Writes a note, and more.' }],
+  ])('a %s changed between the rounds asks again, the fresh question saying the upstream changed the tool; control: the fresh state goes through', async (_field, change) => {
+    const { client, control } = await start();
+    await control.command({ cmd: 'set', tool: DESTRUCTIVE, notify: true });
+    const first = asked(await call(client, { text: 'defined' }));
+    expect(first.message).not.toContain(TOOL_CHANGED_NOTICE);
+    // Changed without a notice: round 2 reads the list afresh anyway.
+    await control.command({ cmd: 'set', tool: change, notify: false });
+    const again = asked(await call(client, { text: 'defined' }, { inputResponses: ACCEPT, requestState: first.state }));
+    expect(again.state).not.toBe(first.state);
+    expect(again.message.split('\n')[0]).toBe(TOOL_CHANGED_NOTICE);
+    expect(again.message).toContain('Run the tool `target`');
+    expect(control.calls()).toEqual([]);
+    const done = await call(client, { text: 'defined' }, { inputResponses: ACCEPT, requestState: again.state });
+    expect(ran(done)).toBe('ran defined');
+    await onlyCall(control, { text: 'defined' });
+  });
+
+  it('control: a state answered without change needs no second question and carries no notice', async () => {
+    const { client, control } = await start();
+    await control.command({ cmd: 'set', tool: DESTRUCTIVE, notify: true });
+    const first = asked(await call(client, { text: 'steady' }));
+    // No answer: asked again, but nothing changed, so no notice.
+    const again = asked(await call(client, { text: 'steady' }, { requestState: first.state }));
+    expect(again.message).not.toContain(TOOL_CHANGED_NOTICE);
+    expect(again.message.split('\n')[0]).toMatch(/^Run the tool `target`/);
+    expect(ran(await call(client, { text: 'steady' }, { inputResponses: ACCEPT, requestState: again.state }))).toBe('ran steady');
+    await onlyCall(control, { text: 'steady' });
   });
 });
