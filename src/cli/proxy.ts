@@ -27,6 +27,7 @@ import { openLedger } from './ledgerSpec.js';
 export const PROXY_USAGE = `Usage:
   mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--audience NAME] [--ttl SECONDS]
                     [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS] [--max-argument-bytes N]
+                    [--upstream-id NAME]
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
                     [--approval-port PORT | --public-url URL] [--approval-wait SECONDS]
                     [--http HOST:PORT [--auth-issuer URL --auth-jwks PATH|URL] [--resource URL]
@@ -52,6 +53,12 @@ Options:
                             globs (* and ? only, whole name, case-sensitive); deny > confirm > allow.
                             Unnamed tools are asked unless readOnlyHint is true or destructiveHint false.
   --confirm-unnamed         Ask for every tool the policy does not name, whatever its annotations.
+  --upstream-id NAME        Name the upstream for the states (1 to 200 characters, no control
+                            characters): a state is then accepted by every proxy with the same
+                            NAME, keys and ledger, whatever its command, arguments, working
+                            directory or URL. Default: those are bound (and the roots relayed,
+                            the upstream's announced name and version, always; the environment
+                            never).
   --upstream-timeout SECONDS
                             Deadline of one upstream request (1 to 86400). Default: 120.
   --max-argument-bytes N    The most bytes of a call's arguments as canonical JSON (RFC 8785);
@@ -75,6 +82,8 @@ export interface ProxyCommand {
   upstreamTimeoutSeconds: number;
   /** `--max-argument-bytes`: the most bytes of a call's arguments as canonical JSON. */
   maxArgumentBytes: number;
+  /** `--upstream-id NAME`: bound in the states instead of the command, arguments and working directory, or the URL. */
+  upstreamId: string | undefined;
   /** The upstream: a command to spawn, or a Streamable HTTP URL with the headers to send it. */
   upstream: { kind: 'command'; command: string[] } | { kind: 'url'; url: URL; headers: Array<[name: string, value: string]> };
   /** Serve the client over Streamable HTTP instead of stdio (undefined: stdio). */
@@ -165,6 +174,7 @@ const PROXY_OPTIONS = {
   'max-argument-bytes': { type: 'string' },
   'upstream-url': { type: 'string' },
   'upstream-header': { type: 'string', multiple: true },
+  'upstream-id': { type: 'string' },
   ...HTTP_OPTIONS,
   ...AUDIT_OPTIONS,
   ...APPROVAL_OPTIONS,
@@ -197,7 +207,7 @@ export function splitUpstreamCommand(argv: readonly string[]): { own: string[]; 
  * @param env - where `--upstream-header` `$VAR` values are read. Defaults to the process environment.
  * @throws {UsageError} on unknown options (before the command: see {@link splitUpstreamCommand}); neither or both of `[--] COMMAND` and `--upstream-url`;
  *   `--upstream-header` without `--upstream-url` or malformed ({@link parseUpstreamHeaders}); a bad
- *   `--ttl`, `--audience`, `--upstream-timeout`, `--max-argument-bytes`, `--upstream-url`, HTTP flag or approval flag;
+ *   `--ttl`, `--audience`, `--upstream-timeout`, `--max-argument-bytes`, `--upstream-id`, `--upstream-url`, HTTP flag or approval flag;
  *   `--audit` without `--key-file`; approval flags as for serving `delete_file`
  *   ({@link parseServingFlags}: passkey needs `--approvers`, and with `--http` a `--public-url`
  *   whose host is an allowed host).
@@ -233,11 +243,23 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     ledger: values.ledger ?? 'memory',
     upstreamTimeoutSeconds: values['upstream-timeout'] === undefined ? 120 : wholeSeconds('--upstream-timeout', values['upstream-timeout']),
     maxArgumentBytes: values['max-argument-bytes'] === undefined ? DEFAULT_MAX_ARGUMENT_BYTES : argumentBytes(values['max-argument-bytes']),
+    upstreamId: values['upstream-id'] === undefined ? undefined : upstreamId(values['upstream-id']),
     upstream,
     http,
     audit,
     approval,
   };
+}
+
+/** Most characters (UTF-16 code units) of `--upstream-id`. */
+const MAX_UPSTREAM_ID = 200;
+
+/** @throws {UsageError} unless `text` has 1 to 200 characters, none a control character (C0, DEL, C1) or a lone surrogate. */
+function upstreamId(text: string): string {
+  if (text.length === 0 || text.length > MAX_UPSTREAM_ID || /[\u0000-\u001F\u007F-\u009F]/.test(text) || !text.isWellFormed()) {
+    throw new UsageError(`--upstream-id must be 1 to ${MAX_UPSTREAM_ID} characters without control characters`);
+  }
+  return text;
 }
 
 /** Most `--max-argument-bytes` accepted: 1 GiB. */
@@ -377,7 +399,7 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
     ...(audit ? { audit } : {}),
     ...(approval ? { approval } : {}),
   });
-  const timing = { callTimeoutMs: command.upstreamTimeoutSeconds * 1000, log, roots: command.http === undefined };
+  const timing = { callTimeoutMs: command.upstreamTimeoutSeconds * 1000, log, roots: command.http === undefined, ...(command.upstreamId !== undefined ? { id: command.upstreamId } : {}) };
   let upstream: Upstream;
   try {
     upstream =
@@ -402,7 +424,7 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
     shared: command.http !== undefined,
     maxArgumentBytes: command.maxArgumentBytes,
   });
-  const where = command.upstream.kind === 'url' ? `at ${shownUrl(command.upstream.url)}` : 'spawned over stdio';
+  const where = `${command.upstream.kind === 'url' ? `at ${shownUrl(command.upstream.url)}` : 'spawned over stdio'}${command.upstreamId !== undefined ? ` (identity: --upstream-id ${renderValue(command.upstreamId)})` : ''}`;
   const served = `${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)}`;
   const details = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${ledger.kind}`;
   if (http && command.http) {

@@ -3,6 +3,8 @@
  * project's renderer (`renderValue`: no raw controls, injective, markup-proof, look-alike warnings).
  *
  * One line per part, in a stable order:
+ * - on a question asked again because the state no longer matched, first what changed since the
+ *   human was asked: {@link TOOL_CHANGED_NOTICE} and/or {@link UPSTREAM_CHANGED_NOTICE};
  * - `Run the tool T of the upstream server S version V with exactly these arguments?` (or `with no
  *   arguments?`): the tool name, the upstream's `serverInfo` name and version, each rendered;
  * - `Argument K: VALUE` for a string, `Argument K (JSON): VALUE` for any other JSON value (its RFC
@@ -33,6 +35,18 @@ import { fingerprint, renderValue, renderValueParts } from '../prompt/render.js'
 export const MAX_INLINE_GRAPHEMES = 200;
 /** Most graphemes shown of a summarised value's first or last line. */
 export const MAX_LINE_GRAPHEMES = 80;
+
+/** The first line of a question asked again because the tool's definition changed since the state was asked. */
+export const TOOL_CHANGED_NOTICE = 'The upstream changed this tool since you were asked.';
+/** The first (or second) line of a question asked again because the upstream's identity or relayed roots changed. */
+export const UPSTREAM_CHANGED_NOTICE =
+  'The upstream server is not the one you were asked about: its command, arguments, working directory, address, name, version or roots differ.';
+
+/** What changed since the state a question is asked again for (each true when it did). */
+export interface QuestionChanges {
+  readonly tool: boolean;
+  readonly upstream: boolean;
+}
 
 /** What the question needs to know about the upstream (its `serverInfo`, as it announced it). */
 export interface UpstreamNames {
@@ -88,15 +102,17 @@ function canonicalText(value: unknown): string {
  * @param tool - the tool name as called (untrusted).
  * @param args - the call's arguments as sent (untrusted), or undefined.
  * @param upstream - the upstream's announced name and version (upstream-controlled).
+ * @param changed - on a question asked again: what changed since the state was asked.
  * @returns the question, one line per part.
  * @throws {TypeError} when an argument has no canonical JSON form (the guard refuses such
  *   arguments with `ERR_CONFIRM_BAD_ARGUMENT` before asking).
  */
-export function proxyQuestion(tool: string, args: Record<string, unknown> | undefined, upstream: UpstreamNames): string {
+export function proxyQuestion(tool: string, args: Record<string, unknown> | undefined, upstream: UpstreamNames, changed?: QuestionChanges): string {
+  const notices = [...(changed?.tool === true ? [TOOL_CHANGED_NOTICE] : []), ...(changed?.upstream === true ? [UPSTREAM_CHANGED_NOTICE] : [])];
   const head = `Run the tool ${renderValue(tool)} of the upstream server ${renderValue(upstream.name)} version ${renderValue(upstream.version)}`;
   const keys = args === undefined ? [] : Object.keys(args).sort();
-  if (keys.length === 0) return `${head} with no arguments?`;
-  const lines = [`${head} with exactly these arguments?`];
+  if (keys.length === 0) return [...notices, `${head} with no arguments?`].join('\n');
+  const lines = [...notices, `${head} with exactly these arguments?`];
   for (const key of keys) {
     const value = (args as Record<string, unknown>)[key];
     const shownKey = renderValue(key);

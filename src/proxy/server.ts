@@ -9,8 +9,10 @@
  *   every other tool passed through as listed (name, title, description, schemas, annotations,
  *   icons, `_meta`: upstream metadata, never part of the question);
  * - `tools/call`: deny → `ERR_CONFIRM_POLICY_DENIED`; allow → forwarded as is; confirm → the
- *   guard's two rounds ({@link Confirmation.guard}), the state binding the upstream's identity,
- *   the tool name, a digest of the tool's definition as listed at round 1, and the arguments.
+ *   guard's two rounds ({@link Confirmation.guard}), the state binding the upstream's identity
+ *   (announced name and version; command, arguments and working directory, or URL, or the
+ *   operator's `--upstream-id`), the roots relayed to it, the tool name, a digest of the tool's
+ *   definition as listed at round 1, and the arguments.
  *   Before any of it (policy, listing, question), arguments whose RFC 8785 canonical JSON is
  *   longer than {@link ProxyOptions.maxArgumentBytes} are refused with `ERR_CONFIRM_BAD_ARGUMENT`:
  *   rendering a question costs time linear in their size, and nothing is forwarded.
@@ -19,8 +21,10 @@
  *   `pattern` and `patternProperties` skipped): a mismatch is refused with `ERR_CONFIRM_BAD_ARGUMENT`
  *   naming the first problem, nothing asked or forwarded.
  *   At round 2 the tool is listed again: gone → `ERR_CONFIRM_UPSTREAM_TOOL_GONE`, a different
- *   definition → asked again; then the confirmed arguments are forwarded once and the upstream's
- *   result (or JSON-RPC error) returned as is.
+ *   definition, identity or roots → asked again, the fresh question saying what changed; then
+ *   the confirmed arguments are forwarded once and the upstream's result (or JSON-RPC error)
+ *   returned as is. No list read across a `notifications/tools/list_changed` (one that arrived
+ *   while it was being read) is used or cached ({@link ToolListView}).
  *
  * The rest is relayed as it is, and offered only when the upstream offers it (its capabilities
  * at the handshake): `resources/list`, `resources/templates/list`, `resources/read`,
@@ -53,10 +57,11 @@ import {
 import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
 import { ConfirmBadArgumentError, ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
-import type { Confirmation, ConfirmableTool } from '../guard/confirmation.js';
+import { OpenedState, type Confirmation, type ConfirmableTool } from '../guard/confirmation.js';
 import { ArgumentChecker } from './argumentSchema.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
-import { proxyPageValues, proxyQuestion } from './question.js';
+import { proxyPageValues, proxyQuestion, type QuestionChanges } from './question.js';
+import { ToolListView } from './toolList.js';
 import { definitionDigest, Upstream, type UpstreamRequestOptions } from './upstream.js';
 
 /** The requests relayed to the upstream as they are, by the capability that offers them. */
@@ -149,10 +154,30 @@ export interface ProxyFingerprint {
   /** The upstream's `serverInfo` name and version (shown in the question). */
   server: string;
   version: string;
-  /** SHA-256 (RFC 8785) of the upstream's name, version and command. */
+  /**
+   * SHA-256 (RFC 8785) of the upstream's identity (`identityDigestOf`): its announced name and
+   * version, and its command, arguments and working directory (real path), or its URL, or the
+   * operator's `--upstream-id` instead of either.
+   */
   upstream: string;
-  /** SHA-256 (RFC 8785) of the tool's input schema, annotations and description as listed at round 1. */
+  /** The digest of the roots relayed to the upstream when asked ({@link Upstream.rootsDigest}). */
+  roots: string;
+  /** SHA-256 (RFC 8785) of the tool's definition as listed when asked ({@link definitionDigest}). */
   definition: string;
+  /**
+   * On a question asked again because the state's upstream or tool no longer matched: which
+   * changed (the question then says so). Absent on a first question.
+   */
+  changed?: QuestionChanges;
+}
+
+/** Which of the upstream and the tool changed since the state `previous` was asked, compared with `now`. */
+function changesSince(previous: unknown, now: ProxyFingerprint): QuestionChanges | undefined {
+  if (!(previous instanceof OpenedState)) return undefined;
+  const before = (previous.claims.fingerprint ?? {}) as Partial<ProxyFingerprint>;
+  const tool = before.definition !== now.definition;
+  const server = before.upstream !== now.upstream || before.roots !== now.roots;
+  return tool || server ? { tool, upstream: server } : undefined;
 }
 
 /** The guard's arguments: the call's arguments as sent (undefined when the call had none). */
@@ -183,18 +208,13 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
   const servers = new Map<McpServer, { era: 'legacy' | 'modern'; inFlight: ServerContext[] }>();
 
-  // The list as last fetched; kept current by the upstream's list_changed notifications when it
-  // declares them, else fetched again on each call that needs annotations.
-  let cached: Map<string, Tool> | undefined;
-  const listsChanges = capabilities.tools?.listChanged === true;
-  const fetchList = async (signal?: AbortSignal): Promise<Map<string, Tool>> => {
-    const tools = await upstream.listTools(signal);
-    const map = new Map(tools.map((t) => [t.name, t] as const));
-    if (listsChanges) cached = map;
-    return map;
-  };
+  // The list: cached only while the upstream's list_changed notifications keep it current (when
+  // it declares them), never kept across a notice that arrived while it was read, read once at a
+  // time (see ToolListView). fetchList reads one started after the call asked.
+  const toolList = new ToolListView(upstream, { cache: capabilities.tools?.listChanged === true });
+  const fetchList = (signal?: AbortSignal): Promise<Map<string, Tool>> => toolList.tools({ fresh: true, signal });
   upstream.onListChanged((kind) => {
-    if (kind === 'tools') cached = undefined;
+    if (kind === 'tools') toolList.changed();
     if (capabilities[kind]?.listChanged !== true) return;
     for (const s of servers.keys()) {
       if (!s.isConnected()) continue;
@@ -218,14 +238,20 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   });
 
   const confirmable = (server: McpServer, name: string, tool: Tool): ConfirmableTool<ProxyArgs, ProxyFingerprint> => ({
-    fingerprint: () => ({
-      server: upstream.identity.name,
-      version: upstream.identity.version,
-      upstream: upstream.identityDigest,
-      definition: definitionDigest(tool),
-    }),
-    question: (args, fp) => proxyQuestion(name, args.arguments, { name: fp.server, version: fp.version }),
-    unchanged: (_args, fp) => fp.upstream === upstream.identityDigest && fp.definition === definitionDigest(tool),
+    fingerprint: (_args, ctx) => {
+      const fp: ProxyFingerprint = {
+        server: upstream.identity.name,
+        version: upstream.identity.version,
+        upstream: upstream.identityDigest,
+        roots: upstream.rootsDigest,
+        definition: definitionDigest(tool),
+      };
+      // Asked again from round 2 (a state came along): say what changed since that question.
+      const changed = changesSince(ctx.mcpReq.requestState<unknown>(), fp);
+      return changed ? { ...fp, changed } : fp;
+    },
+    question: (args, fp) => proxyQuestion(name, args.arguments, { name: fp.server, version: fp.version }, fp.changed),
+    unchanged: (_args, fp) => fp.upstream === upstream.identityDigest && fp.roots === upstream.rootsDigest && fp.definition === definitionDigest(tool),
     act: (args, { ctx }) => forward(server, name, args.arguments, ctx),
     nothingDone: 'nothing was forwarded to the upstream server',
     pageValues: (args) => proxyPageValues(args.arguments),
@@ -269,7 +295,7 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       // A tool the policy names needs no annotations; an unnamed one is decided from the current list.
       let decision = namedDecision(policy, name);
       if (decision === undefined) {
-        const list = cached ?? (await fetchList(ctx.mcpReq.signal));
+        const list = await toolList.tools({ signal: ctx.mcpReq.signal });
         decision = decide(policy, name, list.get(name)?.annotations, confirmUnnamed);
       }
       if (decision === 'deny') throw new ConfirmPolicyDeniedError();

@@ -24,7 +24,8 @@
  * @module
  */
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   Client,
@@ -66,14 +67,22 @@ interface CommonUpstreamOptions {
    * upstream (HTTP), whose roots cannot be told apart.
    */
   roots?: boolean;
+  /**
+   * The operator's name for the upstream (`--upstream-id`): bound in the state's identity instead
+   * of the command, its arguments and working directory (or the URL); the announced name and
+   * version and the relayed roots stay bound. Defaults to none (the location is bound).
+   */
+  id?: string;
 }
 
 /** Options of {@link Upstream.spawn}. */
 export interface UpstreamOptions extends CommonUpstreamOptions {
   /** The command and its arguments, e.g. `['npx', '-y', '@modelcontextprotocol/server-filesystem', '/home/me']`. */
   command: readonly string[];
-  /** Environment of the upstream process. Defaults to this process's environment. */
+  /** Environment of the upstream process (not part of its identity). Defaults to this process's environment. */
   env?: Record<string, string>;
+  /** Working directory of the upstream process; its real path is part of the identity. Defaults to this process's. */
+  cwd?: string;
 }
 
 /** Options of {@link Upstream.connectHttp}. */
@@ -88,16 +97,57 @@ export interface HttpUpstreamOptions extends CommonUpstreamOptions {
   headers?: ReadonlyArray<readonly [name: string, value: string]>;
 }
 
-/** The upstream's identity as the state binds it. */
+/**
+ * The upstream's identity as the state binds it: what decides what the upstream acts on, as far as
+ * the proxy knows it. Not part of it: the environment (variables, and what `PATH` makes of the
+ * command's name), the configured HTTP headers, and anything the upstream reads on its own.
+ * With {@link id} the command, arguments and working directory (or the URL) are replaced by it.
+ * The roots relayed to the upstream change during the session: they are bound apart
+ * ({@link Upstream.rootsDigest}).
+ */
 export interface UpstreamIdentity {
   /** `serverInfo.name` as the upstream announced it. */
   readonly name: string;
   /** `serverInfo.version` as the upstream announced it. */
   readonly version: string;
-  /** The command the proxy started it with (a stdio upstream). */
+  /** The command and arguments the proxy started it with (a stdio upstream; bound unless {@link id} is given). */
   readonly command?: readonly string[];
-  /** Its endpoint URL (an HTTP upstream); the configured headers are not part of it. */
+  /** The real path of its working directory (a stdio upstream; bound unless {@link id} is given). */
+  readonly cwd?: string;
+  /** Its endpoint URL (an HTTP upstream; bound unless {@link id} is given); the configured headers are not part of it. */
   readonly url?: string;
+  /** The operator's name for it (`--upstream-id`), instead of the command, arguments and working directory or the URL. */
+  readonly id?: string;
+}
+
+/** What {@link Upstream.identityDigest} covers: the announced name and version, and the operator's id or else the location. */
+export function identityDigestOf(identity: UpstreamIdentity): string {
+  const where =
+    identity.id !== undefined
+      ? { id: identity.id }
+      : identity.url !== undefined
+        ? { url: identity.url }
+        : { command: identity.command ?? [], cwd: identity.cwd ?? null };
+  return canonicalDigest({ name: identity.name, version: identity.version, ...where }, 'upstream identity');
+}
+
+/** The roots digest before any were relayed (none, or the client's answer was an error). */
+export const NO_ROOTS_RELAYED = 'none';
+
+/**
+ * SHA-256 (RFC 8785) of the roots as relayed to the upstream (each root's `uri` and `name`, in
+ * their order). Roots without a canonical JSON form (a lone surrogate) get a digest of their own
+ * that never matches a later one, so any state asked before them is asked again.
+ */
+export function rootsDigestOf(roots: ReadonlyArray<{ uri: string; name?: string }>): string {
+  try {
+    return canonicalDigest(
+      roots.map((r) => ({ uri: r.uri, name: r.name ?? null })),
+      'roots',
+    );
+  } catch {
+    return `unhashable ${randomUUID()}`;
+  }
 }
 
 /** The error message an upstream gets for its own `elicitation/create` or `sampling/createMessage` request (JSON-RPC -32601). */
@@ -110,10 +160,19 @@ export const HANDSHAKE_TIMEOUT_MS = 60_000;
 /** Default deadline of one upstream request: two minutes. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
 
-/** The parts of a tool's definition its digest covers: what the human's decision depends on. */
+/**
+ * The parts of a tool's definition its digest covers: what the human's decision depends on
+ * (its title, description, input and output schemas and annotations; not its icons or `_meta`).
+ */
 export function definitionDigest(tool: Tool): string {
   return canonicalDigest(
-    { inputSchema: tool.inputSchema ?? null, annotations: tool.annotations ?? null, description: tool.description ?? null },
+    {
+      title: tool.title ?? null,
+      description: tool.description ?? null,
+      inputSchema: tool.inputSchema ?? null,
+      outputSchema: tool.outputSchema ?? null,
+      annotations: tool.annotations ?? null,
+    },
     'tool definition',
   );
 }
@@ -253,8 +312,10 @@ function processEnv(): Record<string, string> {
 export class Upstream {
   readonly client: Client;
   readonly identity: UpstreamIdentity;
-  /** SHA-256 (RFC 8785) of {@link identity}, for the state. */
+  /** SHA-256 (RFC 8785) of {@link identity} ({@link identityDigestOf}), for the state. */
   readonly identityDigest: string;
+  /** The digest of the roots last relayed to the upstream ({@link rootsDigestOf}), or {@link NO_ROOTS_RELAYED}: bound in the state too. */
+  private relayedRoots: string = NO_ROOTS_RELAYED;
   readonly callTimeoutMs: number;
   /** Whether the upstream is reached over HTTP (its answers are then never quoted, see {@link describeFailure}). */
   private readonly http: boolean;
@@ -274,12 +335,7 @@ export class Upstream {
   ) {
     this.client = client;
     this.identity = identity;
-    this.identityDigest = canonicalDigest(
-      identity.url === undefined
-        ? { name: identity.name, version: identity.version, command: identity.command ?? [] }
-        : { name: identity.name, version: identity.version, url: identity.url },
-      'upstream identity',
-    );
+    this.identityDigest = identityDigestOf(identity);
     this.callTimeoutMs = callTimeoutMs;
     this.http = identity.url !== undefined;
   }
@@ -292,9 +348,16 @@ export class Upstream {
   static async spawn(options: UpstreamOptions): Promise<Upstream> {
     const [command, ...args] = options.command;
     if (command === undefined || command === '') throw new Error('no upstream command given');
+    // The working directory it runs in is the one bound (its real path: what `.` means to it).
+    let cwd: string;
+    try {
+      cwd = realpathSync(options.cwd ?? process.cwd());
+    } catch (e) {
+      throw new Error(`the upstream's working directory cannot be resolved (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
     // Under the supervisor (POSIX), which ends the upstream's process group when the proxy ends (see supervisor.ts).
     const supervised = supervisedCommand(command, args);
-    const transport = new StdioClientTransport({ ...supervised, env: options.env ?? processEnv(), stderr: 'inherit' });
+    const transport = new StdioClientTransport({ ...supervised, cwd, env: options.env ?? processEnv(), stderr: 'inherit' });
     // How the process ended (exit code or signal), recorded from the moment it is spawned: for the reason a
     // failed handshake gives, and for the down reason later (the transport forgets its process once closed).
     let ended: string | undefined;
@@ -323,7 +386,8 @@ export class Upstream {
       }
       return ended;
     };
-    return Upstream.open(options, transport, { command: [...options.command] }, 'the upstream server could not be started or did not complete the handshake', (markDown) => {
+    const where = { command: [...options.command], cwd, ...(options.id !== undefined ? { id: options.id } : {}) };
+    return Upstream.open(options, transport, where, 'the upstream server could not be started or did not complete the handshake', (markDown) => {
       // The exit code and signal make the down reason precise (see childOf for why the private field).
       void exited.then(() => {
         if (ended !== undefined) markDown(ended);
@@ -344,7 +408,7 @@ export class Upstream {
     const headers = new Headers();
     for (const [name, value] of options.headers ?? []) headers.append(name, value);
     const transport = new StreamableHTTPClientTransport(options.url, { requestInit: { headers } });
-    return Upstream.open(options, transport, { url: options.url.href }, `the upstream server at ${shownUrl(options.url)} could not be reached or did not complete the handshake`);
+    return Upstream.open(options, transport, { url: options.url.href, ...(options.id !== undefined ? { id: options.id } : {}) }, `the upstream server at ${shownUrl(options.url)} could not be reached or did not complete the handshake`);
   }
 
   /**
@@ -355,7 +419,7 @@ export class Upstream {
   private static async open(
     options: CommonUpstreamOptions,
     transport: Transport,
-    where: { command: string[] } | { url: string },
+    where: { command: string[]; cwd: string; id?: string } | { url: string; id?: string },
     failure: string,
     watchExit?: (markDown: (reason: string) => void) => () => string | undefined,
     endedHow?: () => Promise<string | undefined>,
@@ -482,7 +546,19 @@ export class Upstream {
         signal.addEventListener('abort', () => resolve(), { once: true });
       });
     }
-    return this.rootsSource(signal);
+    const result = await this.rootsSource(signal);
+    // Recorded before the answer goes back: once the upstream holds these roots, the digest says so.
+    this.relayedRoots = rootsDigestOf(result.roots);
+    return result;
+  }
+
+  /**
+   * The digest of the roots last relayed to the upstream ({@link rootsDigestOf}), or
+   * {@link NO_ROOTS_RELAYED}; a failed `roots/list` leaves it as it was (the upstream keeps the
+   * roots it had).
+   */
+  get rootsDigest(): string {
+    return this.relayedRoots;
   }
 
   /** Tells the upstream the client's roots changed (`notifications/roots/list_changed`). */
@@ -523,7 +599,8 @@ export class Upstream {
     let cursor: string | undefined;
     try {
       do {
-        const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.callTimeoutMs, signal });
+        // Never from the SDK's response cache (an upstream's ttlMs would let it serve an old list).
+        const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.callTimeoutMs, signal, cacheMode: 'bypass' });
         tools.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor !== undefined);
