@@ -44,7 +44,7 @@ import {
   SECURITY_HEADERS,
   type LoopbackListener,
 } from './http.js';
-import type { ApprovalRecord, ApprovalStore } from './store.js';
+import type { ApprovalRecord, ApprovalStore } from '../store/approvalStore.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from './defaults.js';
 
 export { DEFAULT_APPROVAL_WAIT_SECONDS };
@@ -98,7 +98,7 @@ export interface PasskeyApprovalOptions {
   onEvent?: (event: ApprovalEvent) => void;
 }
 
-export { REDEEM_WITHIN_MS } from './store.js';
+export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
 /** How long a WebAuthn challenge stays usable, in milliseconds. */
 export const CHALLENGE_TTL_MS = 120_000;
 

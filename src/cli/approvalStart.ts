@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { isApprovalStore } from '../approval/store.js';
+import { isApprovalStore } from '../store/approvalStore.js';
 import { ApproversFileError, describePrincipal, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { ListenError } from '../approval/http.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';

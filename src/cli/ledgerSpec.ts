@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { Ledger } from '../ledger/ledger.js';
-import { MemoryLedger } from '../ledger/memoryLedger.js';
+import type { Ledger } from '../store/ledger.js';
+import { MemoryLedger } from '../store/memory.js';
 import { UsageError } from './args.js';
 
 /** How long start-up waits for a first Redis connection before serving anyway, in milliseconds. */
@@ -37,7 +37,7 @@ export async function openLedger(spec: string, audience: string, log: (line: str
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
     if (path === '') throw new UsageError('--ledger sqlite:PATH needs a file path');
-    const { SqliteLedger } = await import('../stores/sqlite.js');
+    const { SqliteLedger } = await import('../store/sqlite.js');
     let ledger;
     try {
       ledger = new SqliteLedger({ path });
@@ -63,7 +63,7 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     if (url.pathname !== '' && url.pathname !== '/' && !/^\/[0-9]{1,5}$/.test(url.pathname)) {
       throw new UsageError('--ledger: the Redis database must be a number, as in redis://HOST:PORT/0');
     }
-    const { RedisLedger } = await import('../stores/redis.js');
+    const { RedisLedger } = await import('../store/redis.js');
     let lastReport = 0;
     let refusal: string | undefined;
     let starting = true;

@@ -13,7 +13,7 @@
 // hosts wait for it).
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { Roots } from '../fs/roots.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { Ledger } from '../store/ledger.js';
 import type { AuditLog } from '../audit/auditLog.js';
 import type { Command } from './args.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';

@@ -17,7 +17,7 @@ import { Upstream } from '../proxy/upstream.js';
 import { shownUrl } from '../proxy/upstream.js';
 import type { AuditLog } from '../audit/auditLog.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { Ledger } from '../store/ledger.js';
 import { AUDIT_OPTIONS } from './auditArgs.js';
 import { checkAudience, parseArgsUsageError, readKeyFile, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, type HttpSpec } from './httpArgs.js';

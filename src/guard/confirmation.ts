@@ -66,14 +66,14 @@ import {
   ConfirmUnknownError,
   toToolError,
 } from '../errors.js';
-import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
-import { MemoryLedger } from '../ledger/memoryLedger.js';
+import type { Ledger, SpendOutcome } from '../store/ledger.js';
+import { MemoryLedger } from '../store/memory.js';
 import { canonicalDigest } from '../state/digest.js';
 import { KeyRing } from '../state/keyRing.js';
 import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
 // Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
 import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
-import { REDEEM_WITHIN_MS } from '../approval/store.js';
+import { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
 import { renderValue } from '../prompt/render.js';
 
 /** The sentence after the question in a URL-mode elicitation (passkey approval). */

@@ -17,8 +17,8 @@
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConfirmEvent } from '../guard/confirmation.js';
-import type { Ledger } from '../ledger/ledger.js';
-import { AUDIT_HEAD_STORE_METHODS } from '../ledger/auditHeads.js';
+import type { Ledger } from '../store/ledger.js';
+import { AUDIT_HEAD_STORE_METHODS } from '../store/auditHeads.js';
 
 /**
  * The methods of `ApprovalStore` (src/approval/store.ts) and of `AuditHeadStore` (src/ledger/auditHeads.ts),

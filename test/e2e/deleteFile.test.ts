@@ -9,7 +9,7 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
+import { MemoryLedger } from '../../src/store/memory.js';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { createDemoServer, type DemoServerOptions } from '../../src/server/deleteFile.js';
 import { ACCEPT, asked, connect, connectV1, tamper, type Connected, type Reply } from '../helpers/harness.js';

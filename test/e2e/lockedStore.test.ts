@@ -4,7 +4,7 @@
  * demo server over the in-memory transport with a SqliteLedger or a RedisLedger.
  *
  * Another process holds the SQLite write lock (`BEGIN IMMEDIATE`,
- * test/stores/fixtures/holdWriteLock.cjs) until the test releases it; Redis is
+ * test/store/fixtures/holdWriteLock.cjs) until the test releases it; Redis is
  * frozen by `DEBUG SLEEP` on the ledger's own connection. Every claim is an order
  * of events (tools/list answered before round 1's outcome), never a duration.
  *
@@ -16,13 +16,13 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Ledger } from '../../src/ledger/ledger.js';
+import type { Ledger } from '../../src/store/ledger.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { RedisLedger } from '../../src/stores/redis.js';
-import { SqliteLedger } from '../../src/stores/sqlite.js';
+import { RedisLedger } from '../../src/store/redis.js';
+import { SqliteLedger } from '../../src/store/sqlite.js';
 import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS, type Connected, type Reply } from '../helpers/harness.js';
-import { signalRedis, startRedis, type OwnRedis } from '../stores/redisServer.js';
-import { holdWriteLock, type WriteLock } from '../stores/sqliteLock.js';
+import { signalRedis, startRedis, type OwnRedis } from '../store/redisServer.js';
+import { holdWriteLock, type WriteLock } from '../store/sqliteLock.js';
 import { InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');

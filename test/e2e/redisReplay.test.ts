@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { RedisLedger } from '../../src/stores/redis.js';
+import { RedisLedger } from '../../src/store/redis.js';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { ACCEPT, asked, connect, type Connected } from '../helpers/harness.js';
 

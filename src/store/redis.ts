@@ -117,7 +117,7 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
-import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkNewApproval,
   counterAccepted,
@@ -127,9 +127,9 @@ import {
   type ApprovalStore,
   type DecideOutcome,
   type NewApproval,
-} from '../approval/store.js';
-import { positiveInteger } from '../ledger/ledger.js';
-import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from '../ledger/auditHeads.js';
+} from './approvalStore.js';
+import { positiveInteger } from './ledger.js';
+import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from './auditHeads.js';
 
 /**
  * The one method the ledger needs from a Redis client. A node-redis 6
@@ -636,7 +636,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to spend') });
   }
 
-  // ---- ApprovalStore (see approval/store.ts). Additive: own keys, one Lua script per step.
+  // ---- ApprovalStore (see approvalStore.ts). Additive: own keys, one Lua script per step.
 
   /** {@link ApprovalStore.openApproval}: one script (`ap:ID` hash and `apj:JTI` index, both new or nothing). */
   async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
@@ -727,7 +727,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to advanceCounter') });
   }
 
-  // ---- AuditHeadStore (see ledger/auditHeads.ts). Additive: its own key per trail path, one script per step.
+  // ---- AuditHeadStore (see auditHeads.ts). Additive: its own key per trail path, one script per step.
 
   /** {@link AuditHeadStore.recordAuditHead}: one script (another trail replaces, a later seq moves forward). */
   async recordAuditHead(path: string, head: AuditHead): Promise<void> {

@@ -20,7 +20,7 @@ import {
   type ApprovalStore,
   type DecideOutcome,
   type NewApproval,
-} from '../approval/store.js';
+} from './approvalStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, type AuditHead, type AuditHeadStore } from './auditHeads.js';
@@ -200,7 +200,7 @@ export class MemoryLedger implements Ledger, ApprovalStore, AuditHeadStore {
     return ISSUED;
   }
 
-  // ---- ApprovalStore (see approval/store.ts): each method runs to its end without awaiting, so it is atomic.
+  // ---- ApprovalStore (see approvalStore.ts): each method runs to its end without awaiting, so it is atomic.
 
   readonly #approvals = new Map<string, ApprovalRecord>();
   readonly #approvalOfJti = new Map<string, string>();
