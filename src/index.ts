@@ -38,6 +38,7 @@ export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
 export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
 export { canonicalDigest } from './state/digest.js';
 export type { Ledger, SpendOutcome } from './store/ledger.js';
+export { isConfirmStore, wrapStore, type ConfirmStore, type ConfirmStoreMethod } from './store/confirmStore.js';
 export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
 export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
 export { Roots, RootError, type PinnedRoot } from './fs/roots.js';

@@ -1,12 +1,12 @@
 /**
- * `--ledger SPEC` → a {@link Ledger}: `memory` (one process), `sqlite:PATH`
+ * `--ledger SPEC` → a {@link ConfirmStore}: `memory` (one process), `sqlite:PATH`
  * (processes on one host sharing a file), `redis://HOST:PORT[/DB]` or
  * `rediss://…` (several hosts). The stores are imported only when named, so
  * `--ledger memory` loads no native driver.
  *
  * @module
  */
-import type { Ledger } from '../store/ledger.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
 import { MemoryLedger } from '../store/memory.js';
 import { UsageError } from './args.js';
 
@@ -32,7 +32,7 @@ const STARTUP_WAIT_MS = 3_000;
  * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened (or stays locked for
  *   10 s), or a Redis that refuses the connection.
  */
-export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<Ledger> {
+export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<ConfirmStore> {
   if (spec === 'memory') return new MemoryLedger();
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);

@@ -21,6 +21,7 @@ import {
   type DecideOutcome,
   type NewApproval,
 } from './approvalStore.js';
+import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, type AuditHead, type AuditHeadStore } from './auditHeads.js';
@@ -73,7 +74,7 @@ const OUTCOMES: Readonly<Record<SpendOutcome, Promise<SpendOutcome>>> = {
  * await ledger.spend(jti, Date.now()); // 'spent'
  * await ledger.spend(jti, Date.now()); // 'already-spent'
  */
-export class MemoryLedger implements Ledger, ApprovalStore, AuditHeadStore {
+export class MemoryLedger implements ConfirmStore {
   readonly kind = 'memory';
   readonly shared = false;
   readonly maxPerPrincipal: number;

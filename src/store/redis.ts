@@ -117,6 +117,7 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
+import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkNewApproval,
@@ -468,7 +469,7 @@ type OwnedClient = ReturnType<typeof ownedClient>;
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
  */
-export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
+export class RedisLedger implements ConfirmStore {
   readonly kind = 'redis';
   readonly shared = true;
   readonly namespace: string;

@@ -79,6 +79,7 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
+import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkNewApproval,
@@ -236,7 +237,7 @@ interface Statements {
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' in exactly one process
  */
-export class SqliteLedger implements Ledger, ApprovalStore, AuditHeadStore {
+export class SqliteLedger implements ConfirmStore {
   readonly kind = 'sqlite';
   /** Every process on this host that opens the same file sees the same entries. */
   readonly shared = true;

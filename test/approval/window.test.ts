@@ -61,7 +61,7 @@ beforeAll(async () => {
   const ledger = new MemoryLedger();
   approval = await PasskeyApproval.start({ store: ledger, approvers: await loadApproversForServer(approversPath, [root]), waitSeconds: 0, now: () => clock });
   close.push(() => approval.close());
-  const built = await createDemoServer({ roots: [root], ledger, approval, now: () => clock, ttlSeconds: 300, onEvent: () => {} });
+  const built = await createDemoServer({ roots: [root], store: ledger, approval, now: () => clock, ttlSeconds: 300, onEvent: () => {} });
   factory = built.factory;
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const handle = serveStdio(built.factory, { transport: serverSide, onerror: () => {} });

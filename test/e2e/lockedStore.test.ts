@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Ledger } from '../../src/store/ledger.js';
+import { wrapStore, type ConfirmStore } from '../../src/store/confirmStore.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
 import { RedisLedger } from '../../src/store/redis.js';
 import { SqliteLedger } from '../../src/store/sqlite.js';
@@ -52,22 +52,16 @@ function expectRefused(reply: Reply, code: string): void {
   }
 }
 
-/** A ledger that reports when the server first calls `issue` (round 1 has reached the ledger). */
-function watched(ledger: Ledger): { ledger: Ledger; issueCalled: Promise<void> } {
+/** A store that reports when the server first calls `issue` (round 1 has reached the ledger). */
+function watched(ledger: ConfirmStore): { ledger: ConfirmStore; issueCalled: Promise<void> } {
   let called!: () => void;
   const issueCalled = new Promise<void>((r) => (called = r));
   return {
     issueCalled,
-    ledger: {
-      kind: ledger.kind,
-      shared: ledger.shared,
-      issue: (...args) => {
-        called();
-        return ledger.issue(...args);
-      },
-      spend: (...args) => ledger.spend(...args),
-      close: () => ledger.close?.() ?? Promise.resolve(),
-    },
+    ledger: wrapStore(ledger, (method, run) => {
+      if (method === 'issue') called();
+      return run();
+    }),
   };
 }
 
@@ -77,8 +71,8 @@ async function lock(path: string): Promise<WriteLock> {
   return l;
 }
 
-async function serveInMemory(ledger: Ledger): Promise<Connected> {
-  const built = await createDemoServer({ roots: [root], ledger });
+async function serveInMemory(ledger: ConfirmStore): Promise<Connected> {
+  const built = await createDemoServer({ roots: [root], store: ledger });
   const c = await connect(built.factory);
   cleanups.push(() => c.close());
   return c;
