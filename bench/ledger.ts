@@ -24,8 +24,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { MemoryLedger } from '../src/ledger/memoryLedger.js';
-import type { Ledger } from '../src/ledger/ledger.js';
+import { MemoryLedger } from '../src/store/memory.js';
+import type { Ledger } from '../src/store/ledger.js';
 
 /** One row of the bench table. */
 export interface BenchFigure {
@@ -148,7 +148,7 @@ async function benchMemorySteady(): Promise<number> {
 
 /** A SqliteLedger on a fresh WAL file, `pairs` pairs one after another. */
 async function sqliteRun(path: string, pairs: number): Promise<number> {
-  const { SqliteLedger } = await import('../src/stores/sqlite.js');
+  const { SqliteLedger } = await import('../src/store/sqlite.js');
   const ledger = new SqliteLedger({ path });
   try {
     return await sequentialPairs(ledger, Array.from({ length: pairs }, () => randomUUID()));
@@ -165,7 +165,7 @@ async function sqliteRun(path: string, pairs: number): Promise<number> {
  */
 async function baselineSqliteRun(path: string, pairs: number): Promise<number> {
   const { default: Database } = await import('better-sqlite3');
-  const { BusyRetry } = await import('../src/stores/busyRetry.js');
+  const { BusyRetry } = await import('../src/store/busyRetry.js');
   const retry = new BusyRetry(2_000);
   const db = new Database(path, { timeout: 0 });
   try {
@@ -309,7 +309,7 @@ export async function benchLedger(opts: { redisUrl?: string; runs?: number; only
     }
   }
   if (opts.redisUrl && only.has('redis')) {
-    const { RedisLedger } = await import('../src/stores/redis.js');
+    const { RedisLedger } = await import('../src/store/redis.js');
     const { createClient } = await import('redis');
     const ledger = await RedisLedger.open({ url: opts.redisUrl, namespace: `bench-${randomUUID()}` });
     const client = createClient({ url: opts.redisUrl, commandOptions: { timeout: 0 } });
@@ -347,7 +347,7 @@ export async function benchLedger(opts: { redisUrl?: string; runs?: number; only
 
 /** Child side of the 4-process SQLite bench (this file forked with WORKER_ENV set). */
 async function sqliteWorker(): Promise<void> {
-  const { SqliteLedger } = await import('../src/stores/sqlite.js');
+  const { SqliteLedger } = await import('../src/store/sqlite.js');
   let ledger: InstanceType<typeof SqliteLedger> | undefined;
   process.on('message', (raw) => {
     const m = raw as { type: 'open'; path: string } | { type: 'go'; startAtMs: number; pairs: number } | { type: 'exit' };

@@ -55,7 +55,7 @@ export function codecServerFactory(): () => McpServer {
 }
 
 export async function confirmedServerFactory(): Promise<() => McpServer> {
-  const confirmation = await createConfirmation({ ledger: undefined });
+  const confirmation = await createConfirmation({ store: undefined });
   return () => {
     const server = new McpServer({ name: 'confirmed', version: '0' }, { ...confirmation.serverOptions });
     confirmation.register(server, 'delete_file', { inputSchema: Input }, {

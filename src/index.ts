@@ -33,12 +33,13 @@ export {
   type AuditVerdict,
   type VerifyAuditOptions,
 } from './audit/chain.js';
-export { isAuditHeadStore, type AuditHead, type AuditHeadStore } from './ledger/auditHeads.js';
+export { isAuditHeadStore, type AuditHead, type AuditHeadStore } from './store/auditHeads.js';
 export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
 export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
 export { canonicalDigest } from './state/digest.js';
-export type { Ledger, SpendOutcome } from './ledger/ledger.js';
-export { MemoryLedger, type MemoryLedgerOptions } from './ledger/memoryLedger.js';
+export type { Ledger, SpendOutcome } from './store/ledger.js';
+export { isConfirmStore, wrapStore, type ConfirmStore, type ConfirmStoreMethod } from './store/confirmStore.js';
+export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
 export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
 export { Roots, RootError, type PinnedRoot } from './fs/roots.js';
 export { inspectFile, deleteVerified, findQuarantineLeftovers, type FileFingerprint } from './fs/target.js';

@@ -57,7 +57,7 @@ describe('package exports', () => {
 
   it('imports jose only from the HTTP serving modules: states are sealed and opened over node:crypto (jose verifies bearer tokens and is the tests\' oracle)', () => {
     const { bare, files } = importGraph(join(DIST, 'index.js'));
-    for (const entry of ['stores/sqlite.js', 'stores/redis.js', 'state/sealer.js', 'guard/confirmation.js']) for (const f of importGraph(join(DIST, entry)).bare) bare.add(f);
+    for (const entry of ['store/sqlite.js', 'store/redis.js', 'state/sealer.js', 'guard/confirmation.js']) for (const f of importGraph(join(DIST, entry)).bare) bare.add(f);
     expect([...bare].filter((b) => b === 'jose' || b.startsWith('jose/'))).toEqual([]);
     expect(bare.has('node:crypto')).toBe(true); // control
     expect([...files].some((f) => f.endsWith('state/sealer.js'))).toBe(true);

@@ -18,7 +18,7 @@ import {
   type AuthenticationResponseJSON,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-import { MemoryLedger } from '../ledger/memoryLedger.js';
+import { MemoryLedger } from '../store/memory.js';
 import { checkApproverName, describePrincipal, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
 import { escapeHtml, hostMatches, hostnameMatches, layout, libraryReason, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
 import { CHALLENGE_TTL_MS } from './passkey.js';

@@ -19,4 +19,4 @@ export {
 export { enrollApprover, EnrollError, type EnrollOptions } from './enroll.js';
 export { ListenError } from './http.js';
 export { parsePublicUrl, PublicUrlError } from './publicUrl.js';
-export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from './store.js';
+export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from '../store/approvalStore.js';

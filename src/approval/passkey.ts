@@ -44,7 +44,8 @@ import {
   SECURITY_HEADERS,
   type LoopbackListener,
 } from './http.js';
-import type { ApprovalRecord, ApprovalStore } from './store.js';
+import type { ApprovalRecord, ApprovalStore } from '../store/approvalStore.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from './defaults.js';
 
 export { DEFAULT_APPROVAL_WAIT_SECONDS };
@@ -70,8 +71,8 @@ export type ApprovalEvent =
 
 /** Options of {@link PasskeyApproval.start}. */
 export interface PasskeyApprovalOptions {
-  /** Where approvals, challenges and counters live: the ledger object (MemoryLedger, SqliteLedger, RedisLedger). */
-  store: ApprovalStore;
+  /** Where approvals, challenges and counters live: the confirmation's store (MemoryLedger, SqliteLedger, RedisLedger). */
+  store: ConfirmStore;
   /** The approvers, loaded once at start-up (see `loadApproversForServer`). */
   approvers: ApproversFile;
   /** The port on 127.0.0.1 and ::1 (stdio; not with `publicUrl`). Defaults to 0 (a random free port). */
@@ -98,7 +99,7 @@ export interface PasskeyApprovalOptions {
   onEvent?: (event: ApprovalEvent) => void;
 }
 
-export { REDEEM_WITHIN_MS } from './store.js';
+export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
 /** How long a WebAuthn challenge stays usable, in milliseconds. */
 export const CHALLENGE_TTL_MS = 120_000;
 
@@ -134,7 +135,7 @@ export class PasskeyApproval {
   readonly port: number;
   /** How long round 2 waits for a decision, in milliseconds. */
   readonly waitMs: number;
-  readonly store: ApprovalStore;
+  readonly store: ConfirmStore;
   readonly #approvers: ApproversFile;
   readonly #now: () => number;
   readonly #poll: number;
@@ -177,8 +178,8 @@ export class PasskeyApproval {
    * @throws {PublicUrlError} when `publicUrl` is not an http(s) origin with a DNS host name.
    * @throws {ListenError} naming the address when either loopback address is taken.
    * @example
-   * const approval = await PasskeyApproval.start({ store: ledger, approvers: await loadApproversForServer(path, roots) });
-   * const confirmation = await createConfirmation({ ledger, approval });
+   * const approval = await PasskeyApproval.start({ store, approvers: await loadApproversForServer(path, roots) });
+   * const confirmation = await createConfirmation({ approval }); // its jtis in approval.store too
    */
   static async start(options: PasskeyApprovalOptions): Promise<PasskeyApproval> {
     const wait = options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;

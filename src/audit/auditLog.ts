@@ -49,7 +49,7 @@ import { open, realpath, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ConfirmAuditUnavailableError } from '../errors.js';
-import type { AuditHead, AuditHeadStore } from '../ledger/auditHeads.js';
+import type { AuditHead, AuditHeadStore } from '../store/auditHeads.js';
 import type { AuditKeys } from './auditKeys.js';
 import { AUDIT_GENESIS, chainLine, type AuditClosing, type AuditDecision, type AuditLine, type AuditOpening, type AuditTrailInfo } from './chain.js';
 

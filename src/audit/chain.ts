@@ -30,7 +30,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { AuditKeys, type AuditKey } from './auditKeys.js';
-import type { AuditHead } from '../ledger/auditHeads.js';
+import type { AuditHead } from '../store/auditHeads.js';
 
 /** The value line 1 chains from (its "previous mac"). */
 export const AUDIT_GENESIS = 'mcp-confirm/v1/audit-genesis';

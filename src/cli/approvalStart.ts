@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { isApprovalStore } from '../approval/store.js';
+import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
 import { ApproversFileError, describePrincipal, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { ListenError } from '../approval/http.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
@@ -17,8 +17,8 @@ import type { ApprovalFlags } from './approvalArgs.js';
 
 /** What {@link startPasskeyApproval} needs besides the flags. */
 export interface ApprovalStartOptions {
-  /** The ledger (or its metrics wrapper, which forwards the approval records): it must hold approvals. */
-  store: unknown;
+  /** The store (or its metrics wrapper, which forwards the approval records): it must hold approvals. */
+  store: ConfirmStore | undefined;
   /** Real paths the approvers file must not be inside (the roots; none for the proxy). */
   forbiddenDirs: readonly string[];
   /** Receives the page's decisions (for stderr). */
@@ -66,7 +66,7 @@ export function unusableApproversWarning(approvers: ApproversFile, authIssuer: s
  */
 export async function startPasskeyApproval(flags: ApprovalFlags, options: ApprovalStartOptions): Promise<PasskeyApproval> {
   if (flags.approval !== 'passkey' || flags.approvers === undefined) throw new TypeError('startPasskeyApproval needs --approval passkey with --approvers');
-  if (!isApprovalStore(options.store)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
+  if (!isConfirmStore(options.store)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
   try {
     const approvers = await loadApproversForServer(flags.approvers, options.forbiddenDirs);
     const unusable = unusableApproversWarning(approvers, options.authIssuer);

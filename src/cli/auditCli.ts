@@ -11,8 +11,8 @@ import { AuditKeys } from '../audit/auditKeys.js';
 import type { KeyRing } from '../state/keyRing.js';
 import { AuditLog } from '../audit/auditLog.js';
 import { verifyAuditTrail, type AuditTrailInfo, type AuditVerdict } from '../audit/chain.js';
-import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../ledger/auditHeads.js';
-import type { Ledger } from '../ledger/ledger.js';
+import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../store/auditHeads.js';
+import type { Ledger } from '../store/ledger.js';
 import { EXIT_USAGE, UsageError } from './args.js';
 import { EXIT_AUDIT_BROKEN, EXIT_AUDIT_LEGACY, EXIT_AUDIT_OPEN, type AuditVerifyCommand } from './auditArgs.js';
 

@@ -1,13 +1,13 @@
 /**
- * `--ledger SPEC` → a {@link Ledger}: `memory` (one process), `sqlite:PATH`
+ * `--ledger SPEC` → a {@link ConfirmStore}: `memory` (one process), `sqlite:PATH`
  * (processes on one host sharing a file), `redis://HOST:PORT[/DB]` or
  * `rediss://…` (several hosts). The stores are imported only when named, so
  * `--ledger memory` loads no native driver.
  *
  * @module
  */
-import type { Ledger } from '../ledger/ledger.js';
-import { MemoryLedger } from '../ledger/memoryLedger.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
+import { MemoryLedger } from '../store/memory.js';
 import { UsageError } from './args.js';
 
 /** How long start-up waits for a first Redis connection before serving anyway, in milliseconds. */
@@ -32,12 +32,12 @@ const STARTUP_WAIT_MS = 3_000;
  * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened (or stays locked for
  *   10 s), or a Redis that refuses the connection.
  */
-export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<Ledger> {
+export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<ConfirmStore> {
   if (spec === 'memory') return new MemoryLedger();
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
     if (path === '') throw new UsageError('--ledger sqlite:PATH needs a file path');
-    const { SqliteLedger } = await import('../stores/sqlite.js');
+    const { SqliteLedger } = await import('../store/sqlite.js');
     let ledger;
     try {
       ledger = new SqliteLedger({ path });
@@ -63,7 +63,7 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     if (url.pathname !== '' && url.pathname !== '/' && !/^\/[0-9]{1,5}$/.test(url.pathname)) {
       throw new UsageError('--ledger: the Redis database must be a number, as in redis://HOST:PORT/0');
     }
-    const { RedisLedger } = await import('../stores/redis.js');
+    const { RedisLedger } = await import('../store/redis.js');
     let lastReport = 0;
     let refusal: string | undefined;
     let starting = true;

@@ -13,7 +13,8 @@
 // hosts wait for it).
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { Roots } from '../fs/roots.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
+import type { Ledger } from '../store/ledger.js';
 import type { AuditLog } from '../audit/auditLog.js';
 import type { Command } from './args.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
@@ -94,7 +95,7 @@ function logApprovalEvent(event: ApprovalEvent): void {
 }
 
 /** Starts the approval page for `--approval passkey`, or nothing. Start-up errors are exit 2, naming what. */
-async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledger: unknown): Promise<PasskeyApproval | undefined> {
+async function startApproval(command: Extract<Command, { kind: 'serve' }>, ledger: ConfirmStore | undefined): Promise<PasskeyApproval | undefined> {
   if (command.approval !== 'passkey' || command.approvers === undefined) return undefined;
   const { UsageError } = await import('./common.js');
   const rootsModule = await import('../fs/roots.js');
@@ -178,7 +179,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     ...(approval ? { approval } : {}),
     audience: command.audience,
     ttlSeconds: command.ttlSeconds,
-    ...(ledger ? { ledger } : {}),
+    ...(ledger ? { store: ledger } : {}),
     onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
     ...(keys ? { keys } : {}),
     ...(http ? { principal: http.principal } : {}),

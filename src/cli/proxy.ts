@@ -17,7 +17,7 @@ import { Upstream } from '../proxy/upstream.js';
 import { shownUrl } from '../proxy/upstream.js';
 import type { AuditLog } from '../audit/auditLog.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
 import { AUDIT_OPTIONS } from './auditArgs.js';
 import { checkAudience, parseArgsUsageError, readKeyFile, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, type HttpSpec } from './httpArgs.js';
@@ -340,7 +340,7 @@ function logApprovalEvent(event: ApprovalEvent): void {
  * @throws {UsageError} when the ledger cannot hold approvals, the approvers file is unusable or
  *   enrolled for another RP ID, or the port cannot be bound.
  */
-async function startApproval(command: ProxyCommand, ledger: Ledger): Promise<PasskeyApproval | undefined> {
+async function startApproval(command: ProxyCommand, ledger: ConfirmStore): Promise<PasskeyApproval | undefined> {
   if (command.approval.approval !== 'passkey') return undefined;
   // Loaded only here, so a form-mode proxy never loads the WebAuthn library.
   const { startPasskeyApproval } = await import('./approvalStart.js');
@@ -392,7 +392,7 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
   const confirmation = await createConfirmation({
     audience: command.audience,
     ttlSeconds: command.ttlSeconds,
-    ledger,
+    store: ledger,
     onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
     ...(keys ? { keys } : {}),
     ...(http ? { principal: http.principal } : {}),

@@ -11,7 +11,7 @@ import { allowedHostnames } from '../http/bind.js';
 import { createJwtVerifier, jwtPrincipal, jwtPrincipalOf, tokenRefusalLog } from '../http/jwtAuth.js';
 import { listenHttp, type Listening } from '../http/listen.js';
 import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { Ledger } from '../store/ledger.js';
 import type { HttpSpec } from './httpArgs.js';
 import type { PasskeyApproval } from '../approval/passkey.js';
 import { UsageError } from './common.js';

@@ -66,14 +66,15 @@ import {
   ConfirmUnknownError,
   toToolError,
 } from '../errors.js';
-import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
-import { MemoryLedger } from '../ledger/memoryLedger.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
+import type { Ledger, SpendOutcome } from '../store/ledger.js';
+import { MemoryLedger } from '../store/memory.js';
 import { canonicalDigest } from '../state/digest.js';
 import { KeyRing } from '../state/keyRing.js';
 import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
 // Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
 import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
-import { REDEEM_WITHIN_MS } from '../approval/store.js';
+import { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
 import { renderValue } from '../prompt/render.js';
 
 /** The sentence after the question in a URL-mode elicitation (passkey approval). */
@@ -123,8 +124,12 @@ export interface ConfirmationOptions {
   audience?: string;
   /** Lifetime of a question, in whole seconds, 1 to 86,400. Defaults to 300 (5 minutes). */
   ttlSeconds?: number;
-  /** Where outstanding confirmations live. Defaults to a new {@link MemoryLedger} (one process only). */
-  ledger?: Ledger;
+  /**
+   * Where outstanding confirmations (and, with `approval`, the approvals) live: a {@link ConfirmStore}
+   * such as `MemoryLedger`, `SqliteLedger` or `RedisLedger`. Defaults to `approval.store` when
+   * `approval` is given, else a new {@link MemoryLedger} (one process only).
+   */
+  store?: ConfirmStore;
   /**
    * Who is asking, from the request context. Defaults to {@link defaultPrincipal}:
    * over stdio the constant `'local'`; over HTTP the OAuth client id and `extra.sub`.
@@ -158,7 +163,8 @@ export interface ConfirmationOptions {
    * Passkey approval ({@link PasskeyApproval.start}): round 1 sends the human to an approval page
    * (URL-mode elicitation, or a form elicitation carrying the URL for clients without URL mode), and
    * round 2 acts only on an approval the page recorded after verifying an enrolled approver's passkey.
-   * Give the same object as `ledger` and as `approval.store` (the store keeps both). Defaults to none
+   * The confirmation keeps its `jti`s in `approval.store` unless `store` is given (usually the same
+   * object: one store keeps both, so every replica sees them). Defaults to none
    * (form elicitation only: the client's yes is taken as given).
    */
   approval?: PasskeyApproval;
@@ -423,7 +429,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * @param options - see {@link ConfirmationOptions}.
  * @returns the {@link Confirmation}.
  * @throws {RangeError} when `ttlSeconds` is not a whole number from 1 to 86,400 (0, negative, `Infinity`, `NaN`, fractional, over a day).
- * @throws {TypeError} when `audience` is empty, or `approval` is given with a `ledger` that is not its `store`.
+ * @throws {TypeError} when `audience` is empty.
  * @example
  * const confirmation = await createConfirmation({ audience: 'files' });
  * serveStdio(() => {
@@ -444,15 +450,12 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   }
   const keys = options.keys ?? (await KeyRing.random());
   const sealer = new Sealer({ keys, audience, ttlSeconds });
-  const ledger = options.ledger ?? ((options.approval?.store as unknown as Ledger | undefined) ?? new MemoryLedger());
+  const ledger: ConfirmStore = options.store ?? options.approval?.store ?? new MemoryLedger();
   const principalOf = options.principal ?? defaultPrincipal;
   const now = options.now ?? Date.now;
   const onEvent = options.onEvent ?? reportInternalErrors;
   const audit = options.audit;
   const approval = options.approval;
-  if (approval !== undefined && (approval.store as unknown) !== (ledger as unknown)) {
-    throw new TypeError('with approval, give the same store object as ledger and as approval.store (approvals are bound to the ledger\'s jti)');
-  }
   const emit = (event: ConfirmEvent): void => {
     try {
       onEvent(event);

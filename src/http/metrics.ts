@@ -17,14 +17,8 @@
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConfirmEvent } from '../guard/confirmation.js';
-import type { Ledger } from '../ledger/ledger.js';
-import { AUDIT_HEAD_STORE_METHODS } from '../ledger/auditHeads.js';
-
-/**
- * The methods of `ApprovalStore` (src/approval/store.ts) and of `AuditHeadStore` (src/ledger/auditHeads.ts),
- * forwarded by {@link ServerMetrics.instrument}.
- */
-const FORWARDED_STORE_METHODS = ['openApproval', 'approvalById', 'approvalByJti', 'decideApproval', 'putChallenge', 'takeChallenge', 'advanceCounter', ...AUDIT_HEAD_STORE_METHODS] as const;
+import { wrapStore, type ConfirmStore } from '../store/confirmStore.js';
+import type { Ledger } from '../store/ledger.js';
 
 /** The metrics of one server and the hooks that feed them. */
 export class ServerMetrics {
@@ -62,14 +56,14 @@ export class ServerMetrics {
   }
 
   /**
-   * Wraps a ledger so that every `issue` and `spend` is timed; behaviour is unchanged. A ledger that
-   * also keeps passkey approvals (an `ApprovalStore`: memory, SQLite, Redis) keeps them through the
-   * wrapper (forwarded, untimed), so the wrapper can be both `ledger` and `approval.store`; so are audit
-   * trail heads (`AuditHeadStore`).
+   * Wraps a store so that every `issue` and `spend` is timed; behaviour is unchanged. Its other
+   * methods (passkey approvals, audit trail heads) are forwarded untimed, so the wrapper can be both
+   * the confirmation's store and `approval.store`.
    */
-  instrument(ledger: Ledger): Ledger {
-    const timed = async <T>(op: 'issue' | 'spend', run: () => Promise<T>): Promise<T> => {
-      const end = this.#ledger.startTimer({ op });
+  instrument(store: ConfirmStore): ConfirmStore {
+    return wrapStore(store, async (method, run) => {
+      if (method !== 'issue' && method !== 'spend') return run();
+      const end = this.#ledger.startTimer({ op: method });
       try {
         const value = await run();
         end({ result: 'ok' });
@@ -78,19 +72,7 @@ export class ServerMetrics {
         end({ result: 'error' });
         throw e;
       }
-    };
-    const wrapped: Ledger = {
-      kind: ledger.kind,
-      shared: ledger.shared,
-      issue: (...args) => timed('issue', () => ledger.issue(...args)),
-      spend: (...args) => timed('spend', () => ledger.spend(...args)),
-    };
-    if (ledger.close) wrapped.close = () => ledger.close!();
-    for (const method of FORWARDED_STORE_METHODS) {
-      const f = (ledger as unknown as Record<string, unknown>)[method];
-      if (typeof f === 'function') (wrapped as unknown as Record<string, unknown>)[method] = f.bind(ledger);
-    }
-    return wrapped;
+    });
   }
 }
 

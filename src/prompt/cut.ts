@@ -10,7 +10,7 @@
  *
  * Speed: `Intl.Segmenter` costs about 1.5 µs per grapheme on Node 20, so it is only run on
  * literal runs that hold a code point able to join a neighbour into one grapheme
- * ({@link JOINERS}, flagged `complex` by the escaper); in every other run each code point is its
+ * (`JOINERS` in units.ts, flagged `complex` by the escaper); in every other run each code point is its
  * own grapheme (UAX #29 GB999), and the cut needs at most about `maxGraphemes` segments per value.
  * Node's segmenter also costs time proportional to the whole string on every step, so the cut
  * segments a bounded window at each end of a long run, never the run itself (see
@@ -21,19 +21,10 @@
  *
  * @module
  */
-import type { Unit } from './escape.js';
+import type { Unit } from './units.js';
 
 /** Code points in one literal grapheme above which it is counted and cut per code point. */
 export const MAX_CLUSTER = 16;
-
-/**
- * Every code point that can form one grapheme with a neighbour (UAX #29: Extend, ZWJ,
- * SpacingMark, Prepend, Regional_Indicator, Hangul L/V/T/LV/LVT) that escaping leaves literal,
- * plus the Prepend and Lo-category SpacingMark code points that no property escape names (found
- * with `Intl.Segmenter` on ICU 78; a test checks the set against the running ICU).
- */
-export const JOINERS =
-  /[\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\p{Regional_Indicator}\p{sc=Hangul}\u0D4E\u0E33\u0EB3\u{111C2}\u{111C3}\u{113D1}\u{1193F}\u{11941}\u{11A84}-\u{11A89}\u{11D46}\u{11F02}\u{16D63}\u{16D67}-\u{16D6A}]/u;
 
 let segmenter: Intl.Segmenter | undefined;
 function graphemes(): Intl.Segmenter {

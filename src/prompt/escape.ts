@@ -71,22 +71,10 @@
  */
 import { BlockTable } from './blockTable.js';
 import { PATH_SYNTAX_LOOKALIKES } from './confusablesData.js';
-import { JOINERS } from './cut.js';
+import { JOINERS, type Unit } from './units.js';
 import { componentScripts, sharesScript } from './scripts.js';
 
-/** One token run: literal text, or one escape standing for one code point of the input. */
-export interface Unit {
-  /** The text shown. */
-  readonly text: string;
-  /** True for an escape (never split when cutting); false for literal text. */
-  readonly escape: boolean;
-  /**
-   * For literal text: true when it holds a code point that can join a neighbour into one
-   * grapheme (see `JOINERS` in cut.ts), so graphemes must be found with `Intl.Segmenter`;
-   * otherwise every code point is its own grapheme. Always false for an escape.
-   */
-  readonly complex: boolean;
-}
+export type { Unit } from './units.js';
 
 /** The escaped form of one value. */
 export interface Escaped {

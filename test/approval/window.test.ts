@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadApproversForServer } from '../../src/approval/approvers.js';
 import { enrollApprover } from '../../src/approval/enroll.js';
 import { PasskeyApproval } from '../../src/approval/passkey.js';
-import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
+import { MemoryLedger } from '../../src/store/memory.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
 import { launchBrowser, newAuthPage, outcomeOf, postJson, type AuthPage, type Browser } from '../helpers/browser.js';
 import { callTool, type Reply } from '../helpers/harness.js';
@@ -61,7 +61,7 @@ beforeAll(async () => {
   const ledger = new MemoryLedger();
   approval = await PasskeyApproval.start({ store: ledger, approvers: await loadApproversForServer(approversPath, [root]), waitSeconds: 0, now: () => clock });
   close.push(() => approval.close());
-  const built = await createDemoServer({ roots: [root], ledger, approval, now: () => clock, ttlSeconds: 300, onEvent: () => {} });
+  const built = await createDemoServer({ roots: [root], store: ledger, approval, now: () => clock, ttlSeconds: 300, onEvent: () => {} });
   factory = built.factory;
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const handle = serveStdio(built.factory, { transport: serverSide, onerror: () => {} });

@@ -192,7 +192,7 @@ describe('cold start', () => {
     writeFileSync(trace, '');
     await spawnWith('loadTrace.mjs', { MCP_CONFIRM_LOAD_TRACE: trace }, ['--root', root, '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`]);
     const { before } = traceAtAnswer(trace);
-    expect(before.some((u) => u.endsWith('/dist/stores/sqlite.js'))).toBe(true);
+    expect(before.some((u) => u.endsWith('/dist/store/sqlite.js'))).toBe(true);
   });
 
   it('lists delete_file, announces itself and its capabilities exactly as the library\'s createDemoServer does', async () => {

@@ -9,7 +9,7 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
+import { MemoryLedger } from '../../src/store/memory.js';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { createDemoServer, type DemoServerOptions } from '../../src/server/deleteFile.js';
 import { ACCEPT, asked, connect, connectV1, tamper, type Connected, type Reply } from '../helpers/harness.js';
@@ -181,9 +181,9 @@ describe('binding (bind-1, replay)', () => {
   it('refuses a state from a server with another audience and another key (bind-7 audience; other key)', async () => {
     const keys = await KeyRing.random();
     const ledger = new MemoryLedger();
-    const a = await serve({ keys, ledger, audience: 'host-a' });
-    const b = await serve({ keys, ledger, audience: 'host-b' });
-    const stranger = await serve({ ledger, audience: 'host-a' });
+    const a = await serve({ keys, store: ledger, audience: 'host-a' });
+    const b = await serve({ keys, store: ledger, audience: 'host-b' });
+    const stranger = await serve({ store: ledger, audience: 'host-a' });
     const { state } = asked(await del(a.c, 'cache.txt'));
     expect(await del(b.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'error', code: -32602 });
     expect(await del(stranger.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'error', code: -32602 });
@@ -207,7 +207,7 @@ describe('binding (bind-1, replay)', () => {
   });
 
   it('refuses round 1 with ERR_CONFIRM_CAPACITY at the ledger bound', async () => {
-    const { c } = await serve({ ledger: new MemoryLedger({ maxPerPrincipal: 1 }) });
+    const { c } = await serve({ store: new MemoryLedger({ maxPerPrincipal: 1 }) });
     asked(await del(c, 'cache.txt'));
     expectRefused(await del(c, 'thesis.txt'), 'ERR_CONFIRM_CAPACITY');
   });

@@ -4,7 +4,7 @@
  * demo server over the in-memory transport with a SqliteLedger or a RedisLedger.
  *
  * Another process holds the SQLite write lock (`BEGIN IMMEDIATE`,
- * test/stores/fixtures/holdWriteLock.cjs) until the test releases it; Redis is
+ * test/store/fixtures/holdWriteLock.cjs) until the test releases it; Redis is
  * frozen by `DEBUG SLEEP` on the ledger's own connection. Every claim is an order
  * of events (tools/list answered before round 1's outcome), never a duration.
  *
@@ -16,13 +16,13 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Ledger } from '../../src/ledger/ledger.js';
+import { wrapStore, type ConfirmStore } from '../../src/store/confirmStore.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { RedisLedger } from '../../src/stores/redis.js';
-import { SqliteLedger } from '../../src/stores/sqlite.js';
+import { RedisLedger } from '../../src/store/redis.js';
+import { SqliteLedger } from '../../src/store/sqlite.js';
 import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS, type Connected, type Reply } from '../helpers/harness.js';
-import { signalRedis, startRedis, type OwnRedis } from '../stores/redisServer.js';
-import { holdWriteLock, type WriteLock } from '../stores/sqliteLock.js';
+import { signalRedis, startRedis, type OwnRedis } from '../store/redisServer.js';
+import { holdWriteLock, type WriteLock } from '../store/sqliteLock.js';
 import { InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -52,22 +52,16 @@ function expectRefused(reply: Reply, code: string): void {
   }
 }
 
-/** A ledger that reports when the server first calls `issue` (round 1 has reached the ledger). */
-function watched(ledger: Ledger): { ledger: Ledger; issueCalled: Promise<void> } {
+/** A store that reports when the server first calls `issue` (round 1 has reached the ledger). */
+function watched(ledger: ConfirmStore): { ledger: ConfirmStore; issueCalled: Promise<void> } {
   let called!: () => void;
   const issueCalled = new Promise<void>((r) => (called = r));
   return {
     issueCalled,
-    ledger: {
-      kind: ledger.kind,
-      shared: ledger.shared,
-      issue: (...args) => {
-        called();
-        return ledger.issue(...args);
-      },
-      spend: (...args) => ledger.spend(...args),
-      close: () => ledger.close?.() ?? Promise.resolve(),
-    },
+    ledger: wrapStore(ledger, (method, run) => {
+      if (method === 'issue') called();
+      return run();
+    }),
   };
 }
 
@@ -77,8 +71,8 @@ async function lock(path: string): Promise<WriteLock> {
   return l;
 }
 
-async function serveInMemory(ledger: Ledger): Promise<Connected> {
-  const built = await createDemoServer({ roots: [root], ledger });
+async function serveInMemory(ledger: ConfirmStore): Promise<Connected> {
+  const built = await createDemoServer({ roots: [root], store: ledger });
   const c = await connect(built.factory);
   cleanups.push(() => c.close());
   return c;

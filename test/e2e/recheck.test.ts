@@ -31,7 +31,7 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isQuarantineName, QUARANTINE_PREFIX } from '../../src/fs/target.js';
-import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
+import { MemoryLedger } from '../../src/store/memory.js';
 import { createDemoServer } from '../../src/server/deleteFile.js';
 import { ACCEPT, asked, callTool, connect, type Connected, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { startFlipper, type Flipper } from '../helpers/flipper.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDemoServer } from '../../src/server/deleteFile.js';
-import { RedisLedger } from '../../src/stores/redis.js';
+import { RedisLedger } from '../../src/store/redis.js';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { ACCEPT, asked, connect, type Connected } from '../helpers/harness.js';
 
@@ -46,7 +46,7 @@ describe('Redis ledger: a confirmation spent once stays refused after its tombst
     for (let i = 0; i < 2; i++) {
       const ledger = await RedisLedger.open({ url: redisUrl(), namespace, maxTotal: 2, maxPerPrincipal: 2 });
       open.push(ledger);
-      const server = await connect((await createDemoServer({ roots: [root], keys, ledger, audience: namespace })).factory);
+      const server = await connect((await createDemoServer({ roots: [root], keys, store: ledger, audience: namespace })).factory);
       open.push(server);
       servers.push(server);
     }

@@ -26,7 +26,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
-import { signalRedis, waitPortClosed, type OwnRedis } from '../stores/redisServer.js';
+import { signalRedis, waitPortClosed, type OwnRedis } from '../store/redisServer.js';
 import { InPlaceStdioTransport, stderrSays } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');

@@ -7,8 +7,9 @@ import { McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createConfirmation, type ConfirmationOptions, type Confirmation } from '../../src/guard/confirmation.js';
-import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
-import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
+import { wrapStore, type ConfirmStore } from '../../src/store/confirmStore.js';
+import type { SpendOutcome } from '../../src/store/ledger.js';
+import { MemoryLedger } from '../../src/store/memory.js';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { question } from '../../src/prompt/render.js';
 import { ACCEPT, asked, connect, connectV1, tamper, type Connected } from '../helpers/harness.js';
@@ -218,7 +219,7 @@ describe('spent once', () => {
 
   it('refuses round 1 with ERR_CONFIRM_CAPACITY beyond the per-principal bound, and frees the slot when spent', async () => {
     const ledger = new MemoryLedger({ maxPerPrincipal: 2 });
-    const { factory } = await setup({ ledger });
+    const { factory } = await setup({ store: ledger });
     const c = await client(factory);
     const a = asked(await c.call('delete_note', { title: 'groceries' }));
     asked(await c.call('delete_note', { title: 'diary' }));
@@ -258,8 +259,8 @@ describe('bound to the exact call', () => {
   it('asks again when the question wording changed since the state was minted (bind-6)', async () => {
     const keys = await KeyRing.random();
     const ledger = new MemoryLedger();
-    const before = await setup({ keys, ledger, wording: 'Delete the note' });
-    const after = await setup({ keys, ledger, wording: 'Remove forever the note' });
+    const before = await setup({ keys, store: ledger, wording: 'Delete the note' });
+    const after = await setup({ keys, store: ledger, wording: 'Remove forever the note' });
     const c1 = await client(before.factory);
     const { state } = asked(await c1.call('delete_note', { title: 'groceries' }));
     const c2 = await client(after.factory);
@@ -303,9 +304,9 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
     const ledger = new MemoryLedger();
     const other = KeyRing.generateSpec('other');
     const mine = KeyRing.generateSpec('mine');
-    const minter = await setup({ keys: await KeyRing.fromSpecs([other]), ledger });
-    const stranger = await setup({ keys: await KeyRing.fromSpecs([mine]), ledger });
-    const friend = await setup({ keys: await KeyRing.fromSpecs([mine, other]), ledger });
+    const minter = await setup({ keys: await KeyRing.fromSpecs([other]), store: ledger });
+    const stranger = await setup({ keys: await KeyRing.fromSpecs([mine]), store: ledger });
+    const friend = await setup({ keys: await KeyRing.fromSpecs([mine, other]), store: ledger });
     const { state } = asked(await (await client(minter.factory)).call('delete_note', { title: 'groceries' }));
     expect(await (await client(stranger.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject(INVALID);
     expect(stranger.book.deleted).toEqual([]);
@@ -316,8 +317,8 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
   it('refuses a state from a server with another audience sharing the keys (bind-7, audience)', async () => {
     const keys = await KeyRing.random();
     const ledger = new MemoryLedger();
-    const a = await setup({ keys, ledger, audience: 'files-a' });
-    const b = await setup({ keys, ledger, audience: 'files-b' });
+    const a = await setup({ keys, store: ledger, audience: 'files-a' });
+    const b = await setup({ keys, store: ledger, audience: 'files-b' });
     const { state } = asked(await (await client(a.factory)).call('delete_note', { title: 'groceries' }));
     expect(await (await client(b.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject(INVALID);
     expect(b.book.deleted).toEqual([]);
@@ -360,7 +361,7 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
 describe('size', () => {
   it('refuses before asking, with ERR_CONFIRM_BAD_ARGUMENT, a call whose sealed state would be too large, and issues no jti', async () => {
     const ledger = new MemoryLedger();
-    const confirmation = await createConfirmation({ ledger });
+    const confirmation = await createConfirmation({ store: ledger });
     const factory = () => {
       const server = new McpServer({ name: 'big', version: '0.0.0' }, { ...confirmation.serverOptions });
       confirmation.register(server, 'huge', { inputSchema: NoteInput }, {
@@ -381,7 +382,7 @@ describe('size', () => {
 describe('clients that cannot answer', () => {
   it('answers a 2026-07-28 client without the elicitation capability with -32021, data.requiredCapabilities and the sentence a 2025-era client gets; issues no jti', async () => {
     const ledger = new MemoryLedger();
-    const { book, factory } = await setup({ ledger });
+    const { book, factory } = await setup({ store: ledger });
     const c = await client(factory, { elicitation: false });
     const reply = await c.call('delete_note', { title: 'groceries' });
     expect(reply).toEqual({
@@ -421,7 +422,7 @@ describe('clients that cannot answer', () => {
 
   it('tells a 2025-era client without the elicitation capability so, with ERR_CONFIRM_NO_ELICITATION', async () => {
     const ledger = new MemoryLedger();
-    const { book, factory } = await setup({ ledger });
+    const { book, factory } = await setup({ store: ledger });
     const v1 = await connectV1(factory);
     const r = await v1.callTool('delete_note', { title: 'groceries' });
     expect(r.isError).toBe(true);
@@ -433,18 +434,13 @@ describe('clients that cannot answer', () => {
 });
 
 describe('a ledger that fails (spend-4)', () => {
-  class FaultyLedger implements Ledger {
-    readonly kind = 'faulty';
-    readonly shared = true;
-    readonly inner = new MemoryLedger();
-    constructor(private readonly spendAnswer: () => Promise<SpendOutcome>) {}
-    issue(jti: string, principal: string, expiresAtMs: number, nowMs?: number) {
-      return this.inner.issue(jti, principal, expiresAtMs, nowMs);
-    }
-    spend() {
-      return this.spendAnswer();
-    }
-  }
+  /** A memory store whose `spend` answers `spendAnswer()`. */
+  const faultyLedger = (spendAnswer: () => Promise<SpendOutcome>): ConfirmStore => ({
+    ...wrapStore(new MemoryLedger(), (_method, run) => run()),
+    kind: 'faulty',
+    shared: true,
+    spend: () => spendAnswer(),
+  });
 
   it.each([
     ['throws', () => Promise.reject(new Error('connection reset'))],
@@ -453,7 +449,7 @@ describe('a ledger that fails (spend-4)', () => {
     ['answers false', () => Promise.resolve(false as unknown as SpendOutcome)],
     ['answers an unknown word', () => Promise.resolve('ok' as unknown as SpendOutcome)],
   ])('refuses with ERR_CONFIRM_LEDGER_UNAVAILABLE when spend %s, and never proceeds', async (_label, answer) => {
-    const { book, factory } = await setup({ ledger: new FaultyLedger(answer) });
+    const { book, factory } = await setup({ store: faultyLedger(answer) });
     const c = await client(factory);
     const { state } = asked(await c.call('delete_note', { title: 'groceries' }));
     const reply = await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
@@ -462,8 +458,14 @@ describe('a ledger that fails (spend-4)', () => {
   });
 
   it('refuses round 1 with ERR_CONFIRM_LEDGER_UNAVAILABLE when issue throws', async () => {
-    const ledger: Ledger = { kind: 'down', shared: true, issue: () => Promise.reject(new Error('ECONNREFUSED')), spend: () => Promise.resolve('unknown') };
-    const { factory } = await setup({ ledger });
+    const ledger: ConfirmStore = {
+      ...wrapStore(new MemoryLedger(), (_method, run) => run()),
+      kind: 'down',
+      shared: true,
+      issue: () => Promise.reject(new Error('ECONNREFUSED')),
+      spend: () => Promise.resolve('unknown'),
+    };
+    const { factory } = await setup({ store: ledger });
     const c = await client(factory);
     const reply = await c.call('delete_note', { title: 'groceries' });
     expect(reply.kind === 'result' && reply.text.startsWith('[ERR_CONFIRM_LEDGER_UNAVAILABLE]')).toBe(true);

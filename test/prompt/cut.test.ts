@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JOINERS, MAX_CLUSTER, takeHead, takeTail, windowUnits } from '../../src/prompt/cut.js';
+import { MAX_CLUSTER, takeHead, takeTail, windowUnits } from '../../src/prompt/cut.js';
+import { JOINERS } from '../../src/prompt/units.js';
 import { escapeValue } from '../../src/prompt/escape.js';
 
 const segmenter = new Intl.Segmenter('und', { granularity: 'grapheme' });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfirmCapacityError } from '../../src/errors.js';
-import { MemoryLedger } from '../../src/ledger/memoryLedger.js';
-import { ledgerContract } from './contract.js';
+import { MemoryLedger } from '../../src/store/memory.js';
+import { ledgerContract } from './ledgerContract.js';
 
 ledgerContract('MemoryLedger', (bounds) => new MemoryLedger(bounds));
 

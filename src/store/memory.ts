@@ -20,7 +20,8 @@ import {
   type ApprovalStore,
   type DecideOutcome,
   type NewApproval,
-} from '../approval/store.js';
+} from './approvalStore.js';
+import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, type AuditHead, type AuditHeadStore } from './auditHeads.js';
@@ -73,7 +74,7 @@ const OUTCOMES: Readonly<Record<SpendOutcome, Promise<SpendOutcome>>> = {
  * await ledger.spend(jti, Date.now()); // 'spent'
  * await ledger.spend(jti, Date.now()); // 'already-spent'
  */
-export class MemoryLedger implements Ledger, ApprovalStore, AuditHeadStore {
+export class MemoryLedger implements ConfirmStore {
   readonly kind = 'memory';
   readonly shared = false;
   readonly maxPerPrincipal: number;
@@ -200,7 +201,7 @@ export class MemoryLedger implements Ledger, ApprovalStore, AuditHeadStore {
     return ISSUED;
   }
 
-  // ---- ApprovalStore (see approval/store.ts): each method runs to its end without awaiting, so it is atomic.
+  // ---- ApprovalStore (see approvalStore.ts): each method runs to its end without awaiting, so it is atomic.
 
   readonly #approvals = new Map<string, ApprovalRecord>();
   readonly #approvalOfJti = new Map<string, string>();

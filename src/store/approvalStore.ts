@@ -116,20 +116,12 @@ export interface ApprovalStore {
   advanceCounter(credentialId: string, newCounter: number, enrolledCounter: number): Promise<boolean>;
 }
 
-/** Whether a ledger object also implements {@link ApprovalStore}. */
+/** The method names of {@link ApprovalStore}, for wrappers such as the metrics' timed store. */
+export const APPROVAL_STORE_METHODS = ['openApproval', 'approvalById', 'approvalByJti', 'decideApproval', 'putChallenge', 'takeChallenge', 'advanceCounter'] as const;
+
+/** Whether a ledger object also implements {@link ApprovalStore} (has every one of its methods). */
 export function isApprovalStore(value: unknown): value is ApprovalStore {
-  const v = value as Partial<ApprovalStore> | null;
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    typeof v.openApproval === 'function' &&
-    typeof v.approvalById === 'function' &&
-    typeof v.approvalByJti === 'function' &&
-    typeof v.decideApproval === 'function' &&
-    typeof v.putChallenge === 'function' &&
-    typeof v.takeChallenge === 'function' &&
-    typeof v.advanceCounter === 'function'
-  );
+  return typeof value === 'object' && value !== null && APPROVAL_STORE_METHODS.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
 }
 
 /** The counter rule of W3C WebAuthn §6.1.1 (step 22 of §7.2) with 0 accepted while both are 0. */

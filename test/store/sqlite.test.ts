@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
-import { SqliteLedger } from '../../src/stores/sqlite.js';
-import { ledgerContract, type HeldStore } from '../ledger/contract.js';
+import { SqliteLedger } from '../../src/store/sqlite.js';
+import { ledgerContract, type HeldStore } from './ledgerContract.js';
 import { raceIssues, raceSpends } from './race.js';
 import { holdWriteLock } from './sqliteLock.js';
 

@@ -13,7 +13,7 @@
  * fires `attempts` issues of fresh jtis at once, the i-th for `principals[i % length]`.
  */
 import { randomUUID } from 'node:crypto';
-import type { SqliteLedger } from '../../src/stores/sqlite.js';
+import type { SqliteLedger } from '../../src/store/sqlite.js';
 
 type Message =
   | { type: 'open'; path: string; maxPerPrincipal: number; maxTotal: number }
@@ -50,7 +50,7 @@ async function go(m: Extract<Message, { type: 'go' }>): Promise<void> {
 process.on('message', (raw) => {
   const m = raw as Message;
   if (m.type === 'open') {
-    import('../../src/stores/sqlite.js').then(
+    import('../../src/store/sqlite.js').then(
       ({ SqliteLedger }) => {
         // A deadline far beyond the race: contended issues wait (without blocking) for the write lock.
         ledger = new SqliteLedger({ path: m.path, maxPerPrincipal: m.maxPerPrincipal, maxTotal: m.maxTotal, timeoutMs: 60_000 });

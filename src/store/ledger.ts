@@ -61,6 +61,9 @@ export interface Ledger {
   close?(): Promise<void>;
 }
 
+/** The methods of {@link Ledger} (besides `close`), for wrappers such as the metrics' timed store. */
+export const LEDGER_METHODS = ['issue', 'spend'] as const;
+
 /**
  * Reads a bound option of a ledger: a positive safe integer, or the default.
  *

@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_CHALLENGES_PER_APPROVAL, type ApprovalStore } from '../../src/approval/store.js';
-import type { Ledger } from '../../src/ledger/ledger.js';
+import { MAX_CHALLENGES_PER_APPROVAL, type ApprovalStore } from '../../src/store/approvalStore.js';
+import type { Ledger } from '../../src/store/ledger.js';
 
 export type MakeStore = () => (ApprovalStore & Ledger) | Promise<ApprovalStore & Ledger>;
 

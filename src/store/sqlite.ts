@@ -79,7 +79,8 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
-import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+import type { ConfirmStore } from './confirmStore.js';
+import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkNewApproval,
   counterAccepted,
@@ -89,9 +90,9 @@ import {
   type ApprovalStore,
   type DecideOutcome,
   type NewApproval,
-} from '../approval/store.js';
-import { positiveInteger } from '../ledger/ledger.js';
-import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from '../ledger/auditHeads.js';
+} from './approvalStore.js';
+import { positiveInteger } from './ledger.js';
+import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from './auditHeads.js';
 import { BusyRetry, isBusy } from './busyRetry.js';
 
 /** Options of {@link SqliteLedger}. */
@@ -236,7 +237,7 @@ interface Statements {
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' in exactly one process
  */
-export class SqliteLedger implements Ledger, ApprovalStore, AuditHeadStore {
+export class SqliteLedger implements ConfirmStore {
   readonly kind = 'sqlite';
   /** Every process on this host that opens the same file sees the same entries. */
   readonly shared = true;
@@ -527,7 +528,7 @@ export class SqliteLedger implements Ledger, ApprovalStore, AuditHeadStore {
     }
   }
 
-  // ---- ApprovalStore (see approval/store.ts). Additive: own tables, created on first use; every
+  // ---- ApprovalStore (see approvalStore.ts). Additive: own tables, created on first use; every
   // statement runs through #approvalOp, which retries on SQLITE_BUSY without blocking (BusyRetry).
 
   #approval: ApprovalStatements | undefined;
@@ -643,7 +644,7 @@ export class SqliteLedger implements Ledger, ApprovalStore, AuditHeadStore {
     );
   }
 
-  // ---- AuditHeadStore (see ledger/auditHeads.ts). Additive: its own table, created on the first record
+  // ---- AuditHeadStore (see auditHeads.ts). Additive: its own table, created on the first record
   // (a read of a file without it changes nothing); one statement per step, retried as issue and spend are.
 
   #heads: AuditHeadStatements | undefined;

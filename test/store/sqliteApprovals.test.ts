@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { SqliteLedger } from '../../src/stores/sqlite.js';
-import { approvalStoreContract } from './storeContract.js';
+import { SqliteLedger } from '../../src/store/sqlite.js';
+import { approvalStoreContract } from './approvalContract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-approval-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

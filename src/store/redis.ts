@@ -113,11 +113,10 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
-import type { Ledger, SpendOutcome } from '../ledger/ledger.js';
+import type { ConfirmStore } from './confirmStore.js';
+import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkNewApproval,
   counterAccepted,
@@ -127,17 +126,34 @@ import {
   type ApprovalStore,
   type DecideOutcome,
   type NewApproval,
-} from '../approval/store.js';
-import { positiveInteger } from '../ledger/ledger.js';
-import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from '../ledger/auditHeads.js';
+} from './approvalStore.js';
+import { positiveInteger } from './ledger.js';
+import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from './auditHeads.js';
+import { DeadlineError, DeadlineRunner, type RedisCommandClient } from './redisDeadline.js';
+import {
+  APPROVAL_DECIDE_SCRIPT,
+  APPROVAL_DECIDE_SHA,
+  APPROVAL_OPEN_SCRIPT,
+  APPROVAL_OPEN_SHA,
+  APPROVAL_READ_SCRIPT,
+  APPROVAL_READ_SHA,
+  AUDIT_HEAD_READ_SCRIPT,
+  AUDIT_HEAD_READ_SHA,
+  AUDIT_HEAD_RECORD_SCRIPT,
+  AUDIT_HEAD_RECORD_SHA,
+  CHALLENGE_PUT_SCRIPT,
+  CHALLENGE_PUT_SHA,
+  CHALLENGE_TAKE_SCRIPT,
+  CHALLENGE_TAKE_SHA,
+  COUNTER_SCRIPT,
+  COUNTER_SHA,
+  issueScript,
+  sha1,
+  spendScript,
+} from './redisScripts.js';
 
-/**
- * The one method the ledger needs from a Redis client. A node-redis 6
- * `RedisClientType` (from `createClient`) fits; it must be connected already.
- */
-export interface RedisCommandClient {
-  sendCommand(args: ReadonlyArray<string>, options?: { timeout?: number }): Promise<unknown>;
-}
+export type { RedisCommandClient } from './redisDeadline.js';
+
 
 /** Options of {@link RedisLedger}. Give exactly one of `url` and `client`. */
 export interface RedisLedgerOptions {
@@ -185,223 +201,7 @@ export interface RedisLedgerOptions {
   onError?: (error: unknown) => void;
 }
 
-/**
- * TTL of the zsets, in milliseconds, when an issue finds it shorter than the new entry's
- * own TTL (or unset): 24 hours on top of that entry's TTL. The zsets therefore always
- * outlive every entry they count, and an idle principal's or namespace's zsets go away.
- * Stale members are removed by score before a bound refuses.
- */
-const ZSET_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** TTL of the spend list, set when it is created, in milliseconds. */
-const SPENT_LIST_TTL_MS = 24 * 60 * 60 * 1000;
-
-/** A Lua string literal of `text` (no control characters: the namespace refuses them). */
-const luaString = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
-
-/**
- * The issue script of one ledger: its key names and bounds are constants of the script
- * text, so each call sends only what changes. KEYS: entry (`…jti:JTI`). ARGV: principal,
- * expiresAtMs, nowMs, px (the entry's TTL, ms).
- *
- * Seven commands: ZCARD of both zsets, SET NX PX, ZADD to both zsets, and PTTL of both
- * (a zset whose TTL is shorter than the new entry's, or unset because ZADD just created
- * it, gets PEXPIRE px + 24 hours).
- */
-function issueScript(prefix: string, maxPerPrincipal: number, maxTotal: number): string {
-  return `
-local pz = ${luaString(prefix + 'p:')} .. ARGV[1]
-local out = ${luaString(prefix + 'out')}
-if redis.call('ZCARD', pz) >= ${maxPerPrincipal} or redis.call('ZCARD', out) >= ${maxTotal} then
-  redis.call('ZREMRANGEBYSCORE', out, '-inf', ARGV[3])
-  redis.call('ZREMRANGEBYSCORE', pz, '-inf', ARGV[3])
-  if redis.call('ZCARD', pz) >= ${maxPerPrincipal} then return 'capacity-principal' end
-  if redis.call('ZCARD', out) >= ${maxTotal} then return 'capacity-total' end
-end
-if not redis.call('SET', KEYS[1], 'o|' .. ARGV[2] .. '|' .. ARGV[1], 'NX', 'PX', ARGV[4]) then return 'duplicate' end
-local jti = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'jti:') + 1})
-redis.call('ZADD', out, ARGV[2], jti)
-redis.call('ZADD', pz, ARGV[2], jti)
-local px = tonumber(ARGV[4])
-if redis.call('PTTL', out) < px then redis.call('PEXPIRE', out, px + ${ZSET_TTL_MS}) end
-if redis.call('PTTL', pz) < px then redis.call('PEXPIRE', pz, px + ${ZSET_TTL_MS}) end
-return 'issued'
-`;
-}
-
-/**
- * The spend script of one ledger (key names and the tombstone cap are constants of the
- * text). KEYS: entry (`…jti:JTI`). ARGV: nowMs.
- *
- * The entry is replaced by a tombstone and its old value read in one command
- * (`SET … XX GET KEEPTTL`): missing → 'unknown' (nothing written); a tombstone (this
- * version's `s|` or an earlier version's `s|EXPIRES_AT_MS`) → 'already-spent'; an
- * outstanding `o|EXPIRES_AT_MS|PRINCIPAL` → out of both zsets, then 'expired' (entry
- * deleted) or 'spent'. Anything else is put back as it was and is an error.
- *
- * The tombstone cap is kept with a list in spend order (RPUSH, O(1), whose reply is the
- * new length, so no separate count). When a spend takes it beyond the cap, the oldest
- * `excess + evictSlack` spends are popped at once (LPOP with a count, in chunks of at most
- * 1,000) and those still tombstones deleted (one MGET, one DEL per chunk), as the memory
- * ledger drops its oldest: between `maxTotal - evictSlack` and `maxTotal` tombstones stay.
- */
-function spendScript(prefix: string, maxTotal: number): string {
-  return `
-local v = redis.call('SET', KEYS[1], 's|', 'XX', 'GET', 'KEEPTTL')
-if not v then return 'unknown' end
-local kind = string.sub(v, 1, 2)
-if kind == 's|' then return 'already-spent' end
-local bar = string.find(v, '|', 3, true)
-local exp = kind == 'o|' and bar and tonumber(string.sub(v, 3, bar - 1))
-if not exp then
-  redis.call('SET', KEYS[1], v, 'KEEPTTL')
-  return redis.error_reply('ERR mcp-confirm: unexpected ledger value')
-end
-local jti = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'jti:') + 1})
-redis.call('ZREM', ${luaString(prefix + 'out')}, jti)
-redis.call('ZREM', ${luaString(prefix + 'p:')} .. string.sub(v, bar + 1), jti)
-if tonumber(ARGV[1]) >= exp then
-  redis.call('DEL', KEYS[1])
-  return 'expired'
-end
-local list = ${luaString(prefix + 'spent-order')}
-local n = redis.call('RPUSH', list, jti)
-if n == 1 then redis.call('PEXPIRE', list, ${SPENT_LIST_TTL_MS}) end
-if n > ${maxTotal} then
-  local excess = n - ${maxTotal - evictSlack(maxTotal)}
-  while excess > 0 do
-    local old = redis.call('LPOP', list, math.min(excess, 1000))
-    if not old then break end
-    excess = excess - #old
-    local keys = {}
-    for i = 1, #old do keys[i] = ${luaString(prefix + 'jti:')} .. old[i] end
-    local values = redis.call('MGET', unpack(keys))
-    local dead = {}
-    for i = 1, #keys do
-      local ov = values[i]
-      if ov and string.sub(ov, 1, 2) == 's|' then dead[#dead + 1] = keys[i] end
-    end
-    if #dead > 0 then redis.call('DEL', unpack(dead)) end
-  end
-end
-return 'spent'
-`;
-}
-
-/**
- * How many tombstones below the cap one eviction goes (⌊maxTotal / 1024⌋: 97 for the
- * default 100,000, 0 below 1,024), so that at the cap a spend evicts once per
- * `evictSlack + 1` spends instead of at every spend.
- */
-function evictSlack(maxTotal: number): number {
-  return Math.floor(maxTotal / 1024);
-}
-
-const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
-
-/** Open an approval. KEYS: ap:ID, apj:JTI. ARGV: id, jti, principal, view, expiresAtMs, px. */
-const APPROVAL_OPEN_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 'duplicate' end
-redis.call('HSET', KEYS[1], 'id', ARGV[1], 'jti', ARGV[2], 'principal', ARGV[3], 'view', ARGV[4], 'exp', ARGV[5],
-  'status', 'pending', 'dec', '0', 'approver', '', 'cred', '')
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[6])
-return 'opened'
-`;
-
-/**
- * Read an approval as JSON text. KEYS: ap:ID (ARGV[1] '') or apj:JTI (ARGV[1] the ap: prefix, to follow the index).
- */
-const APPROVAL_READ_SCRIPT = `
-local key = KEYS[1]
-if ARGV[1] ~= '' then
-  local id = redis.call('GET', key)
-  if not id then return 'none' end
-  key = ARGV[1] .. id
-end
-local v = redis.call('HGETALL', key)
-if #v == 0 then return 'none' end
-local o = {}
-for i = 1, #v, 2 do o[v[i]] = v[i + 1] end
-return cjson.encode(o)
-`;
-
-/** Decide an approval once. KEYS: ap:ID. ARGV: status, approver, credentialId, nowMs. */
-const APPROVAL_DECIDE_SCRIPT = `
-local v = redis.call('HMGET', KEYS[1], 'status', 'exp')
-if not v[1] then return 'unknown' end
-if tonumber(ARGV[4]) >= tonumber(v[2]) then return 'expired' end
-if v[1] ~= 'pending' then return 'already-decided' end
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'approver', ARGV[2], 'cred', ARGV[3], 'dec', ARGV[4])
-return 'decided'
-`;
-
-/**
- * Store a challenge once, keeping at most ARGV[3] per approval. KEYS: ch:CHALLENGE, chl:ID (the
- * approval's challenge keys, oldest first). ARGV: "expiresAtMs|id", px, most per approval.
- * Beyond the most, the oldest keys of the list are deleted (one already taken or expired is
- * deleted again, harmlessly); the list lives as long as its newest challenge.
- */
-const CHALLENGE_PUT_SCRIPT = `
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'duplicate' end
-local n = redis.call('RPUSH', KEYS[2], KEYS[1])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-local most = tonumber(ARGV[3])
-while n > most do
-  redis.call('DEL', redis.call('LPOP', KEYS[2]))
-  n = n - 1
-end
-return 'put'
-`;
-
-/** Take a challenge once. KEYS: ch:CHALLENGE. */
-const CHALLENGE_TAKE_SCRIPT = `
-local v = redis.call('GET', KEYS[1])
-if not v then return 'none' end
-redis.call('DEL', KEYS[1])
-return v
-`;
-
-/** Move a signature counter forward. KEYS: ctr:CREDENTIAL. ARGV: newCounter, enrolledCounter. */
-const COUNTER_SCRIPT = `
-local stored = tonumber(redis.call('GET', KEYS[1]) or ARGV[2])
-local nextValue = tonumber(ARGV[1])
-if (nextValue == 0 and stored == 0) or nextValue > stored then
-  redis.call('SET', KEYS[1], ARGV[1])
-  return 'advanced'
-end
-return 'refused'
-`;
-
-/**
- * Record an audit trail head: replaced for another trail, moved forward for the same one, else kept.
- * KEYS: ah:PATH. ARGV: trail, seq, mac.
- */
-const AUDIT_HEAD_RECORD_SCRIPT = `
-local v = redis.call('HMGET', KEYS[1], 'trail', 'seq')
-if v[1] == ARGV[1] and tonumber(v[2]) >= tonumber(ARGV[2]) then return 'kept' end
-redis.call('HSET', KEYS[1], 'trail', ARGV[1], 'seq', ARGV[2], 'mac', ARGV[3])
-return 'recorded'
-`;
-
-/** Read an audit trail head as "trail|seq|mac", or 'none'. KEYS: ah:PATH. */
-const AUDIT_HEAD_READ_SCRIPT = `
-local v = redis.call('HMGET', KEYS[1], 'trail', 'seq', 'mac')
-if not v[1] then return 'none' end
-return v[1] .. '|' .. v[2] .. '|' .. v[3]
-`;
-
-const APPROVAL_OPEN_SHA = sha1(APPROVAL_OPEN_SCRIPT);
-const AUDIT_HEAD_RECORD_SHA = sha1(AUDIT_HEAD_RECORD_SCRIPT);
-const AUDIT_HEAD_READ_SHA = sha1(AUDIT_HEAD_READ_SCRIPT);
-const APPROVAL_READ_SHA = sha1(APPROVAL_READ_SCRIPT);
-const APPROVAL_DECIDE_SHA = sha1(APPROVAL_DECIDE_SCRIPT);
-const CHALLENGE_PUT_SHA = sha1(CHALLENGE_PUT_SCRIPT);
-const CHALLENGE_TAKE_SHA = sha1(CHALLENGE_TAKE_SCRIPT);
-const COUNTER_SHA = sha1(COUNTER_SCRIPT);
-
-/** Per-command options: no driver timeout (node-redis 6 defaults to 5 s, at ~3× the CPU cost). */
-const COMMAND_OPTIONS = { timeout: 0 } as const;
 
 const SPEND_OUTCOMES: ReadonlySet<string> = new Set<SpendOutcome>(['spent', 'already-spent', 'unknown', 'expired']);
 
@@ -416,25 +216,8 @@ function finiteMs(name: string, value: number): number {
   return value;
 }
 
-function replyText(reply: unknown): string | undefined {
-  if (typeof reply === 'string') return reply;
-  if (Buffer.isBuffer(reply)) return reply.toString('utf8');
-  return undefined;
-}
 
-class DeadlineError extends Error {
-  constructor(timeoutMs: number) {
-    super(`no answer from Redis within ${timeoutMs} ms`);
-    this.name = 'DeadlineError';
-  }
-}
 
-/** One operation in flight: settled once, by its reply, its failure, the deadline or close(). */
-interface Pending {
-  readonly deadline: number;
-  readonly resolve: (reply: string | undefined) => void;
-  readonly reject: (error: Error) => void;
-}
 
 /** Creates the client an owned ledger uses. */
 function ownedClient(url: string, options: { connectTimeoutMs: number; onError: (error: unknown) => void }) {
@@ -468,7 +251,7 @@ type OwnedClient = ReturnType<typeof ownedClient>;
  * await ledger.issue(jti, principal, Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
  */
-export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
+export class RedisLedger implements ConfirmStore {
   readonly kind = 'redis';
   readonly shared = true;
   readonly namespace: string;
@@ -477,7 +260,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
   readonly timeoutMs: number;
   readonly clockSkewMs: number;
   readonly connectTimeoutMs: number;
-  readonly #client: RedisCommandClient;
+  readonly #runner: DeadlineRunner;
   readonly #owned: OwnedClient | undefined;
   readonly #prefix: string;
   readonly #entryPrefix: string;
@@ -485,9 +268,6 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
   readonly #issueSha: string;
   readonly #spendScript: string;
   readonly #spendSha: string;
-  readonly #pending = new Set<Pending>();
-  #timer: NodeJS.Timeout | undefined;
-  #closed = false;
 
   /**
    * Creates the ledger. With `url`, the owned client starts connecting in the
@@ -536,14 +316,14 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
       const onError = options.onError ?? (() => {});
       const client = ownedClient(options.url, { connectTimeoutMs: this.connectTimeoutMs, onError });
       this.#owned = client;
-      this.#client = client;
+      this.#runner = new DeadlineRunner(client, this.timeoutMs);
       // Retries forever in the background (see reconnectStrategy) until close().
       void client.connect().catch(onError);
     } else {
       const client = options.client;
       if (typeof client?.sendCommand !== 'function') throw new TypeError('client must have a sendCommand method');
       this.#owned = undefined;
-      this.#client = client;
+      this.#runner = new DeadlineRunner(client, this.timeoutMs);
     }
   }
 
@@ -575,7 +355,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
 
   /** `true` when an owned client is connected and ready (always `true` for a given client). */
   get isReady(): boolean {
-    return this.#owned === undefined ? !this.#closed : this.#owned.isReady;
+    return this.#owned === undefined ? !this.#runner.closed : this.#owned.isReady;
   }
 
   /**
@@ -595,7 +375,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
     finiteMs('nowMs', nowMs);
     const remaining = Math.max(0, Math.ceil(expiresAtMs - nowMs));
     const px = Math.max(1, remaining + this.clockSkewMs);
-    const reply = await this.#run([
+    const reply = await this.#runner.run([
       'EVALSHA',
       this.#issueSha,
       '1',
@@ -631,19 +411,19 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
    */
   async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
     finiteMs('nowMs', nowMs);
-    const reply = await this.#run(['EVALSHA', this.#spendSha, '1', this.#entryPrefix + jti, String(nowMs)], this.#spendScript);
+    const reply = await this.#runner.run(['EVALSHA', this.#spendSha, '1', this.#entryPrefix + jti, String(nowMs)], this.#spendScript);
     if (reply !== undefined && SPEND_OUTCOMES.has(reply)) return reply as SpendOutcome;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to spend') });
   }
 
-  // ---- ApprovalStore (see approval/store.ts). Additive: own keys, one Lua script per step.
+  // ---- ApprovalStore (see approvalStore.ts). Additive: own keys, one Lua script per step.
 
   /** {@link ApprovalStore.openApproval}: one script (`ap:ID` hash and `apj:JTI` index, both new or nothing). */
   async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
     checkNewApproval(approval);
     finiteMs('nowMs', nowMs);
     const px = Math.max(1, Math.ceil(approval.expiresAtMs - nowMs) + this.clockSkewMs);
-    const reply = await this.#script(
+    const reply = await this.#runner.script(
       APPROVAL_OPEN_SHA,
       APPROVAL_OPEN_SCRIPT,
       [this.#prefix + 'ap:' + approval.id, this.#prefix + 'apj:' + approval.jti],
@@ -673,7 +453,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
     nowMs: number,
   ): Promise<DecideOutcome> {
     finiteMs('nowMs', nowMs);
-    const reply = await this.#script(
+    const reply = await this.#runner.script(
       APPROVAL_DECIDE_SHA,
       APPROVAL_DECIDE_SCRIPT,
       [this.#prefix + 'ap:' + id],
@@ -691,7 +471,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
     finiteMs('expiresAtMs', expiresAtMs);
     finiteMs('nowMs', nowMs);
     const px = Math.max(1, Math.ceil(expiresAtMs - nowMs) + this.clockSkewMs);
-    const reply = await this.#script(
+    const reply = await this.#runner.script(
       CHALLENGE_PUT_SHA,
       CHALLENGE_PUT_SCRIPT,
       [this.#prefix + 'ch:' + challenge, this.#prefix + 'chl:' + id],
@@ -705,7 +485,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
   /** {@link ApprovalStore.takeChallenge}: `GETDEL` inside one script. */
   async takeChallenge(challenge: string, nowMs: number): Promise<string | undefined> {
     finiteMs('nowMs', nowMs);
-    const reply = await this.#script(CHALLENGE_TAKE_SHA, CHALLENGE_TAKE_SCRIPT, [this.#prefix + 'ch:' + challenge], []);
+    const reply = await this.#runner.script(CHALLENGE_TAKE_SHA, CHALLENGE_TAKE_SCRIPT, [this.#prefix + 'ch:' + challenge], []);
     if (reply === 'none') return undefined;
     const bar = reply === undefined ? -1 : reply.indexOf('|');
     if (reply === undefined || bar < 1) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takeChallenge') });
@@ -716,7 +496,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
   /** {@link ApprovalStore.advanceCounter}: read, compare and write in one script. */
   async advanceCounter(credentialId: string, newCounter: number, enrolledCounter: number): Promise<boolean> {
     if (!counterAccepted(-1, newCounter) || !Number.isSafeInteger(enrolledCounter) || enrolledCounter < 0) return false;
-    const reply = await this.#script(
+    const reply = await this.#runner.script(
       COUNTER_SHA,
       COUNTER_SCRIPT,
       [this.#prefix + 'ctr:' + credentialId],
@@ -727,12 +507,12 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to advanceCounter') });
   }
 
-  // ---- AuditHeadStore (see ledger/auditHeads.ts). Additive: its own key per trail path, one script per step.
+  // ---- AuditHeadStore (see auditHeads.ts). Additive: its own key per trail path, one script per step.
 
   /** {@link AuditHeadStore.recordAuditHead}: one script (another trail replaces, a later seq moves forward). */
   async recordAuditHead(path: string, head: AuditHead): Promise<void> {
     checkAuditHead(path, head);
-    const reply = await this.#script(AUDIT_HEAD_RECORD_SHA, AUDIT_HEAD_RECORD_SCRIPT, [this.#prefix + 'ah:' + path], [head.trail, String(head.seq), head.mac]);
+    const reply = await this.#runner.script(AUDIT_HEAD_RECORD_SHA, AUDIT_HEAD_RECORD_SCRIPT, [this.#prefix + 'ah:' + path], [head.trail, String(head.seq), head.mac]);
     if (reply === 'recorded' || reply === 'kept') return;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to recordAuditHead') });
   }
@@ -740,7 +520,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
   /** {@link AuditHeadStore.auditHead}. */
   async auditHead(path: string): Promise<AuditHead | undefined> {
     checkAuditHeadPath(path);
-    const reply = await this.#script(AUDIT_HEAD_READ_SHA, AUDIT_HEAD_READ_SCRIPT, [this.#prefix + 'ah:' + path], []);
+    const reply = await this.#runner.script(AUDIT_HEAD_READ_SHA, AUDIT_HEAD_READ_SCRIPT, [this.#prefix + 'ah:' + path], []);
     if (reply === 'none') return undefined;
     const [trail, seq, mac, ...rest] = (reply ?? '').split('|');
     const head = { trail, seq: Number(seq), mac };
@@ -749,7 +529,7 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
   }
 
   async #readApproval(keys: [string, string], nowMs: number): Promise<ApprovalRecord | undefined> {
-    const reply = await this.#script(APPROVAL_READ_SHA, APPROVAL_READ_SCRIPT, [keys[0]], [keys[1]]);
+    const reply = await this.#runner.script(APPROVAL_READ_SHA, APPROVAL_READ_SCRIPT, [keys[0]], [keys[1]]);
     if (reply === 'none') return undefined;
     let record: ApprovalRecord;
     try {
@@ -779,11 +559,8 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
    * later calls reject with `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
    */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const p of this.#pending) p.reject(new ConfirmLedgerUnavailableError({ cause: new Error('ledger closed') }));
-    this.#pending.clear();
-    this.#stopTimer();
+    if (this.#runner.closed) return;
+    this.#runner.close();
     const client = this.#owned;
     if (client === undefined) return;
     if (client.isReady) {
@@ -801,90 +578,5 @@ export class RedisLedger implements Ledger, ApprovalStore, AuditHeadStore {
     } else if (client.isOpen) {
       client.destroy(); // stops the reconnect loop
     }
-  }
-
-  /**
-   * Runs a script by hash (sending it with `EVAL` on `NOSCRIPT`) under one
-   * deadline of `timeoutMs`; resolves with its text reply (`undefined` for any
-   * other reply type). One shared interval timer checks the pending operations
-   * (kept in start order, so in deadline order) instead of one timer each.
-   *
-   * @throws {ConfirmLedgerUnavailableError} on any failure, including the deadline.
-   */
-  #script(sha: string, script: string, keys: string[], args: string[]): Promise<string | undefined> {
-    return this.#run(['EVALSHA', sha, String(keys.length), ...keys, ...args], script);
-  }
-
-  /** {@link #script} for a command already built: `['EVALSHA', sha, numkeys, ...keys, ...args]`. */
-  #run(command: string[], script: string): Promise<string | undefined> {
-    // Hot path: no named closures per call (cheaper, also under tsx/esbuild keepNames).
-    return new Promise<string | undefined>((resolve, reject) => {
-      if (this.#closed) {
-        reject(new ConfirmLedgerUnavailableError({ cause: new Error('ledger closed') }));
-        return;
-      }
-      const pending: Pending = { deadline: performance.now() + this.timeoutMs, resolve, reject };
-      this.#pending.add(pending);
-      this.#startTimer();
-      this.#send(command, pending, script);
-    });
-  }
-
-  /**
-   * Sends `command` for `pending`; on `NOSCRIPT` (when `script` is given) resends it as `EVAL`,
-   * also after `pending` was settled by its deadline (see "Failure" in the module docs).
-   */
-  #send(command: string[], pending: Pending, script: string | undefined): void {
-    let sent: Promise<unknown>;
-    try {
-      sent = this.#client.sendCommand(command, COMMAND_OPTIONS);
-    } catch (error) {
-      this.#fail(pending, error);
-      return;
-    }
-    sent.then(
-      (reply) => {
-        if (this.#pending.delete(pending)) pending.resolve(replyText(reply));
-      },
-      (error: unknown) => {
-        // First use on this server (or after SCRIPT FLUSH): send the script itself, and do so even when the
-        // caller was already refused at the deadline, so that a command that reached Redis is carried out
-        // whether or not Redis had the script cached (the outcome never depends on the script cache).
-        if (script !== undefined && error instanceof Error && error.message.startsWith('NOSCRIPT')) {
-          command[0] = 'EVAL';
-          command[1] = script;
-          this.#send(command, pending, undefined);
-        } else {
-          this.#fail(pending, error);
-        }
-      },
-    );
-  }
-
-  #fail(pending: Pending, cause: unknown): void {
-    if (this.#pending.delete(pending)) pending.reject(new ConfirmLedgerUnavailableError({ cause }));
-  }
-
-  #startTimer(): void {
-    if (this.#timer !== undefined) return;
-    const tick = Math.min(100, Math.max(5, Math.floor(this.timeoutMs / 20)));
-    this.#timer = setInterval(() => this.#expire(), tick);
-    this.#timer.unref();
-  }
-
-  #stopTimer(): void {
-    if (this.#timer === undefined) return;
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-  }
-
-  #expire(): void {
-    const now = performance.now();
-    for (const p of this.#pending) {
-      if (p.deadline > now) break;
-      this.#pending.delete(p);
-      p.reject(new ConfirmLedgerUnavailableError({ cause: new DeadlineError(this.timeoutMs) }));
-    }
-    if (this.#pending.size === 0) this.#stopTimer();
   }
 }

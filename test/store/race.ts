@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+import type { Ledger, SpendOutcome } from '../../src/store/ledger.js';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 
 const WORKER = fileURLToPath(new URL('./raceWorker.ts', import.meta.url));

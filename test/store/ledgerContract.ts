@@ -16,8 +16,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfirmCapacityError } from '../../src/errors.js';
-import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
-import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../../src/ledger/auditHeads.js';
+import type { Ledger, SpendOutcome } from '../../src/store/ledger.js';
+import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../../src/store/auditHeads.js';
 import { expectUnavailable } from '../helpers/rejections.js';
 
 /** Bounds a test asks its ledger to be made with. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { RedisLedger } from '../../src/stores/redis.js';
-import { approvalStoreContract } from './storeContract.js';
+import { RedisLedger } from '../../src/store/redis.js';
+import { approvalStoreContract } from './approvalContract.js';
 
 /** Missing or unreachable Redis is a failure, never a skip. */
 function redisUrl(): string {

@@ -11,7 +11,7 @@
  * On 'go' the child spins until `startAtMs` (so all processes start together),
  * then fires `attempts` spends of the same jti at once and counts the outcomes.
  */
-import type { Ledger, SpendOutcome } from '../../src/ledger/ledger.js';
+import type { Ledger, SpendOutcome } from '../../src/store/ledger.js';
 
 type OpenMessage =
   | { type: 'open'; store: 'sqlite'; path: string }
@@ -27,12 +27,12 @@ function send(message: unknown): void {
 
 async function open(m: OpenMessage): Promise<Ledger> {
   if (m.store === 'sqlite') {
-    const { SqliteLedger } = await import('../../src/stores/sqlite.js');
+    const { SqliteLedger } = await import('../../src/store/sqlite.js');
     // A deadline far beyond the race: contended spends wait (without blocking) for the write lock,
     // and this test is about atomicity, not about how fast a loaded machine gets through 1,000 spends.
     return new SqliteLedger({ path: m.path, timeoutMs: 60_000 });
   }
-  const { RedisLedger } = await import('../../src/stores/redis.js');
+  const { RedisLedger } = await import('../../src/store/redis.js');
   return RedisLedger.open({ url: m.url, namespace: m.namespace });
 }
 

@@ -1,0 +1,4 @@
+import { MemoryLedger } from '../../src/store/memory.js';
+import { approvalStoreContract } from './approvalContract.js';
+
+approvalStoreContract('MemoryLedger', () => new MemoryLedger());
