@@ -14,8 +14,8 @@
  *   caller's text, and a backtracking one (`^(a+)+$`) takes time exponential in the text's length
  *   (ReDoS). Where a schema has `patternProperties`, its `additionalProperties` goes too (which
  *   properties are "additional" depends on the patterns: ajv would run them).
- * - `uniqueItems: true`: ajv compares every pair of items that are not all of one scalar type,
- *   time quadratic in the number of items (20,000 objects: seconds).
+ * - `uniqueItems: true`: ajv compares every pair of items unless the sibling `items` declares
+ *   scalar types only, time quadratic in the number of items (20,000 objects: seconds).
  *
  * They are removed wherever they stand in the document, not only where a schema is expected: a
  * `$ref` (or `$id`, `$anchor`, `$dynamicRef`) can make any object a schema, even one under an
