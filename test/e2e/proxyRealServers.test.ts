@@ -195,6 +195,60 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
     expect(text(await callTool(client, { name: 'patterned', arguments: { word: 'a'.repeat(101) } }))).toBe(refusal('arguments/word must NOT have more than 100 characters'));
   });
 
+  it('a backtracking pattern reached through a $ref into an unknown keyword is not run: 40 a\'s and a ! (hours if it ran) is asked at once and a tools/list sent next is answered; a maxLength reached through the same $ref is still checked (control)', async () => {
+    const dir = freshDir('refpattern');
+    const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    const args = { w: `${'a'.repeat(40)}!` };
+    const call = callTool(client, { name: 'refPattern', arguments: args });
+    const listed = client.listTools();
+    const { state } = asked(await call);
+    expect((await listed).tools.map((t) => t.name)).toContain('refPattern');
+    await callTool(client, { name: 'refPattern', arguments: args, inputResponses: ACCEPT, requestState: state });
+    expect(calls(dir)).toEqual([JSON.stringify(args)]);
+    expect(text(await callTool(client, { name: 'refPattern', arguments: { w: 'a'.repeat(51) } }))).toBe(refusal('arguments/w must NOT have more than 50 characters'));
+  });
+
+  it('uniqueItems is not checked (quadratic in the items): 20,000 objects, two of them equal, are asked, not refused; a maxItems beside it is still checked (control)', async () => {
+    const dir = freshDir('unique');
+    const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    const list = Array.from({ length: 20000 }, (_, i) => ({ a: i === 19999 ? 0 : i }));
+    asked(await callTool(client, { name: 'unique', arguments: { list } }));
+    expect(text(await callTool(client, { name: 'unique', arguments: { list: [...list, { a: 20000 }] } }))).toBe(refusal('arguments/list must NOT have more than 20000 items'));
+    expect(calls(dir)).toEqual([]);
+  });
+
+  it('a format name holding a newline, ESC and CR reaches the proxy\'s stderr rendered (ajv\'s "unknown format" warning), never raw; the call is asked and forwarded (control)', async () => {
+    const dir = freshDir('oddformat');
+    const { client, stderr } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    const { state } = asked(await callTool(client, { name: 'oddFormat', arguments: { v: 'x' } }));
+    await callTool(client, { name: 'oddFormat', arguments: { v: 'x' }, inputResponses: ACCEPT, requestState: state });
+    expect(calls(dir)).toEqual([JSON.stringify({ v: 'x' })]);
+    expect(stderr()).toContain('mcp-confirm proxy: argument check: the validator said `unknown format "x\\n\\x1b[2K\\rFORGED LOG LINE" ignored in schema at path "#/properties/v"`\n');
+    expect(stderr()).not.toMatch(/[\u001b\r]/);
+    expect(stderr().split('\n').filter((line) => line.startsWith('FORGED'))).toEqual([]);
+  });
+
+  it('a check that fails while it runs is refused as not checkable, nothing asked or forwarded: a schema referring to itself without end, and arguments nested 3,000 deep against a recursive schema; 100 deep is asked and a wrong type deep inside is named (controls)', async () => {
+    const dir = freshDir('recursive');
+    const { client, stderr } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
+    const uncheckable =
+      "[ERR_CONFIRM_BAD_ARGUMENT] Bad argument: the arguments could not be checked against the tool's inputSchema (the check ran out of stack: the arguments are nested too deeply, or the schema refers to itself without end); nothing was asked and nothing was done.";
+    expect(text(await callTool(client, { name: 'selfRef', arguments: {} }))).toBe(uncheckable);
+    const nested = (depth: number, leaf: Record<string, unknown>) => {
+      let v: Record<string, unknown> = leaf;
+      for (let i = 0; i < depth; i++) v = { c: v };
+      return v;
+    };
+    expect(text(await callTool(client, { name: 'tree', arguments: nested(3000, { n: 1 }) }))).toBe(uncheckable);
+    expect(text(await callTool(client, { name: 'tree', arguments: nested(3, { n: 'one' }) }))).toBe(refusal('arguments/c/c/c/n must be integer'));
+    expect(stderr()).not.toContain('asked to confirm');
+    expect(calls(dir)).toEqual([]);
+    const args = nested(100, { n: 1 });
+    const { state } = asked(await callTool(client, { name: 'tree', arguments: args }));
+    await callTool(client, { name: 'tree', arguments: args, inputResponses: ACCEPT, requestState: state });
+    expect(calls(dir)).toEqual([JSON.stringify(args)]);
+  });
+
   it('a schema the validator cannot compile is not checked: the call is asked and forwarded as before', async () => {
     const dir = freshDir('uncompilable');
     const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);

@@ -1,8 +1,8 @@
-/** What the proxy's argument check removes from a schema before compiling it (the rest: test/e2e/proxyRealServers.test.ts). */
+/** What the proxy's argument check removes from a schema before compiling it, wherever it stands (the rest: test/e2e/proxyRealServers.test.ts). */
 import { describe, expect, it } from 'vitest';
-import { withoutUpstreamRegexes } from '../../src/proxy/argumentSchema.js';
+import { withoutUncheckedKeywords } from '../../src/proxy/argumentSchema.js';
 
-describe('withoutUpstreamRegexes', () => {
+describe('withoutUncheckedKeywords', () => {
   it('removes pattern wherever a schema stands (properties, items, allOf, $defs, propertyNames), and patternProperties with its additionalProperties', () => {
     const schema = {
       type: 'object',
@@ -15,7 +15,7 @@ describe('withoutUpstreamRegexes', () => {
       additionalProperties: false,
       unevaluatedProperties: false,
     };
-    expect(withoutUpstreamRegexes(schema)).toEqual({
+    expect(withoutUncheckedKeywords(schema)).toEqual({
       type: 'object',
       properties: { a: { type: 'string' } },
       items: [{}],
@@ -34,6 +34,45 @@ describe('withoutUpstreamRegexes', () => {
       required: ['pattern'],
       additionalProperties: false,
     };
-    expect(withoutUpstreamRegexes(schema)).toEqual(schema);
+    expect(withoutUncheckedKeywords(schema)).toEqual(schema);
+  });
+
+  it('removes pattern and uniqueItems: true from objects a $ref can reach anywhere (unknown keywords, inside const and enum, under $id), dropping the const or enum that changed', () => {
+    const schema = {
+      type: 'object',
+      properties: { w: { $ref: '#/x-hidden/p' }, c: { $ref: '#/properties/z/const' }, l: { type: 'array', uniqueItems: true, maxItems: 3 } },
+      'x-hidden': { p: { type: 'string', pattern: '^(a+)+$', maxLength: 50 } },
+      z: { const: { type: 'string', pattern: '^(a+)+$' } },
+      e: { enum: [{ pattern: '^(a+)+$' }, 'k'] },
+      $defs: { d: { $id: 'urn:x', $anchor: 'd', pattern: '^(a+)+$' } },
+      required: ['w'],
+    };
+    expect(withoutUncheckedKeywords(schema)).toEqual({
+      type: 'object',
+      properties: { w: { $ref: '#/x-hidden/p' }, c: { $ref: '#/properties/z/const' }, l: { type: 'array', maxItems: 3 } },
+      'x-hidden': { p: { type: 'string', maxLength: 50 } },
+      z: {},
+      e: {},
+      $defs: { d: { $id: 'urn:x', $anchor: 'd' } },
+      required: ['w'],
+    });
+  });
+
+  it('a key removed from a properties map (a property whose schema is the string at key pattern) takes additionalProperties and every unevaluatedProperties with it; only a changed schema under a property does not (control)', () => {
+    expect(
+      withoutUncheckedKeywords({
+        properties: { pattern: '^(a+)+$', n: { type: 'integer' } },
+        additionalProperties: false,
+        allOf: [{ unevaluatedProperties: false }],
+      }),
+    ).toEqual({ properties: { n: { type: 'integer' } }, allOf: [{}] });
+    expect(withoutUncheckedKeywords({ properties: { pattern: 'x' }, unevaluatedProperties: false })).toEqual({ properties: {} });
+    const kept = { properties: { a: { type: 'string', pattern: 'x' } }, additionalProperties: false, unevaluatedProperties: false };
+    expect(withoutUncheckedKeywords(kept)).toEqual({ properties: { a: { type: 'string' } }, additionalProperties: false, unevaluatedProperties: false });
+  });
+
+  it('control: uniqueItems: false, a non-string pattern and strings-only enums are kept', () => {
+    const schema = { type: 'object', properties: { l: { uniqueItems: false }, m: { enum: ['pattern', 'uniqueItems'] } }, x: { pattern: 5 } };
+    expect(withoutUncheckedKeywords(schema)).toEqual(schema);
   });
 });
