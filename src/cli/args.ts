@@ -31,7 +31,7 @@ export const USAGE = `Usage:
   mcp-confirm approvers remove --approvers PATH --name NAME
   mcp-confirm demo [--yes]
       Run the demo: a real server and client, a confirmed deletion, three refused attacks.
-  mcp-confirm proxy [OPTIONS] -- COMMAND [ARG ...]
+  mcp-confirm proxy [OPTIONS] [--] COMMAND [ARG ...]
       Put the confirmation in front of another MCP server (mcp-confirm proxy --help).
   mcp-confirm keygen [--kid ID]
       Print a new key file ({"keys":[{"kid","k"}]}) with 32 random bytes to stdout.

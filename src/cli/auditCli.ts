@@ -157,7 +157,7 @@ export async function runAuditVerify(command: AuditVerifyCommand): Promise<numbe
     case 'legacy':
       process.stdout.write(`${verdict.lastSeq}\n`);
       stderr(
-        `audit trail ${file} is legacy (no opening line: written before trails were named, or its start is gone): ${verdict.lastSeq} line(s) chained intact, last mac ${verdict.lastMac}; neither a cut end nor another trail in its place can be told`,
+        `audit trail ${file} is legacy (no opening line: written before trails were named): ${verdict.lastSeq} line(s) chained intact, last mac ${verdict.lastMac}; neither a cut end nor another trail in its place can be told`,
       );
       return EXIT_AUDIT_LEGACY;
     case 'broken':
@@ -173,7 +173,7 @@ export async function runAuditVerify(command: AuditVerifyCommand): Promise<numbe
       return EXIT_AUDIT_BROKEN;
     case 'unrecorded':
       stderr(
-        `audit trail ${file}: the store records no head for this path (${verdict.trail.heads === null ? 'its opening line says its heads were recorded nowhere' : 'written with another store, or moved or copied from where it was written'}), so a cut end cannot be told`,
+        `audit trail ${file}: the store records no head for this path (${verdict.trail.heads === null ? 'its opening line says its heads were recorded nowhere' : 'written with another store or under another --audience than the one given here, or moved or copied from where it was written'}), so a cut end cannot be told`,
       );
       return EXIT_AUDIT_BROKEN;
   }
