@@ -204,7 +204,8 @@ export interface ConfirmableTool<A, F = null> {
   /**
    * Round 2, after an accepted, unspent, matching confirmation: re-check the
    * resource against the fingerprint, then act. Throw a {@link ConfirmError}
-   * to refuse.
+   * to refuse; throw {@link ChangedBeforeActingError} (before doing anything) to have the human
+   * asked again because what they were asked about changed since {@link unchanged} ran.
    */
   act(args: A, context: ActContext<F>): CallToolResult | Promise<CallToolResult>;
   /** Tail of the sentence when nothing is done, e.g. `'nothing was deleted'`. Defaults to `'nothing was done'`. */
@@ -257,7 +258,8 @@ export interface Confirmation {
    * @returns the handler; `server` must have been built with {@link serverOptions}
    *   (the `requestState` verify hook), else no round 2 ever opens and every call is asked.
    *   Round 2 order: state opened → tool and argument digests (`ERR_CONFIRM_MISMATCH`) →
-   *   question digest → {@link ConfirmableTool.unchanged} → `jti` spent → answer → `act`.
+   *   question digest → {@link ConfirmableTool.unchanged} → `jti` spent → answer → "confirmed"
+   *   line → `act` (which may still ask again: {@link ChangedBeforeActingError}).
    * @throws whatever `options.rethrow` selects; every other error is an `isError` result
    *   (a {@link ConfirmError} with its `ERR_CONFIRM_*` code, anything else the generic internal error).
    */
@@ -283,6 +285,21 @@ export class OpenedState {
     readonly claims: ConfirmClaims,
     readonly state: string = '',
   ) {}
+}
+
+/**
+ * Thrown by {@link ConfirmableTool.act} before it has done anything, when what the human was asked
+ * about no longer holds at the moment of acting (after the `jti` was spent and the "confirmed" line
+ * written: e.g. the proxy finds the upstream's roots or tool list changed just before it forwards).
+ * The guard then asks again (a fresh question and state, as for a failed
+ * {@link ConfirmableTool.unchanged}); the spent `jti` stays spent; nothing is done. Not a refusal:
+ * no `ERR_CONFIRM_*` code, no "failed" audit line (the "asked-again" line says it).
+ */
+export class ChangedBeforeActingError extends Error {
+  constructor() {
+    super('what the human was asked about changed before the tool acted');
+    this.name = 'ChangedBeforeActingError';
+  }
 }
 
 /**
@@ -571,6 +588,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       try {
         result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
       } catch (e) {
+        // Nothing was done: the caller asks again (see ChangedBeforeActingError).
+        if (e instanceof ChangedBeforeActingError) throw e;
         await recordAfter('failed', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
         if (typeof e === 'object' && e !== null) RECORDED.add(e);
         throw e;
@@ -584,6 +603,20 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         await record(event, trail, extra);
       } catch {
         // Reported by the audit log itself (its onError).
+      }
+    };
+
+    /**
+     * `act` after the "confirmed" line; when the tool finds, before doing anything, that what was asked
+     * about changed ({@link ChangedBeforeActingError}), the human is asked again instead.
+     */
+    const actOrAskAgain = async (args: A, claims: ConfirmClaims, ctx: ServerContext, trail: Trail): Promise<CallToolResult | InputRequiredResult> => {
+      try {
+        return await actRecorded(args, claims, ctx, trail);
+      } catch (e) {
+        if (!(e instanceof ChangedBeforeActingError)) throw e;
+        emit({ type: 'asked-again', tool: name, reason: 'resource-changed' });
+        return ask(args, ctx, trail, 'resource-changed');
       }
     };
 
@@ -692,8 +725,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // 5. Fail closed: the "confirmed" line, with the approver, is written before anything is done.
       await record_('confirmed', trail, { outcome: 'accept', approver: record.approver });
       // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await actRecorded(args, claims, ctx, trail);
-      emit({ type: 'confirmed', tool: name, approver: record.approver });
+      const result = await actOrAskAgain(args, claims, ctx, trail);
+      if (!('inputRequests' in result)) emit({ type: 'confirmed', tool: name, approver: record.approver });
       return result;
     };
 
@@ -785,8 +818,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // 5. Fail closed: the "confirmed" line is written before anything is done; if it cannot be, nothing is.
       await record('confirmed', trail, { outcome: 'accept' });
       // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await actRecorded(args, claims, ctx, trail);
-      emit({ type: 'confirmed', tool: name });
+      const result = await actOrAskAgain(args, claims, ctx, trail);
+      if (!('inputRequests' in result)) emit({ type: 'confirmed', tool: name });
       return result;
     };
 
