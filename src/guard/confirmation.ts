@@ -363,6 +363,19 @@ function noElicitationError(ctx: ServerContext): MissingRequiredClientCapability
   return error;
 }
 
+/**
+ * Whether `result` is exactly the result `McpServer`'s `tools/call` handler makes of a thrown
+ * `error` (SDK 2.4.0, `createToolError(error.message)`: one text item, `isError: true`, nothing else).
+ */
+function isErrorResultOf(result: unknown, error: Error): boolean {
+  if (!isPlainObject(result) || result.isError !== true) return false;
+  if (Object.keys(result).some((k) => k !== 'content' && k !== 'isError')) return false;
+  const content = result.content;
+  if (!Array.isArray(content) || content.length !== 1) return false;
+  const item: unknown = content[0];
+  return isPlainObject(item) && Object.keys(item).length === 2 && item.type === 'text' && item.text === error.message;
+}
+
 /** The servers whose `tools/call` handler already passes the `-32021` on. */
 const PASSING = new WeakSet<McpServer>();
 
@@ -371,7 +384,9 @@ const PASSING = new WeakSet<McpServer>();
  * `isError` result (only `-32042` passes, and the 2026-07-28 era turns that into `-32603`), so the
  * `-32021` a registered confirmation tool raises would reach the client as a result. This wraps
  * the server's `tools/call` handler once: a request whose tool raised one ({@link noElicitationError})
- * answers it as the JSON-RPC error it is. The SDK has no public hook for it, so this reads the
+ * and let it escape (the result is McpServer's error result for it, {@link isErrorResultOf}) answers
+ * it as the JSON-RPC error it is; whatever a tool answered itself (it caught the refusal of a
+ * {@link Confirmation.guard} handler it called, say) passes as it is. The SDK has no public hook for it, so this reads the
  * protocol's private `_requestHandlers` map (SDK 2.4.0); when an SDK upgrade removes or renames it,
  * nothing is wrapped and such a client gets the same sentence as an `isError` result, and
  * `test/e2e/deleteFile.test.ts` ("… -32021 …") fails loudly.
@@ -387,7 +402,9 @@ function passCapabilityErrors(server: McpServer): void {
     try {
       const result = await inner(request, ctx);
       const raised = CAPABILITY_ERRORS.get(ctx.mcpReq.signal);
-      if (raised) throw raised;
+      // Only a refusal that escaped the tool: McpServer's own error result for that very error. A tool
+      // that called a guard handler, caught the refusal and answered something itself keeps its answer.
+      if (raised && isErrorResultOf(result, raised)) throw raised;
       return result;
     } finally {
       CAPABILITY_ERRORS.delete(ctx.mcpReq.signal);
