@@ -241,6 +241,31 @@ describe('the upstream command without -- (hosts that drop it, such as the Inspe
     const own = await proxy(['--confirm-unnamed', process.execPath, SCHEMA_UPSTREAM, dir]);
     asked(await callTool(own.client, { name: 'argv', arguments: {} }));
   });
+
+  it('a proxy option name after a command given without -- gets one note on stderr per name, saying it goes to the upstream; with an explicit -- (control), or before the command, none', async () => {
+    const dir = freshDir('notes');
+    const note = (name: string) => `mcp-confirm proxy: note: ${name} after the upstream command is passed to the upstream, not read by the proxy; give it before the command\n`;
+    /** Everything the proxy wrote on stderr, once it has exited (its stderr ended). */
+    const allStderr = async (p: Awaited<ReturnType<typeof proxy>>): Promise<string> => {
+      const ended = new Promise<void>((res) => p.transport.stderr!.once('end', () => res()));
+      await p.client.close();
+      await ended;
+      return p.stderr();
+    };
+    const without = await proxy([process.execPath, SCHEMA_UPSTREAM, dir, '--policy', 'deny.json', '--ttl', '5', '--policy', 'again.json', '--help']);
+    expect(JSON.parse(text(await callTool(without.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--policy', 'deny.json', '--ttl', '5', '--policy', 'again.json', '--help']);
+    const said = await allStderr(without);
+    expect(said.split(note('--policy')).length - 1).toBe(1);
+    expect(said.split(note('--ttl')).length - 1).toBe(1);
+    expect(said).not.toContain('note: --help');
+    expect(said.indexOf(note('--policy'))).toBeLessThan(said.indexOf(note('--ttl')));
+    const withDash = await proxy(['--', process.execPath, SCHEMA_UPSTREAM, dir, '--policy', 'deny.json']);
+    expect(JSON.parse(text(await callTool(withDash.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--policy', 'deny.json']);
+    expect(await allStderr(withDash)).not.toContain('note:');
+    const before = await proxy(['--ttl', '60', process.execPath, SCHEMA_UPSTREAM, dir, '--ttl-x']);
+    expect(JSON.parse(text(await callTool(before.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--ttl-x']);
+    expect(await allStderr(before)).not.toContain('note:');
+  });
 });
 
 describe('arguments the upstream\'s inputSchema refuses are refused before the human is asked', () => {
