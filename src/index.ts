@@ -10,6 +10,7 @@ export {
   CONFIRM_KEY,
   CONFIRM_SCHEMA,
   OpenedState,
+  ChangedBeforeActingError,
   type Confirmation,
   type ConfirmationOptions,
   type ConfirmableTool,

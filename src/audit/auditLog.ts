@@ -47,7 +47,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { open, realpath, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { ConfirmAuditUnavailableError } from '../errors.js';
 import type { AuditHead, AuditHeadStore } from '../store/auditHeads.js';
 import type { AuditKeys } from './auditKeys.js';
@@ -130,6 +130,20 @@ const errorName = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (
  * // … at shutdown (writes the closed line):
  * await audit.close();
  */
+/**
+ * The key a trail's head is recorded under in the store: the real path of the directory the file
+ * is in, then the file's own name (not followed). The directory part is resolved by the system
+ * (`realpath` of the path's directory as given), so `..` is taken after symbolic links, as `open`
+ * takes it: `dirlink/../trail` with `dirlink -> Y/sub` is `Y/trail`, not `./trail`.
+ *
+ * @param path - the trail file's path, as given (relative to the working directory or absolute).
+ * @throws the `realpath` error (`ENOENT`, …) when the directory cannot be resolved.
+ */
+export async function auditHeadKey(path: string): Promise<string> {
+  // Not path.resolve first: it would drop `x/..` by its text, before the system follows x.
+  return join(await realpath(dirname(path)), basename(path));
+}
+
 export class AuditLog implements AuditSink {
   /** The trail file. */
   readonly path: string;
@@ -190,7 +204,7 @@ export class AuditLog implements AuditSink {
     const handle = await open(options.path, CREATE_FLAGS, 0o600);
     await handle.close();
     // The key of its head: the same for `audit verify` given the file by any path to the same directory.
-    const headKey = join(await realpath(dirname(resolve(options.path))), basename(options.path));
+    const headKey = await auditHeadKey(options.path);
     const heads = options.heads;
     const named = (heads as { kind?: unknown } | undefined)?.kind;
     const kind = heads === undefined ? null : typeof named === 'string' ? named : 'custom';

@@ -5,11 +5,11 @@
  * @module
  */
 import { existsSync } from 'node:fs';
-import { readFile, realpath } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { AuditKeys } from '../audit/auditKeys.js';
 import type { KeyRing } from '../state/keyRing.js';
-import { AuditLog } from '../audit/auditLog.js';
+import { AuditLog, auditHeadKey } from '../audit/auditLog.js';
 import { verifyAuditTrail, type AuditTrailInfo, type AuditVerdict } from '../audit/chain.js';
 import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../store/auditHeads.js';
 import type { Ledger } from '../store/ledger.js';
@@ -121,7 +121,7 @@ export async function runAuditVerify(command: AuditVerifyCommand): Promise<numbe
   let head: AuditHead | null | undefined;
   if (command.ledger !== undefined) {
     // The key the writer recorded the head under (AuditLog.headKey): the final name itself is not followed.
-    const key = join(await realpath(dirname(resolve(file))), basename(file));
+    const key = await auditHeadKey(file);
     const found = await recordedHead(command, key);
     if (typeof found === 'string') {
       stderr(found);

@@ -24,6 +24,7 @@
  * @module
  */
 import { McpServer, type CallToolResult, type InputRequiredResult, type ServerContext } from '@modelcontextprotocol/server';
+import { passCapabilityErrors } from '../guard/capabilityErrors.js';
 import type { ConfirmableTool, Confirmation, OpenedState } from '../guard/confirmation.js';
 import type { FileFingerprint } from '../fs/target.js';
 import { DELETE_FILE, DELETE_FILE_CONFIG, SERVER_INFO } from '../server/deleteFileSpec.js';
@@ -91,6 +92,8 @@ export function lazyDeleteFileServer(load: () => Promise<LoadedDeleteFile>, log:
       return run(args, ctx);
     };
     server.registerTool(DELETE_FILE, DELETE_FILE_CONFIG, handler as never);
+    // As Confirmation.register does: a 2026-07-28 client without elicitation gets the -32021 itself.
+    passCapabilityErrors(server);
     return server;
   };
 

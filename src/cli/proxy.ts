@@ -92,6 +92,11 @@ export interface ProxyCommand {
   audit: string | undefined;
   /** `--approval` and its flags (`--approvers`, `--approval-port`, `--approval-wait`, `--public-url`). */
   approval: ApprovalFlags;
+  /**
+   * Start-up notes for stderr (without the `mcp-confirm proxy: ` prefix): one per proxy option name
+   * found as a word of the upstream command given without `--` ({@link misplacedOptionNotes}).
+   */
+  notes: string[];
 }
 
 /** Header names the transport or HTTP itself sets: refused in `--upstream-header`. */
@@ -202,6 +207,21 @@ export function splitUpstreamCommand(argv: readonly string[]): { own: string[]; 
 }
 
 /**
+ * The notes for words of an upstream command given without `--` that are exactly one of the
+ * proxy's own long option names (`node s.js --policy deny.json`): they go to the upstream, as
+ * documented, which a user may not have meant. None when the command came after an explicit `--`
+ * (the user said where the proxy's options end), and none for `--help`.
+ *
+ * @returns one note per distinct option name, in the order first found.
+ */
+export function misplacedOptionNotes(command: readonly string[], dash: boolean): string[] {
+  if (dash) return [];
+  const names = new Set(Object.keys(PROXY_OPTIONS).filter((n) => n !== 'help').map((n) => `--${n}`));
+  const found = [...new Set(command.slice(1).filter((word) => names.has(word)))];
+  return found.map((name) => `note: ${name} after the upstream command is passed to the upstream, not read by the proxy; give it before the command`);
+}
+
+/**
  * Parses the arguments after `proxy`.
  *
  * @param env - where `--upstream-header` `$VAR` values are read. Defaults to the process environment.
@@ -248,6 +268,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     http,
     audit,
     approval,
+    notes: upstream.kind === 'command' ? misplacedOptionNotes(command, dash) : [],
   };
 }
 
@@ -360,6 +381,7 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${PROXY_USAGE}\n`);
     return 0;
   }
+  for (const note of command.notes) log(note);
   // HTTP serving: its modules load only when asked for (stdio start-up does not pay for them).
   const http = command.http ? await import('./serveHttp.js') : undefined;
   if (http && command.http) await http.checkHttpAuth(command.http);

@@ -76,6 +76,7 @@ import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '
 import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
 import { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
 import { renderValue } from '../prompt/render.js';
+import { passCapabilityErrors, raiseForRequest } from './capabilityErrors.js';
 
 /** The sentence after the question in a URL-mode elicitation (passkey approval). */
 export const URL_MODE_SENTENCE = 'Open the link to approve or deny this on the approval page with your passkey.';
@@ -210,7 +211,8 @@ export interface ConfirmableTool<A, F = null> {
   /**
    * Round 2, after an accepted, unspent, matching confirmation: re-check the
    * resource against the fingerprint, then act. Throw a {@link ConfirmError}
-   * to refuse.
+   * to refuse; throw {@link ChangedBeforeActingError} (before doing anything) to have the human
+   * asked again because what they were asked about changed since {@link unchanged} ran.
    */
   act(args: A, context: ActContext<F>): CallToolResult | Promise<CallToolResult>;
   /** Tail of the sentence when nothing is done, e.g. `'nothing was deleted'`. Defaults to `'nothing was done'`. */
@@ -263,7 +265,8 @@ export interface Confirmation {
    * @returns the handler; `server` must have been built with {@link serverOptions}
    *   (the `requestState` verify hook), else no round 2 ever opens and every call is asked.
    *   Round 2 order: state opened → tool and argument digests (`ERR_CONFIRM_MISMATCH`) →
-   *   question digest → {@link ConfirmableTool.unchanged} → `jti` spent → answer → `act`.
+   *   question digest → {@link ConfirmableTool.unchanged} → `jti` spent → answer → "confirmed"
+   *   line → `act` (which may still ask again: {@link ChangedBeforeActingError}).
    * @throws whatever `options.rethrow` selects; every other error is an `isError` result
    *   (a {@link ConfirmError} with its `ERR_CONFIRM_*` code, anything else the generic internal error).
    */
@@ -289,6 +292,21 @@ export class OpenedState {
     readonly claims: ConfirmClaims,
     readonly state: string = '',
   ) {}
+}
+
+/**
+ * Thrown by {@link ConfirmableTool.act} before it has done anything, when what the human was asked
+ * about no longer holds at the moment of acting (after the `jti` was spent and the "confirmed" line
+ * written: e.g. the proxy finds the upstream's roots or tool list changed just before it forwards).
+ * The guard then asks again (a fresh question and state, as for a failed
+ * {@link ConfirmableTool.unchanged}); the spent `jti` stays spent; nothing is done. Not a refusal:
+ * no `ERR_CONFIRM_*` code, no "failed" audit line (the "asked-again" line says it).
+ */
+export class ChangedBeforeActingError extends Error {
+  constructor() {
+    super('what the human was asked about changed before the tool acted');
+    this.name = 'ChangedBeforeActingError';
+  }
 }
 
 /**
@@ -332,11 +350,6 @@ function canElicitForm(server: McpServer, ctx: ServerContext): boolean {
 /** What a 2026-07-28 client without elicitation is missing (`data.requiredCapabilities` of the `-32021`). */
 export const REQUIRED_ELICITATION = { elicitation: { form: {} } } as const;
 
-/**
- * The `-32021` errors raised for requests still on their way out through `McpServer.registerTool`'s
- * handler, keyed by the request's abort signal (the one object every copy of its context shares).
- */
-const CAPABILITY_ERRORS = new WeakMap<AbortSignal, MissingRequiredClientCapabilityError>();
 
 /**
  * The refusal of a 2026-07-28 request whose client cannot answer the question: the spec's JSON-RPC
@@ -348,40 +361,8 @@ const CAPABILITY_ERRORS = new WeakMap<AbortSignal, MissingRequiredClientCapabili
 function noElicitationError(ctx: ServerContext): MissingRequiredClientCapabilityError {
   const refusal = new ConfirmNoElicitationError();
   const error = new MissingRequiredClientCapabilityError({ requiredCapabilities: REQUIRED_ELICITATION }, `[${refusal.code}] ${refusal.message}`);
-  CAPABILITY_ERRORS.set(ctx.mcpReq.signal, error);
+  raiseForRequest(ctx.mcpReq.signal, error);
   return error;
-}
-
-/** The servers whose `tools/call` handler already passes the `-32021` on. */
-const PASSING = new WeakSet<McpServer>();
-
-/**
- * `McpServer.registerTool`'s `tools/call` handler turns every error its tool throws into an
- * `isError` result (only `-32042` passes, and the 2026-07-28 era turns that into `-32603`), so the
- * `-32021` a registered confirmation tool raises would reach the client as a result. This wraps
- * the server's `tools/call` handler once: a request whose tool raised one ({@link noElicitationError})
- * answers it as the JSON-RPC error it is. The SDK has no public hook for it, so this reads the
- * protocol's private `_requestHandlers` map (SDK 2.4.0); when an SDK upgrade removes or renames it,
- * nothing is wrapped and such a client gets the same sentence as an `isError` result, and
- * `test/e2e/deleteFile.test.ts` ("… -32021 …") fails loudly.
- */
-function passCapabilityErrors(server: McpServer): void {
-  if (PASSING.has(server)) return;
-  const handlers = (server.server as unknown as { _requestHandlers?: unknown })._requestHandlers;
-  if (!(handlers instanceof Map)) return;
-  const inner = handlers.get('tools/call') as ((request: unknown, ctx: ServerContext) => Promise<unknown>) | undefined;
-  if (typeof inner !== 'function') return;
-  PASSING.add(server);
-  handlers.set('tools/call', async (request: unknown, ctx: ServerContext) => {
-    try {
-      const result = await inner(request, ctx);
-      const raised = CAPABILITY_ERRORS.get(ctx.mcpReq.signal);
-      if (raised) throw raised;
-      return result;
-    } finally {
-      CAPABILITY_ERRORS.delete(ctx.mcpReq.signal);
-    }
-  });
 }
 
 /** What the audit line of a call can say so far; filled in as the flow learns it. */
@@ -574,6 +555,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       try {
         result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
       } catch (e) {
+        // Nothing was done: the caller asks again (see ChangedBeforeActingError).
+        if (e instanceof ChangedBeforeActingError) throw e;
         await recordAfter('failed', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
         if (typeof e === 'object' && e !== null) RECORDED.add(e);
         throw e;
@@ -587,6 +570,20 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         await record(event, trail, extra);
       } catch {
         // Reported by the audit log itself (its onError).
+      }
+    };
+
+    /**
+     * `act` after the "confirmed" line; when the tool finds, before doing anything, that what was asked
+     * about changed ({@link ChangedBeforeActingError}), the human is asked again instead.
+     */
+    const actOrAskAgain = async (args: A, claims: ConfirmClaims, ctx: ServerContext, trail: Trail): Promise<CallToolResult | InputRequiredResult> => {
+      try {
+        return await actRecorded(args, claims, ctx, trail);
+      } catch (e) {
+        if (!(e instanceof ChangedBeforeActingError)) throw e;
+        emit({ type: 'asked-again', tool: name, reason: 'resource-changed' });
+        return ask(args, ctx, trail, 'resource-changed');
       }
     };
 
@@ -695,8 +692,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // 5. Fail closed: the "confirmed" line, with the approver, is written before anything is done.
       await record_('confirmed', trail, { outcome: 'accept', approver: record.approver });
       // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await actRecorded(args, claims, ctx, trail);
-      emit({ type: 'confirmed', tool: name, approver: record.approver });
+      const result = await actOrAskAgain(args, claims, ctx, trail);
+      if (!('inputRequests' in result)) emit({ type: 'confirmed', tool: name, approver: record.approver });
       return result;
     };
 
@@ -788,8 +785,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // 5. Fail closed: the "confirmed" line is written before anything is done; if it cannot be, nothing is.
       await record('confirmed', trail, { outcome: 'accept' });
       // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await actRecorded(args, claims, ctx, trail);
-      emit({ type: 'confirmed', tool: name });
+      const result = await actOrAskAgain(args, claims, ctx, trail);
+      if (!('inputRequests' in result)) emit({ type: 'confirmed', tool: name });
       return result;
     };
 

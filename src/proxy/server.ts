@@ -57,7 +57,7 @@ import {
 import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
 import { ConfirmBadArgumentError, ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
-import { OpenedState, type Confirmation, type ConfirmableTool } from '../guard/confirmation.js';
+import { ChangedBeforeActingError, OpenedState, type Confirmation, type ConfirmableTool } from '../guard/confirmation.js';
 import { ArgumentChecker } from './argumentSchema.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
 import { proxyPageValues, proxyQuestion, type QuestionChanges } from './question.js';
@@ -237,25 +237,55 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
     }
   });
 
-  const confirmable = (server: McpServer, name: string, tool: Tool): ConfirmableTool<ProxyArgs, ProxyFingerprint> => ({
-    fingerprint: (_args, ctx) => {
-      const fp: ProxyFingerprint = {
-        server: upstream.identity.name,
-        version: upstream.identity.version,
-        upstream: upstream.identityDigest,
-        roots: upstream.rootsDigest,
-        definition: definitionDigest(tool),
-      };
-      // Asked again from round 2 (a state came along): say what changed since that question.
-      const changed = changesSince(ctx.mcpReq.requestState<unknown>(), fp);
-      return changed ? { ...fp, changed } : fp;
-    },
-    question: (args, fp) => proxyQuestion(name, args.arguments, { name: fp.server, version: fp.version }, fp.changed),
-    unchanged: (_args, fp) => fp.upstream === upstream.identityDigest && fp.roots === upstream.rootsDigest && fp.definition === definitionDigest(tool),
-    act: (args, { ctx }) => forward(server, name, args.arguments, ctx),
-    nothingDone: 'nothing was forwarded to the upstream server',
-    pageValues: (args) => proxyPageValues(args.arguments),
-  });
+  /**
+   * The guard's view of one confirmed tool, as listed in generation `listedIn` of the tool list.
+   * What the state binds (the upstream's identity, the relayed roots, the tool's definition) is
+   * compared at round 2 before anything is spent ({@link ConfirmableTool.unchanged}) and once more
+   * right before the call is written to the upstream, with no await in between ({@link Upstream.callTool}):
+   * a roots answer or a tools/list_changed notice that arrived while the jti was being spent or the
+   * "confirmed" line written makes the guard ask again ({@link ChangedBeforeActingError}), nothing forwarded.
+   */
+  const confirmable = (server: McpServer, name: string, listed: Tool, listedIn: number): ConfirmableTool<ProxyArgs, ProxyFingerprint> => {
+    let tool = listed;
+    let generation = listedIn;
+    /** Whether everything the fingerprint binds is still what the upstream has now, as far as the proxy knows. */
+    const bound = (fp: ProxyFingerprint): boolean =>
+      fp.upstream === upstream.identityDigest &&
+      fp.roots === upstream.rootsDigest &&
+      fp.definition === definitionDigest(tool) &&
+      // A list_changed notice since the listing: the definition may have changed (the notice does not say which tool).
+      toolList.current === generation;
+    return {
+      fingerprint: async (_args, ctx) => {
+        // Asked (again) after a notice since the listing: the question is about the tool as listed now.
+        if (toolList.current !== generation) {
+          const now = await toolList.read({ fresh: true, signal: ctx.mcpReq.signal });
+          const current = now.tools.get(name);
+          if (current === undefined) throw new ConfirmUpstreamToolGoneError();
+          tool = current;
+          generation = now.generation;
+        }
+        const fp: ProxyFingerprint = {
+          server: upstream.identity.name,
+          version: upstream.identity.version,
+          upstream: upstream.identityDigest,
+          roots: upstream.rootsDigest,
+          definition: definitionDigest(tool),
+        };
+        // Asked again from round 2 (a state came along): say what changed since that question.
+        const changed = changesSince(ctx.mcpReq.requestState<unknown>(), fp);
+        return changed ? { ...fp, changed } : fp;
+      },
+      question: (args, fp) => proxyQuestion(name, args.arguments, { name: fp.server, version: fp.version }, fp.changed),
+      unchanged: (_args, fp) => bound(fp),
+      act: (args, { ctx, fingerprint }) =>
+        forward(server, name, args.arguments, ctx, () => {
+          if (!bound(fingerprint)) throw new ChangedBeforeActingError();
+        }),
+      nothingDone: 'nothing was forwarded to the upstream server',
+      pageValues: (args) => proxyPageValues(args.arguments),
+    };
+  };
 
   /** The client's cancellation, and its progress token for the upstream's progress, of one relayed request. */
   const relayOptions = (ctx: ServerContext): UpstreamRequestOptions => {
@@ -283,8 +313,9 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
     }
   };
 
-  const forward = (server: McpServer, name: string, args: Record<string, unknown> | undefined, ctx: ServerContext): Promise<CallToolResult> =>
-    inFlight(server, ctx, () => upstream.callTool(name, args, relayOptions(ctx)));
+  /** Forwards one call; `stillBound` (a confirmed call's last check) runs right before it is written, no await between. */
+  const forward = (server: McpServer, name: string, args: Record<string, unknown> | undefined, ctx: ServerContext, stillBound?: () => void): Promise<CallToolResult> =>
+    inFlight(server, ctx, () => upstream.callTool(name, args, relayOptions(ctx), stillBound));
 
   const callTool = async (server: McpServer, params: { name: string; arguments?: Record<string, unknown> }, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
     const { name } = params;
@@ -301,11 +332,12 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       if (decision === 'deny') throw new ConfirmPolicyDeniedError();
       if (decision === 'allow') return await forward(server, name, params.arguments, ctx);
       // Confirm: the definition as listed now (round 1: sealed; round 2: compared).
-      const tool = (await fetchList(ctx.mcpReq.signal)).get(name);
+      const listing = await toolList.read({ fresh: true, signal: ctx.mcpReq.signal });
+      const tool = listing.tools.get(name);
       if (tool === undefined) throw new ConfirmUpstreamToolGoneError();
       // Never ask about a call the upstream's own schema refuses (pattern keywords skipped: see argumentSchema.ts).
       await argumentChecker.check(tool, params.arguments);
-      const handler = confirmation.guard(server, name, confirmable(server, name, tool), { rethrow: (e) => e instanceof ProtocolError });
+      const handler = confirmation.guard(server, name, confirmable(server, name, tool, listing.generation), { rethrow: (e) => e instanceof ProtocolError });
       const args: ProxyArgs = params.arguments === undefined ? {} : { arguments: params.arguments };
       const result = await handler(args, ctx);
       // The proxy's own answers (declined, not confirmed) carry no structured content. For a tool

@@ -9,10 +9,11 @@
  * (the proxy's pipes, as if the proxy had spawned it), and its stdin fed from this process's stdin.
  * Owning that pipe is how the proxy's end is seen: whether the proxy closes it, exits or is killed,
  * the kernel closes the pipe's writing end, and this process reads end-of-file. Then it ends the
- * upstream's whole group, in order:
+ * upstream's whole group, and (on Linux, from /proc) every process of the upstream's session, whatever
+ * group it is in (a shell with job control, `set -m`, puts each job in a group of its own), in order:
  * 1. the upstream's stdin is closed (a server that exits at the end of its input does so);
- * 2. after {@link GRACE_MS}, if any process of the group is left, SIGTERM to the group;
- * 3. after {@link GRACE_MS} more, SIGKILL to the group;
+ * 2. after {@link GRACE_MS}, if any process of the group or session is left, SIGTERM to each;
+ * 3. after {@link GRACE_MS} more, SIGKILL to each;
  * so the last process of the group ends about a second after the proxy (the two waits; later only
  * on a machine too loaded to run these timers on time). A SIGTERM, SIGINT or SIGHUP to this process starts at step 2 (the SDK's transport
  * sends SIGTERM to a probe sibling at once and SIGKILL a second later). When the upstream exits
@@ -23,8 +24,12 @@
  * the machine's load. So it first starts a reaper, `/bin/sh` running {@link REAPER_SCRIPT} in a
  * session of its own (no signal meant for the proxy or for this process reaches it), blocked
  * reading a pipe from this process: told `done` once the group is ended, it exits; at the end of
- * the pipe without it (this process was killed), it sends the group SIGTERM, then SIGKILL a second
+ * the pipe without it (this process was killed), it sends the group and the session's processes
+ * (a loop over /proc/PID/stat in POSIX sh, where there is /proc) SIGTERM, then SIGKILL a second
  * later. It waits in a blocking read, not on a timer, so load only delays it.
+ *
+ * Not ended: a process that left the upstream's session (`setsid`, a daemon's double fork): nothing
+ * short of a container, a cgroup or a systemd unit holds those (see the README, Proxy).
  *
  * It then exits as the upstream did: the same exit code, or killed by the same signal, so the
  * proxy's down reason ("it exited with code 3", "it was killed by SIGKILL") is the upstream's. A
@@ -38,6 +43,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
 /** The wait before each escalation (stdin closed → SIGTERM → SIGKILL): half a second. */
@@ -46,11 +52,50 @@ const GRACE_MS = 500;
  * The reaper (`sh -c REAPER_SCRIPT`): reads the upstream's process group id, then waits for `done`;
  * at the end of its input without it, ends the group (SIGTERM, a second, SIGKILL).
  */
-const REAPER_SCRIPT = 'read -r group || exit 0; read -r word; [ "$word" = done ] && exit 0; kill -TERM "-$group" 2>/dev/null || exit 0; sleep 1; kill -KILL "-$group" 2>/dev/null; exit 0';
+const REAPER_SCRIPT = [
+  'read -r group || exit 0',
+  'read -r word',
+  '[ "$word" = done ] && exit 0',
+  // ends SIGNAL: the group, then (where there is /proc) every process whose session id (field 6 of
+  // /proc/PID/stat, the 4th after the parenthesised command name) is the upstream's.
+  'ends() { kill -"$1" "-$group" 2>/dev/null; [ -r /proc/self/stat ] || return 0; for f in /proc/[0-9]*/stat; do line=; { read -r line < "$f"; } 2>/dev/null || continue; rest=${line##*) }; set -- "$1" $rest; [ "$5" = "$group" ] || continue; p=${f#/proc/}; kill -"$1" "${p%/stat}" 2>/dev/null; done; }',
+  'ends TERM',
+  'sleep 1',
+  'ends KILL',
+  'exit 0',
+].join('\n');
 /** How often the group is looked at while waiting for it to be empty. */
 const LOOK_MS = 25;
 /** The exit code when COMMAND cannot be started. */
 const SPAWN_FAILED_EXIT = 127;
+
+/**
+ * The live (not zombie) processes of session `sid`, read from Linux's /proc (field 6 of
+ * /proc/PID/stat, after the command name in parentheses, which may itself hold ") "); none where
+ * there is no /proc (only the group is ended there).
+ */
+function sessionMembers(sid: number): number[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const members: number[] = [];
+  for (const name of names) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+    } catch {
+      continue; // ended while looked at
+    }
+    const [state, , , session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(session) !== sid || state === 'Z' || state === 'X') continue;
+    members.push(Number(name));
+  }
+  return members;
+}
 
 function main(argv: readonly string[]): void {
   const [command, ...args] = argv;
@@ -63,14 +108,14 @@ function main(argv: readonly string[]): void {
   let status: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   const exited: Array<() => void> = [];
 
-  /** Whether any process of the upstream's group is left (zombies of another parent included: harmless). */
+  /** Whether any process of the upstream's group is left (zombies of another parent included: harmless), or of its session. */
   const groupLeft = (): boolean => {
     if (child?.pid === undefined) return false;
     try {
       process.kill(-child.pid, 0);
       return true;
     } catch {
-      return false;
+      return sessionMembers(child.pid).length > 0;
     }
   };
   const signalGroup = (signal: NodeJS.Signals): void => {
@@ -79,6 +124,14 @@ function main(argv: readonly string[]): void {
       process.kill(-child.pid, signal);
     } catch {
       // The group is empty already.
+    }
+    // Process groups the upstream made in its session (a shell's job control): each of their processes.
+    for (const pid of sessionMembers(child.pid)) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // Ended meanwhile.
+      }
     }
   };
   /** Resolves once the group is empty, or `ms` later (by the clock: a loaded machine runs timers late). */

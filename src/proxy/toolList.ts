@@ -79,18 +79,35 @@ export class ToolListView {
    *   listings that each ended after a notice; else what the source throws.
    */
   async tools(options: { fresh?: boolean; signal?: AbortSignal } = {}): Promise<Map<string, Tool>> {
+    return (await this.read(options)).tools;
+  }
+
+  /**
+   * The generation now: it changes with every `notifications/tools/list_changed`, so a list read
+   * in generation G is still the upstream's current one (as far as the proxy can know) while this is G.
+   */
+  get current(): number {
+    return this.generation;
+  }
+
+  /**
+   * As {@link tools}, with the generation the list is current in ({@link current} when it is returned).
+   *
+   * @throws as {@link tools}.
+   */
+  async read(options: { fresh?: boolean; signal?: AbortSignal } = {}): Promise<{ tools: Map<string, Tool>; generation: number }> {
     const fresh = options.fresh === true || !this.options.cache;
     // A listing qualifies only if it started after this call asked (fresh) and in the current generation.
     const after = fresh ? this.started : -1;
     for (let stale = 0; ; stale++) {
-      if (!fresh && this.cached !== undefined && this.cached.generation === this.generation) return this.cached.tools;
+      if (!fresh && this.cached !== undefined && this.cached.generation === this.generation) return { tools: this.cached.tools, generation: this.generation };
       if (stale >= MAX_STALE_LISTINGS) {
         throw new ConfirmUpstreamFailedError(`its tool list changed during each of ${MAX_STALE_LISTINGS} readings in a row`, { request: 'tools/list' });
       }
       const listing = await whileWaiting(this.listingAfter(after), options.signal);
       const tools = await whileWaiting(listing.result, options.signal);
       // No notice since the listing started: it is the current list.
-      if (listing.generation === this.generation) return tools;
+      if (listing.generation === this.generation) return { tools, generation: listing.generation };
     }
   }
 

@@ -326,6 +326,8 @@ export class Upstream {
   private readonly logListeners: Array<(params: LoggingMessageNotificationParams) => void> = [];
   private rootsSource: ((signal: AbortSignal) => Promise<ListRootsResult>) | undefined;
   private readonly rootsWaiters: Array<() => void> = [];
+  /** The `tools/call` messages handed to the transport and not yet written (their `send` not settled). */
+  private readonly callsBeingWritten = new Set<Promise<void>>();
 
   private constructor(
     client: Client,
@@ -482,6 +484,22 @@ export class Upstream {
       }
       if (connected && !upstream?.closing) log(`upstream: ${describeFailure(e, 'url' in where)}`);
     };
+    // Which tools/call messages are still being written (see roots()): tracked from the moment the
+    // SDK hands them to the transport, which it does synchronously within client.request().
+    const send = transport.send.bind(transport);
+    transport.send = (message, sendOptions) => {
+      const sent = send(message, sendOptions);
+      if (upstream !== undefined && (message as { method?: unknown }).method === 'tools/call') {
+        const pending = upstream.callsBeingWritten;
+        const settled = sent.then(
+          () => {},
+          () => {},
+        );
+        pending.add(settled);
+        void settled.then(() => pending.delete(settled));
+      }
+      return sent;
+    };
     try {
       await client.connect(transport, { timeout: Math.max(callTimeoutMs, HANDSHAKE_TIMEOUT_MS) });
     } catch (e) {
@@ -549,6 +567,10 @@ export class Upstream {
     const result = await this.rootsSource(signal);
     // Recorded before the answer goes back: once the upstream holds these roots, the digest says so.
     this.relayedRoots = rootsDigestOf(result.roots);
+    // A call checked against the previous digest may still be on its way out (an HTTP upstream's
+    // POST): the upstream gets these roots only once every call being written now was written.
+    const writing = [...this.callsBeingWritten];
+    if (writing.length > 0) await Promise.allSettled(writing);
     return result;
   }
 
@@ -636,6 +658,9 @@ export class Upstream {
   /**
    * Forwards one `tools/call`, exactly these arguments, once.
    *
+   * @param stillBound - run right before the call is written, with no await in between: it throws
+   *   (e.g. the guard's `ChangedBeforeActingError`) when what the call is bound to no longer holds,
+   *   and then nothing is sent.
    * @returns the upstream's result as it is.
    * @throws {ConfirmUpstreamInputError} `ERR_CONFIRM_UPSTREAM_INPUT` when the upstream answers `input_required`.
    * @throws see {@link listTools}.
@@ -644,8 +669,14 @@ export class Upstream {
     name: string,
     args: Record<string, unknown> | undefined,
     options: UpstreamRequestOptions = {},
+    stillBound?: () => void,
   ): Promise<CallToolResult> {
     this.assertUp();
+    // The last check, and the write, in one synchronous run: the SDK's request() hands the message to
+    // the transport before it returns (SDK 2.4.0, Protocol._requestWithSchemaViaCodec calls
+    // transport.send inside the Promise executor; the stdio transport writes to the pipe there), so
+    // nothing (a roots answer above all) can reach the upstream between this check and this call.
+    stillBound?.();
     let result: CallToolResult | InputRequiredResult;
     try {
       result = (await this.client.request(

@@ -9,7 +9,7 @@
  * (missing: the test fails, it is never skipped).
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -181,6 +181,29 @@ describe('a cut end', () => {
     // Only the closed line cut off: one line missing.
     writeLines(p.trail, text.slice(0, 7));
     expect((await verifyTrail(p.trail, keyFile, ['--ledger', `sqlite:${ledger}`])).stderr).toContain('1 line(s) missing');
+  });
+
+  it("--audit DIRLINK/../trail with DIRLINK a symbolic link to Y/sub: the trail is written in Y, its head recorded under Y's real path, and audit verify --ledger of Y/trail.… finds it (intact, exit 0); control: the same path as given verifies too", async () => {
+    const ledger = join(R, 'ledger.db');
+    mkdirSync(join(R, 'Y', 'sub'), { recursive: true });
+    symlinkSync(join(R, 'Y', 'sub'), join(R, 'log', 'dirlink'));
+    const p = await startAudited(['--root', root, '--key-file', keyFile, '--audit', `${join(R, 'log', 'dirlink')}/../trail`, '--ledger', `sqlite:${ledger}`], cleanups);
+    await confirmDelete(p.client, 'a.txt');
+    expect(await p.endInput()).toEqual({ code: 0, signal: null });
+    // The system took .. after the link: the file is in Y, not in log (path.join would have dropped it by text).
+    expect(p.trail).toContain('/dirlink/../trail.');
+    const written = join(R, 'Y', basename(p.trail));
+    expect(existsSync(written)).toBe(true);
+    expect(readdirSync(join(R, 'log'))).toEqual(['dirlink']);
+    const db = new Database(ledger, { readonly: true });
+    const rows = db.prepare('SELECT path FROM mcp_confirm_audit_heads').all();
+    db.close();
+    expect(rows).toEqual([{ path: written }]);
+    const verified = await verifyTrail(written, keyFile, ['--ledger', `sqlite:${ledger}`]);
+    expect(verified.stderr).not.toContain('no head');
+    expect(verified).toMatchObject({ status: 0, stdout: '5\n' });
+    // Control: the path as the server was given it names the same file and the same head.
+    expect(await verifyTrail(p.trail, keyFile, ['--ledger', `sqlite:${ledger}`])).toMatchObject({ status: 0, stdout: '5\n' });
   });
 
   it('with --ledger redis://… and --audience NAME: the head is kept under that namespace; a cut end is cut (exit 3), uncut (control) intact; another --audience finds no head (exit 3)', async () => {

@@ -130,6 +130,25 @@ describe('mcp-confirm --root DIR over stdio', () => {
       isError: false,
     });
   });
+
+  it('answers a 2026-07-28 client without the elicitation capability with -32021, its requiredCapabilities and this project\'s sentence (the stdio server that loads its layer lazily, as a host runs it); nothing is deleted', async () => {
+    const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, '--root', root], stderr: 'pipe' });
+    const client = new Client({ name: 'cli-test-no-elicitation', version: '0.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } });
+    await client.connect(transport);
+    clients.push(client);
+    expect(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } })).toEqual({
+      kind: 'error',
+      code: -32021,
+      message:
+        '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+    // Control: the same command asks a client that declares elicitation.
+    const { client: able } = await spawnServer(['--root', root]);
+    expect((await callTool(able, { name: 'delete_file', arguments: { path: 'cache.txt' } })).kind).toBe('input_required');
+    expect(existsSync(join(root, 'cache.txt'))).toBe(true);
+  });
 });
 
 
@@ -166,7 +185,7 @@ async function spawnWith(fixture: string, env: Record<string, string>, args: str
  * the demo, the MCP client, node:crypto.
  */
 const NOT_BEFORE_FIRST_ANSWER =
-  /\/dist\/(guard|state|ledger|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!(principals|defaults|publicUrl)\.js$)|\/dist\/server\/deleteFile\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
+  /\/dist\/guard\/(?!capabilityErrors\.js$)|\/dist\/(state|ledger|store|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!(principals|defaults|publicUrl)\.js$)|\/dist\/server\/deleteFile\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
 
 describe('cold start', () => {
   it('answers the first request before loading the confirmation layer, the stores, their drivers, HTTP, JWT, metrics, WebAuthn, the demo or the MCP client; the first call loads the layer and is asked', async () => {

@@ -19,6 +19,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
 import { runProcess, until } from '../helpers/processes.js';
 import { UPSTREAM_CHANGED_NOTICE } from '../../src/proxy/question.js';
+import { pathToFileURL } from 'node:url';
+import { InMemoryTransport } from '@modelcontextprotocol/client';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+// The built modules (the upstream runs under dist/proxy/supervisor.js, next to dist/proxy/upstream.js).
+import { createConfirmation } from '../../dist/guard/confirmation.js';
+import { wrapStore, type ConfirmStore } from '../../dist/store/confirmStore.js';
+import { MemoryLedger } from '../../dist/store/memory.js';
+import { createProxy } from '../../dist/proxy/server.js';
+import { rootsDigestOf, Upstream } from '../../dist/proxy/upstream.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FS_SERVER = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
@@ -200,5 +209,131 @@ describe('the roots relayed to the upstream are bound', () => {
     expect(result.isError ?? false).toBe(false);
     expect(proxy.questions).toHaveLength(1);
     expect(readFileSync(target, 'utf8')).toBe('roots steady\n');
+  });
+});
+
+describe('what the state binds holds at the moment the call is written to the upstream', () => {
+  /**
+   * The proxy in this process (createProxy over serveStdio's in-memory transport) in front of a real
+   * server-filesystem, with a MemoryLedger whose spend waits for the test (the ordering hook: round 2
+   * has passed its re-check when spend is called), and a 2025-era v1 client declaring roots whose
+   * answers the test can hold.
+   */
+  async function heldProxy(root: string) {
+    let roots = [{ uri: pathToFileURL(root).href, name: 'project' }];
+    let heldRoots: Array<() => void> = [];
+    let holdRoots = false;
+    const rootsAsked: Array<() => void> = [];
+    let spendCalled: (() => void) | undefined;
+    let spendGate: Promise<void> | undefined;
+    const memory = new MemoryLedger();
+    const store: ConfirmStore = wrapStore(memory, async (method, run) => {
+      if (method === 'spend') {
+        spendCalled?.();
+        if (spendGate) await spendGate;
+      }
+      return run();
+    });
+    const confirmation = await createConfirmation({ store, audience: 'mcp-confirm-proxy' });
+    const upstream = await Upstream.spawn({ command: [process.execPath, FS_SERVER, root] });
+    closers.push(() => upstream.close());
+    const proxy = createProxy({ confirmation, upstream });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const handle = serveStdio(proxy.factory, { transport: serverSide, onerror: () => {} });
+    closers.push(() => handle.close());
+    const questions: string[] = [];
+    let onQuestion: (n: number) => Promise<{ action: 'accept' | 'decline'; content?: { confirmed: boolean } }> = async () => ({ action: 'accept', content: { confirmed: true } });
+    const client = new V1Client({ name: 'roots-race', version: '0.0.0' }, { capabilities: { roots: { listChanged: true }, elicitation: {} } });
+    client.setRequestHandler(ListRootsRequestSchema, async () => {
+      for (const w of rootsAsked.splice(0)) w();
+      if (!holdRoots) return { roots };
+      const answer = roots;
+      return new Promise((resolve) => heldRoots.push(() => resolve({ roots: answer })));
+    });
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      questions.push((req.params as { message: string }).message);
+      return onQuestion(questions.length);
+    });
+    await client.connect(clientSide as never);
+    closers.push(() => client.close());
+    const digestOf = (r: typeof roots) => rootsDigestOf(r);
+    // server-filesystem asks for the roots once initialized.
+    await until(() => upstream.rootsDigest === digestOf(roots));
+    return {
+      client,
+      upstream,
+      questions,
+      digestOf,
+      setRoots: (r: typeof roots) => (roots = r),
+      onQuestion: (f: typeof onQuestion) => (onQuestion = f),
+      /** Holds every later roots/list answer until {@link releaseRoots}; resolves once the upstream asked. */
+      holdRootsAndNotify: async () => {
+        holdRoots = true;
+        const asked = new Promise<void>((r) => rootsAsked.push(r));
+        await client.sendRootsListChanged();
+        await asked;
+      },
+      releaseRoots: () => {
+        holdRoots = false;
+        for (const r of heldRoots.splice(0)) r();
+      },
+      /** The next spend waits until the returned `open` is called; `called` resolves when it starts. */
+      gateSpend: () => {
+        let open!: () => void;
+        spendGate = new Promise<void>((r) => (open = r));
+        const called = new Promise<void>((r) => (spendCalled = r));
+        return { called, open };
+      },
+    };
+  }
+
+  it("roots switched from A to B after the human's yes, their answer relayed while round 2 spends the jti (after its re-check): nothing is forwarded, B/notes.txt is intact, the human is asked again saying the upstream changed", async () => {
+    const a = project('A original\n');
+    const b = project('B original\n');
+    const p = await heldProxy(a);
+    const gate = p.gateSpend();
+    p.onQuestion(async (n) => {
+      if (n !== 1) return { action: 'decline' };
+      // The human said yes about A. The client now switches to B and holds the upstream's roots/list.
+      p.setRoots([{ uri: pathToFileURL(b).href, name: 'project' }]);
+      await p.holdRootsAndNotify();
+      return { action: 'accept', content: { confirmed: true } };
+    });
+    const result = p.client.callTool({ name: 'write_file', arguments: { path: 'notes.txt', content: 'ATTACKER\n' } }) as Promise<{ content: Array<{ text: string }>; isError?: boolean }>;
+    // Round 2 passed its re-check (roots still A) and is spending: now the held answer (B) goes out.
+    await gate.called;
+    expect(p.upstream.rootsDigest).toBe(p.digestOf([{ uri: pathToFileURL(a).href, name: 'project' }]));
+    p.releaseRoots();
+    await until(() => p.upstream.rootsDigest === p.digestOf([{ uri: pathToFileURL(b).href, name: 'project' }]));
+    gate.open();
+    const r = await result;
+    expect(r.content[0]?.text).toBe('You declined; nothing was forwarded to the upstream server.');
+    expect(p.questions).toHaveLength(2);
+    expect(p.questions[1]?.split('\n')[0]).toBe(UPSTREAM_CHANGED_NOTICE);
+    expect(readFileSync(join(b, 'notes.txt'), 'utf8')).toBe('B original\n');
+    expect(readFileSync(join(a, 'notes.txt'), 'utf8')).toBe('A original\n');
+  });
+
+  it('control: the same order of events with the roots answered unchanged (A again) while round 2 spends: one question, notes.txt in A written once', async () => {
+    const a = project('A original\n');
+    const b = project('B original\n');
+    const p = await heldProxy(a);
+    const gate = p.gateSpend();
+    p.onQuestion(async () => {
+      await p.holdRootsAndNotify();
+      return { action: 'accept', content: { confirmed: true } };
+    });
+    const result = p.client.callTool({ name: 'write_file', arguments: { path: 'notes.txt', content: 'confirmed\n' } }) as Promise<{ content: Array<{ text: string }>; isError?: boolean }>;
+    await gate.called;
+    p.releaseRoots();
+    // The upstream asks again and gets the same roots: the digest stays, the call goes on.
+    await until(() => p.upstream.rootsDigest === p.digestOf([{ uri: pathToFileURL(a).href, name: 'project' }]));
+    gate.open();
+    const r = await result;
+    expect(r.isError ?? false).toBe(false);
+    expect(r.content[0]?.text).toContain('Successfully wrote');
+    expect(p.questions).toHaveLength(1);
+    expect(readFileSync(join(a, 'notes.txt'), 'utf8')).toBe('confirmed\n');
+    expect(readFileSync(join(b, 'notes.txt'), 'utf8')).toBe('B original\n');
   });
 });

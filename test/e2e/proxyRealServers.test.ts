@@ -99,6 +99,105 @@ describe('no upstream outlives its proxy, however the proxy ends', () => {
   );
 });
 
+/** Field `index` (1-based, as in proc(5): 5 is the process group, 6 the session) of /proc/PID/stat. */
+function statField(pid: number, index: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[index - 3]);
+}
+
+/** The live processes mentioning `dir` one of whose arguments is exactly `arg`. */
+function liveWith(dir: string, arg: string): number[] {
+  return liveProcessesMentioning(dir).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(arg);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The background job (`node -e KEEP DIR`) in the session of the upstream `upstream`, once it runs. */
+async function jobOf(dir: string, keep: string, upstream: number): Promise<number> {
+  const session = statField(upstream, 6);
+  let job: number | undefined;
+  await until(() => {
+    // The SDK client's throwaway probe proxy started its own upstream and job: not that one.
+    job = liveWith(dir, keep).find((pid) => {
+      try {
+        return statField(pid, 6) === session;
+      } catch {
+        return false;
+      }
+    });
+    return job !== undefined;
+  });
+  return job!;
+}
+
+describe('an upstream whose shell makes process groups of its own (job control) in its session', () => {
+  // bash -c 'set -m; node -e KEEP DIR & exec node stubbornUpstream.mjs DIR': the background job gets a
+  // process group of its own (set -m), in the upstream's session.
+  const KEEP = 'setInterval(() => {}, 1e6)';
+  const jobControl = (dir: string, monitor: boolean) => [
+    '--',
+    'bash',
+    '-c',
+    `${monitor ? 'set -m; ' : ''}"$0" -e '${KEEP}' "$1" 2>/dev/null & exec "$0" "$2" "$1"`,
+    process.execPath,
+    dir,
+    STUBBORN,
+  ];
+
+  const cases: Array<[string, (proxyProcess: ChildProcess, dir: string) => void]> = [
+    ['the proxy SIGKILLed (the supervisor ends the group and the session)', (p) => p.kill('SIGKILL')],
+    [
+      'the supervisor SIGKILLed, then the proxy (the reaper ends them)',
+      (p, dir) => {
+        // The proxy's own supervisor (the probe's has ended or is ending on its own).
+        const supervisor = liveProcessesMentioning(dir).find((pid) => {
+          try {
+            return statField(pid, 4) === p.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('supervisor.js');
+          } catch {
+            return false;
+          }
+        });
+        process.kill(supervisor!, 'SIGKILL');
+        p.kill('SIGKILL');
+      },
+    ],
+  ];
+
+  it.each(cases)('%s: the job in another process group is gone too', async (_case, end) => {
+    const dir = freshDir('jobs');
+    const { client, transport } = await proxy(jobControl(dir, true));
+    const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as { upstream: number; child: number };
+    // The scan sees the background job (in the upstream's session, its command line the keep-alive and the directory).
+    const job = await jobOf(dir, KEEP, pids.upstream);
+    // Control: it is the case meant: the job's group is not the upstream's.
+    expect(statField(job, 5)).not.toBe(statField(pids.upstream, 5));
+    expect(liveProcessesMentioning(dir)).toEqual(expect.arrayContaining([pids.upstream, pids.child, job]));
+    const proxyProcess = childOf(transport)!;
+    end(proxyProcess, dir);
+    await ended(proxyProcess);
+    // No time budget: waits until no live (non-zombie) process with the directory on its command line is left.
+    await until(() => liveProcessesMentioning(dir).length === 0);
+    expect(liveProcessesMentioning(dir)).toEqual([]);
+  });
+
+  it('control: without set -m the job stays in the upstream\'s group, and the proxy SIGKILLed ends it as before', async () => {
+    const dir = freshDir('nojobs');
+    const { client, transport } = await proxy(jobControl(dir, false));
+    const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as { upstream: number; child: number };
+    const job = await jobOf(dir, KEEP, pids.upstream);
+    expect(statField(job, 5)).toBe(statField(pids.upstream, 5));
+    const proxyProcess = childOf(transport)!;
+    proxyProcess.kill('SIGKILL');
+    await ended(proxyProcess);
+    await until(() => liveProcessesMentioning(dir).length === 0);
+    expect(liveProcessesMentioning(dir)).toEqual([]);
+  });
+});
+
 describe('a result larger than the SDK reads as one stdio message (10 MiB)', () => {
   it('server-filesystem reading a 6 MB file: the call names the size limit (not "exited with code 0"), stderr too, and later calls are refused naming it; head: 10 of the same file passes (control)', async () => {
     const root = freshDir('large');
@@ -141,6 +240,31 @@ describe('the upstream command without -- (hosts that drop it, such as the Inspe
     // Control: given before the command, --confirm-unnamed is the proxy's: the read-only argv tool is asked.
     const own = await proxy(['--confirm-unnamed', process.execPath, SCHEMA_UPSTREAM, dir]);
     asked(await callTool(own.client, { name: 'argv', arguments: {} }));
+  });
+
+  it('a proxy option name after a command given without -- gets one note on stderr per name, saying it goes to the upstream; with an explicit -- (control), or before the command, none', async () => {
+    const dir = freshDir('notes');
+    const note = (name: string) => `mcp-confirm proxy: note: ${name} after the upstream command is passed to the upstream, not read by the proxy; give it before the command\n`;
+    /** Everything the proxy wrote on stderr, once it has exited (its stderr ended). */
+    const allStderr = async (p: Awaited<ReturnType<typeof proxy>>): Promise<string> => {
+      const ended = new Promise<void>((res) => p.transport.stderr!.once('end', () => res()));
+      await p.client.close();
+      await ended;
+      return p.stderr();
+    };
+    const without = await proxy([process.execPath, SCHEMA_UPSTREAM, dir, '--policy', 'deny.json', '--ttl', '5', '--policy', 'again.json', '--help']);
+    expect(JSON.parse(text(await callTool(without.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--policy', 'deny.json', '--ttl', '5', '--policy', 'again.json', '--help']);
+    const said = await allStderr(without);
+    expect(said.split(note('--policy')).length - 1).toBe(1);
+    expect(said.split(note('--ttl')).length - 1).toBe(1);
+    expect(said).not.toContain('note: --help');
+    expect(said.indexOf(note('--policy'))).toBeLessThan(said.indexOf(note('--ttl')));
+    const withDash = await proxy(['--', process.execPath, SCHEMA_UPSTREAM, dir, '--policy', 'deny.json']);
+    expect(JSON.parse(text(await callTool(withDash.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--policy', 'deny.json']);
+    expect(await allStderr(withDash)).not.toContain('note:');
+    const before = await proxy(['--ttl', '60', process.execPath, SCHEMA_UPSTREAM, dir, '--ttl-x']);
+    expect(JSON.parse(text(await callTool(before.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--ttl-x']);
+    expect(await allStderr(before)).not.toContain('note:');
   });
 });
 

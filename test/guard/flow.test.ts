@@ -398,6 +398,42 @@ describe('clients that cannot answer', () => {
     expect((await asking.call('delete_note', { title: 'groceries' })).kind).toBe('input_required');
   });
 
+  it("a tool that calls a guard() handler, catches its -32021 refusal and answers a dry run keeps its own answer (no -32021 in its place); control: the registered tool on the same server still gets -32021", async () => {
+    const confirmation = await createConfirmation({});
+    const book = notebook();
+    const factory = () => {
+      const server = new McpServer({ name: 'notes', version: '0.0.0' }, { ...confirmation.serverOptions });
+      register(confirmation, server, book);
+      const inner = confirmation.guard<{ title: string }, null>(server, 'delete_note_inner', {
+        question: (args) => question`Delete the note ${args.title}?`,
+        act: (args) => {
+          book.deleted.push(`inner:${args.title}`);
+          return { content: [{ type: 'text', text: 'deleted' }] };
+        },
+      });
+      server.registerTool('plan_delete', { inputSchema: NoteInput }, async (args, ctx) => {
+        const r = await inner(args, ctx).catch((e: unknown) => ({
+          content: [{ type: 'text' as const, text: `dry run only: would delete ${args.title} (${(e as { code?: string }).code ?? 'refused'})` }],
+        }));
+        return r as never;
+      });
+      return server;
+    };
+    const c = await client(factory, { elicitation: false });
+    const planned = await c.call('plan_delete', { title: 'groceries' });
+    expect(planned).toMatchObject({ kind: 'result', isError: false, text: 'dry run only: would delete groceries (-32021)' });
+    // Control: the registered confirmation tool, where the refusal escapes, is the JSON-RPC -32021.
+    expect(await c.call('delete_note', { title: 'groceries' })).toEqual({
+      kind: 'error',
+      code: -32021,
+      message: NO_ELICITATION_TEXT,
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
+    // And a plan_delete after it is still its own answer (nothing left over from the earlier request).
+    expect(await c.call('plan_delete', { title: 'diary' })).toMatchObject({ kind: 'result', isError: false, text: 'dry run only: would delete diary (-32021)' });
+    expect(book.deleted).toEqual([]);
+  });
+
   it('tells a 2025-era v1 client without the elicitation capability the same sentence as an isError result', async () => {
     const { book, factory } = await setup();
     const legacy = await connectV1(factory);
