@@ -44,7 +44,6 @@ export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
 export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
 export { Roots, RootError, type PinnedRoot } from './fs/roots.js';
 export { inspectFile, deleteVerified, findQuarantineLeftovers, type FileFingerprint } from './fs/target.js';
-export { createDemoServer, registerDeleteFile, deleteFileQuestion, DeleteFileInput, SERVER_INFO, type DemoServerOptions } from './server/deleteFile.js';
 export {
   ConfirmError,
   ConfirmMismatchError,
