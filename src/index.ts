@@ -1,9 +1,13 @@
 /**
  * mcp-confirm: trustworthy human confirmation in front of destructive MCP tool calls
- * (MCP spec 2026-07-28, multi round-trip requests). The public API, one explicit list.
+ * (MCP spec 2026-07-28, multi round-trip requests). The public API of the root entry, one explicit
+ * list; the stores, HTTP serving, passkey approval and the demo server are subpaths
+ * (`mcp-confirm/stores/sqlite`, `/stores/redis`, `/http`, `/approval`, `/demo`).
  *
  * @module
  */
+
+// The confirmation layer: build it once, register confirmed tools on each server.
 export {
   createConfirmation,
   defaultPrincipal,
@@ -17,11 +21,25 @@ export {
   type ConfirmableToolConfig,
   type ActContext,
   type ConfirmEvent,
-  URL_MODE_SENTENCE,
   FORM_FALLBACK_SENTENCE,
 } from './guard/confirmation.js';
+
+// The question: untrusted values rendered visibly and injectively.
+export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
+
+// Keys and the sealed state.
+export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
+export { StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
+
+// Stores: the interfaces and the in-process store (SQLite and Redis are subpaths).
+export type { Ledger, SpendOutcome } from './store/ledger.js';
+export { isConfirmStore, wrapStore, type ConfirmStore, type ConfirmStoreMethod } from './store/confirmStore.js';
+export { isAuditHeadStore, type AuditHead, type AuditHeadStore } from './store/auditHeads.js';
+export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
+
+// The audit trail: writing it and verifying it.
 export { AuditLog, type AuditLogOptions, type AuditSink } from './audit/auditLog.js';
-export { AuditKeys, AUDIT_HKDF_INFO, AUDIT_HKDF_SALT, type AuditKey } from './audit/auditKeys.js';
+export { AuditKeys, type AuditKey } from './audit/auditKeys.js';
 export {
   verifyAuditTrail,
   AUDIT_GENESIS,
@@ -34,17 +52,12 @@ export {
   type AuditVerdict,
   type VerifyAuditOptions,
 } from './audit/chain.js';
-export { isAuditHeadStore, type AuditHead, type AuditHeadStore } from './store/auditHeads.js';
-export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
-export { Sealer, StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } from './state/sealer.js';
-export { canonicalDigest } from './state/digest.js';
-export type { Ledger, SpendOutcome } from './store/ledger.js';
-export { isConfirmStore, wrapStore, type ConfirmStore, type ConfirmStoreMethod } from './store/confirmStore.js';
-export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
-export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
+
+// Files: roots fixed at start-up, identity captured in round 1, the verified delete.
 export { Roots, RootError, type PinnedRoot } from './fs/roots.js';
 export { inspectFile, deleteVerified, findQuarantineLeftovers, type FileFingerprint } from './fs/target.js';
-export { createDemoServer, registerDeleteFile, deleteFileQuestion, DeleteFileInput, SERVER_INFO, type DemoServerOptions } from './server/deleteFile.js';
+
+// Refusals: one class per stable ERR_CONFIRM_* code, and the mapping to a tool result.
 export {
   ConfirmError,
   ConfirmMismatchError,

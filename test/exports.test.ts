@@ -41,6 +41,43 @@ describe('package exports', () => {
     expect(typeof RedisLedger).toBe('function');
   });
 
+  it('the root entry exports exactly its curated list: no demo server and no internals (sealer, digest, audit key derivation constants, URL-mode sentence)', async () => {
+    const root = await import('mcp-confirm');
+    expect(Object.keys(root).sort()).toEqual(
+      [
+        // the confirmation layer
+        'createConfirmation', 'defaultPrincipal', 'CONFIRM_KEY', 'CONFIRM_SCHEMA', 'OpenedState', 'ChangedBeforeActingError', 'FORM_FALLBACK_SENTENCE',
+        // the question
+        'question', 'questionWith', 'renderValue', 'renderPath',
+        // keys and the sealed state
+        'KeyRing', 'StateRefusedError', 'STATE_TYP', 'MAX_STATE_LENGTH',
+        // stores
+        'isConfirmStore', 'wrapStore', 'isAuditHeadStore', 'MemoryLedger',
+        // the audit trail
+        'AuditLog', 'AuditKeys', 'verifyAuditTrail', 'AUDIT_GENESIS',
+        // files
+        'Roots', 'RootError', 'inspectFile', 'deleteVerified', 'findQuarantineLeftovers',
+        // refusals
+        'ConfirmError', 'ConfirmMismatchError', 'ConfirmSpentError', 'ConfirmUnknownError', 'ConfirmExpiredError', 'ConfirmCapacityError',
+        'ConfirmLedgerUnavailableError', 'ConfirmBadArgumentError', 'ConfirmOutsideRootsError', 'ConfirmNotRegularFileError', 'ConfirmSymlinkError',
+        'ConfirmChangedError', 'ConfirmGoneError', 'ConfirmOsError', 'ConfirmNoElicitationError', 'ConfirmPolicyDeniedError', 'ConfirmUpstreamDownError',
+        'ConfirmUpstreamFailedError', 'ConfirmUpstreamTimeoutError', 'ConfirmUpstreamToolGoneError', 'ConfirmUpstreamInputError',
+        'ConfirmAuditUnavailableError', 'ConfirmApprovalExpiredError', 'toToolError',
+      ].sort(),
+    );
+  });
+
+  it('resolves mcp-confirm/demo to the demo server and exactly its list, which the root import does not load', async () => {
+    const demo = await import('mcp-confirm/demo');
+    expect(Object.keys(demo).sort()).toEqual(['createDemoServer', 'registerDeleteFile', 'deleteFileQuestion', 'SERVER_INFO', 'DeleteFileInput'].sort());
+    expect(typeof demo.createDemoServer).toBe('function');
+    expect(demo.SERVER_INFO).toEqual({ name: 'mcp-confirm', version: '0.1.0' });
+    const { files } = importGraph(join(DIST, 'index.js'));
+    expect([...files].filter((f) => f.includes(join('dist', 'demo')))).toEqual([]);
+    // Control: the walker reaches the demo's modules from the subpath's entry.
+    expect([...importGraph(join(DIST, 'demo', 'index.js')).files].some((f) => f.endsWith(join('dist', 'demo', 'deleteFile.js')))).toBe(true);
+  });
+
   it('resolves mcp-confirm/http to the HTTP serving module, which the root import does not load', async () => {
     const http = await import('mcp-confirm/http');
     expect(typeof http.createHttpApp).toBe('function');

@@ -5,7 +5,7 @@
  *
  * The first answer (`initialize` or `server/discover`) and `tools/list` need only the server's
  * name, its options and the tool's registration with its full input schema
- * (`src/server/deleteFileSpec.ts`, which imports only zod). The confirmation layer (keys, sealer,
+ * (`src/demo/deleteFileSpec.ts`, which imports only zod). The confirmation layer (keys, sealer,
  * ledger, audit, the question's renderer and its Unicode tables, the file checks) is loaded once,
  * on first need: {@link LazyDeleteFileServer.preload} (the command line calls it once the first
  * answer is out), the first `tools/call`, or the first `requestState` to verify, whichever comes
@@ -27,7 +27,7 @@ import { McpServer, type CallToolResult, type InputRequiredResult, type ServerCo
 import { passCapabilityErrors } from '../guard/capabilityErrors.js';
 import type { ConfirmableTool, Confirmation, OpenedState } from '../guard/confirmation.js';
 import type { FileFingerprint } from '../fs/target.js';
-import { DELETE_FILE, DELETE_FILE_CONFIG, SERVER_INFO } from '../server/deleteFileSpec.js';
+import { DELETE_FILE, DELETE_FILE_CONFIG, SERVER_INFO } from '../demo/deleteFileSpec.js';
 
 /** What the load yields: the confirmation layer and the tool it guards. */
 export interface LoadedDeleteFile {

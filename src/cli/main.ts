@@ -194,7 +194,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   if (http && command.http && opened && metrics) {
     let built;
     try {
-      const { createDemoServer } = await import('../server/deleteFile.js');
+      const { createDemoServer } = await import('../demo/deleteFile.js');
       built = await createDemoServer({ ...confirmationOptions, roots: command.roots });
     } catch (e) {
       await closeAll();
@@ -209,7 +209,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   const { serveStdio, StdioServerTransport } = stdio!;
   const server = lazy!.lazyDeleteFileServer(
     async () => {
-      const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([import('../guard/confirmation.js'), import('../server/deleteFile.js')]);
+      const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([import('../guard/confirmation.js'), import('../demo/deleteFile.js')]);
       const confirmation = await createConfirmation(confirmationOptions);
       inUse = confirmation.ledger;
       return { confirmation, tool: deleteFileTool(roots) };

@@ -112,11 +112,6 @@ export interface SqliteLedgerOptions {
    * Defaults to 2,000 (2 seconds).
    */
   timeoutMs?: number;
-  /**
-   * @deprecated The earlier name of {@link SqliteLedgerOptions.timeoutMs}, when it set SQLite's
-   * blocking `busy_timeout`; now the same non-blocking deadline. Give at most one of the two.
-   */
-  busyTimeoutMs?: number;
   /** SQLite `synchronous` with WAL: `'normal'` (default) or `'full'` (fsync per commit). */
   synchronous?: 'normal' | 'full';
 }
@@ -261,7 +256,6 @@ export class SqliteLedger implements ConfirmStore {
    *
    * @param options - see {@link SqliteLedgerOptions}.
    * @throws {RangeError} when a bound or `timeoutMs` is not a positive integer, or `path` is empty or `':memory:'`.
-   * @throws {TypeError} when both `timeoutMs` and the deprecated `busyTimeoutMs` are given.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the file cannot be opened or
    *   is not a usable SQLite database (missing directory, no permission, corrupted file).
    */
@@ -272,13 +266,7 @@ export class SqliteLedger implements ConfirmStore {
     this.path = options.path;
     this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);
     this.maxTotal = positiveInteger('maxTotal', options.maxTotal, 100_000);
-    if (options.timeoutMs !== undefined && options.busyTimeoutMs !== undefined) {
-      throw new TypeError('give timeoutMs only (busyTimeoutMs is its deprecated name)');
-    }
-    this.timeoutMs =
-      options.busyTimeoutMs !== undefined
-        ? positiveInteger('busyTimeoutMs', options.busyTimeoutMs, 2_000)
-        : positiveInteger('timeoutMs', options.timeoutMs, 2_000);
+    this.timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 2_000);
     const synchronous = options.synchronous ?? 'normal';
     if (synchronous !== 'normal' && synchronous !== 'full') throw new RangeError("synchronous must be 'normal' or 'full'");
     this.#retry = new BusyRetry(this.timeoutMs);

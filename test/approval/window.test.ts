@@ -17,7 +17,7 @@ import { loadApproversForServer } from '../../src/approval/approvers.js';
 import { enrollApprover } from '../../src/approval/enroll.js';
 import { PasskeyApproval } from '../../src/approval/passkey.js';
 import { MemoryLedger } from '../../src/store/memory.js';
-import { createDemoServer } from '../../src/server/deleteFile.js';
+import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { launchBrowser, newAuthPage, outcomeOf, postJson, type AuthPage, type Browser } from '../helpers/browser.js';
 import { callTool, type Reply } from '../helpers/harness.js';
 

@@ -11,7 +11,8 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { runProcess, type Finished } from '../helpers/processes.js';
 import { startAudited } from '../helpers/auditTrail.js';
-import { canonicalDigest, KeyRing } from 'mcp-confirm';
+import { KeyRing } from 'mcp-confirm';
+import { canonicalDigest } from '../../src/state/digest.js';
 import { ACCEPT, asked, callTool } from '../helpers/harness.js';
 import { connectModern, startHttpServer } from '../helpers/httpServer.js';
 

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AuditKeys, AuditLog, createDemoServer, KeyRing, MemoryLedger, verifyAuditTrail, type KeySpec } from 'mcp-confirm';
+import { AuditKeys, AuditLog, KeyRing, MemoryLedger, verifyAuditTrail, type KeySpec } from 'mcp-confirm';
+import { createDemoServer } from 'mcp-confirm/demo';
 import { ACCEPT, asked, connect, connectV1 } from '../helpers/harness.js';
 
 let R: string;

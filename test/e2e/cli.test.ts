@@ -12,7 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
-import { createDemoServer } from '../../src/server/deleteFile.js';
+import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { runProcess, stderrSays, type Finished, InPlaceStdioTransport } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -185,7 +185,7 @@ async function spawnWith(fixture: string, env: Record<string, string>, args: str
  * the demo, the MCP client, node:crypto.
  */
 const NOT_BEFORE_FIRST_ANSWER =
-  /\/dist\/guard\/(?!capabilityErrors\.js$)|\/dist\/(state|ledger|store|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!(principals|defaults|publicUrl)\.js$)|\/dist\/server\/deleteFile\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
+  /\/dist\/guard\/(?!capabilityErrors\.js$)|\/dist\/(state|ledger|store|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!(principals|defaults|publicUrl)\.js$)|\/dist\/demo\/(deleteFile|index)\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
 
 describe('cold start', () => {
   it('answers the first request before loading the confirmation layer, the stores, their drivers, HTTP, JWT, metrics, WebAuthn, the demo or the MCP client; the first call loads the layer and is asked', async () => {
@@ -195,13 +195,13 @@ describe('cold start', () => {
     const { before } = traceAtAnswer(trace);
     // Not vacuous: the trace saw the entry and the tool's registration being loaded before the answer.
     expect(before.some((u) => u.endsWith('/dist/cli/main.js'))).toBe(true);
-    expect(before.some((u) => u.endsWith('/dist/server/deleteFileSpec.js'))).toBe(true);
+    expect(before.some((u) => u.endsWith('/dist/demo/deleteFileSpec.js'))).toBe(true);
     expect(before.filter((u) => NOT_BEFORE_FIRST_ANSWER.test(u))).toEqual([]);
     // Control: the first call loads the confirmation layer (after the answer) and is asked as always.
     const { message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     expect(message).toContain(join(root, 'cache.txt'));
     const { after } = traceAtAnswer(trace);
-    for (const m of ['/dist/guard/confirmation.js', '/dist/server/deleteFile.js', '/dist/state/sealer.js', '/dist/prompt/render.js']) {
+    for (const m of ['/dist/guard/confirmation.js', '/dist/demo/deleteFile.js', '/dist/state/sealer.js', '/dist/prompt/render.js']) {
       expect(after.some((u) => u.endsWith(m)), m).toBe(true);
     }
   });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryLedger } from '../../src/store/memory.js';
 import { KeyRing } from '../../src/state/keyRing.js';
-import { createDemoServer, type DemoServerOptions } from '../../src/server/deleteFile.js';
+import { createDemoServer, type DemoServerOptions } from '../../src/demo/deleteFile.js';
 import { ACCEPT, asked, connect, connectV1, tamper, type Connected, type Reply } from '../helpers/harness.js';
 
 let R: string; // a fresh temporary directory

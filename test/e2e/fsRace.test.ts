@@ -22,7 +22,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { findQuarantineLeftovers } from '../../src/fs/target.js';
 import { Roots } from '../../src/fs/roots.js';
-import { createDemoServer } from '../../src/server/deleteFile.js';
+import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { ACCEPT, connect, type Connected, type Reply } from '../helpers/harness.js';
 
 const SOURCE = resolve(import.meta.dirname, 'fixtures', 'exchange.c');

@@ -17,7 +17,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { wrapStore, type ConfirmStore } from '../../src/store/confirmStore.js';
-import { createDemoServer } from '../../src/server/deleteFile.js';
+import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { RedisLedger } from '../../src/store/redis.js';
 import { SqliteLedger } from '../../src/store/sqlite.js';
 import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS, type Connected, type Reply } from '../helpers/harness.js';

@@ -32,7 +32,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isQuarantineName, QUARANTINE_PREFIX } from '../../src/fs/target.js';
 import { MemoryLedger } from '../../src/store/memory.js';
-import { createDemoServer } from '../../src/server/deleteFile.js';
+import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { ACCEPT, asked, callTool, connect, type Connected, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { startFlipper, type Flipper } from '../helpers/flipper.js';
 import { InPlaceStdioTransport, until } from '../helpers/processes.js';

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createDemoServer } from '../../src/server/deleteFile.js';
+import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { RedisLedger } from '../../src/store/redis.js';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { ACCEPT, asked, connect, type Connected } from '../helpers/harness.js';

@@ -14,7 +14,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'j
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpApp, type HttpApp } from '../../src/http/app.js';
 import { createJwtVerifier, jwtPrincipalOf, REFUSAL_VALUE_MAX_GRAPHEMES, tokenRefusalLog } from '../../src/http/jwtAuth.js';
-import { createDemoServer } from '../../src/server/deleteFile.js';
+import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 
 const ISSUER = 'https://auth.example.test';

@@ -38,7 +38,7 @@ describe('SqliteLedger', () => {
     await ledger.close();
   });
 
-  it('puts the database in WAL mode, with a deadline of 2 s unless timeoutMs (or its old name busyTimeoutMs) says otherwise', async () => {
+  it('puts the database in WAL mode, with a deadline of 2 s unless timeoutMs says otherwise', async () => {
     const path = freshPath();
     const ledger = new SqliteLedger({ path });
     expect(ledger.isReady).toBe(true);
@@ -47,10 +47,8 @@ describe('SqliteLedger', () => {
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();
     const other = new SqliteLedger({ path, timeoutMs: 1234 });
-    const old = new SqliteLedger({ path, busyTimeoutMs: 4321 });
     expect(other.timeoutMs).toBe(1234);
-    expect(old.timeoutMs).toBe(4321);
-    await Promise.all([ledger.close(), other.close(), old.close()]);
+    await Promise.all([ledger.close(), other.close()]);
   });
 
   it('creates a new file with 1 KiB pages, and opens an existing 4 KiB-page file as it is', async () => {
@@ -159,10 +157,8 @@ describe('SqliteLedger', () => {
     expect(() => new SqliteLedger({ path: ':memory:' })).toThrow(RangeError);
     expect(() => new SqliteLedger({ path: freshPath(), maxTotal: 0 })).toThrow(RangeError);
     expect(() => new SqliteLedger({ path: freshPath(), maxPerPrincipal: 1.5 })).toThrow(RangeError);
-    expect(() => new SqliteLedger({ path: freshPath(), busyTimeoutMs: -1 })).toThrow(RangeError);
     expect(() => new SqliteLedger({ path: freshPath(), timeoutMs: 0 })).toThrow(/timeoutMs must be a positive integer/);
     expect(() => new SqliteLedger({ path: freshPath(), timeoutMs: Number.POSITIVE_INFINITY })).toThrow(RangeError);
-    expect(() => new SqliteLedger({ path: freshPath(), timeoutMs: 100, busyTimeoutMs: 100 })).toThrow(TypeError);
   });
 
   it('refuses non-finite times with RangeError', async () => {
