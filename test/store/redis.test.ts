@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { until } from '../helpers/processes.js';
 import { expectUnavailable, rejection } from '../helpers/rejections.js';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -574,8 +575,8 @@ describe('RedisLedger', () => {
 
           const second = startRedis(first.port);
           servers.push(second);
-          const until = Date.now() + 10_000;
-          while (!ledger.isReady && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+          // Until it has reconnected, by order: only the test's own timeout bounds it (a hang).
+          await until(() => ledger.isReady);
           expect(ledger.isReady).toBe(true);
           // No persistence: the restarted server forgot the entry, so it is refused as unknown.
           expect(await ledger.spend(jti, Date.now())).toBe('unknown');
