@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { DEFAULT_ENROLL_TIMEOUT_SECONDS } from '../defaults.js';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
@@ -85,7 +86,7 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   const RP_ID = publicUrl?.hostname ?? 'localhost';
   const principals = options.principals ?? ['local'];
   if (principals.length === 0 || principals.some((p) => typeof p !== 'string' || p === '')) throw new EnrollError('an approver needs at least one principal');
-  const timeoutSeconds = options.timeoutSeconds ?? 300;
+  const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_ENROLL_TIMEOUT_SECONDS;
   if (!Number.isSafeInteger(timeoutSeconds) || timeoutSeconds <= 0 || timeoutSeconds > 86_400) {
     throw new EnrollError('--timeout must be a whole number of seconds from 1 to 86400');
   }

@@ -46,7 +46,7 @@ import {
 } from './http.js';
 import type { ApprovalRecord, ApprovalStore } from '../store/approvalStore.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
-import { DEFAULT_APPROVAL_WAIT_SECONDS } from './defaults.js';
+import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 
 export { DEFAULT_APPROVAL_WAIT_SECONDS };
 import { parsePublicUrl } from './publicUrl.js';

@@ -7,7 +7,7 @@
  * @module
  */
 import { allowedHostnames } from '../http/bind.js';
-import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../approval/defaults.js';
+import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
 import { UsageError } from './common.js';
 import { parseAuditFlag } from './auditArgs.js';

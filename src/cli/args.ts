@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { DEFAULT_ENROLL_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS } from '../defaults.js';
 import { parseArgs } from 'node:util';
 import { checkAudience, parseArgsUsageError, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, HTTP_USAGE, type HttpSpec } from './httpArgs.js';
@@ -190,7 +191,7 @@ export function parseCommand(argv: readonly string[]): Command {
         approvers,
         name: values.name,
         port: values.port === undefined ? undefined : wholeNumber('--port', values.port, 1, 65_535),
-        timeoutSeconds: values.timeout === undefined ? 300 : wholeNumber('--timeout', values.timeout, 1, 86_400),
+        timeoutSeconds: values.timeout === undefined ? DEFAULT_ENROLL_TIMEOUT_SECONDS : wholeNumber('--timeout', values.timeout, 1, 86_400),
         replace: values.replace ?? false,
         publicUrl: values['public-url'] === undefined ? undefined : checkedPublicUrl(values['public-url']),
         principals: principals.length > 0 ? [...new Set(principals)] : ['local'],
@@ -226,7 +227,7 @@ export function parseCommand(argv: readonly string[]): Command {
   if (values.yes) throw new UsageError('--yes belongs to the demo command');
   const roots = values.root ?? [];
   if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
-  const ttlSeconds = values.ttl === undefined ? 300 : wholeSeconds('--ttl', values.ttl);
+  const ttlSeconds = values.ttl === undefined ? DEFAULT_TTL_SECONDS : wholeSeconds('--ttl', values.ttl);
   const audience = checkAudience(values.audience);
   const { http, audit, approval } = parseServingFlags(values);
   return {

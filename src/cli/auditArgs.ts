@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { DEFAULT_AUDIENCE } from '../defaults.js';
 
 /** The `parseArgs` option table of the audit flags. */
 export const AUDIT_OPTIONS = {
@@ -66,7 +67,7 @@ export function parseAuditCommand(words: readonly string[], values: Record<strin
   if (ledger === 'memory') throw new TypeError('audit verify --ledger needs a shared store (sqlite:PATH or redis://HOST:PORT[/DB]): a memory ledger lived only in the process that wrote the trail');
   if (audience !== undefined && ledger === undefined) throw new TypeError('audit verify takes --audience only with --ledger (it names the Redis namespace the server used)');
   if (audience !== undefined && (typeof audience !== 'string' || audience === '')) throw new TypeError('--audience needs a NAME');
-  return { kind: 'audit-verify', file, keyFile, ledger, audience: (audience as string | undefined) ?? 'mcp-confirm' };
+  return { kind: 'audit-verify', file, keyFile, ledger, audience: (audience as string | undefined) ?? DEFAULT_AUDIENCE };
 }
 
 /**

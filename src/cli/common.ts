@@ -5,6 +5,7 @@
  * @module
  */
 
+import { DEFAULT_AUDIENCE, MAX_TTL_SECONDS } from '../defaults.js';
 import type { KeyRing } from '../state/keyRing.js';
 
 /** A usage error: printed with the usage text, exit code 2. */
@@ -30,7 +31,7 @@ export function parseArgsUsageError(error: unknown): UsageError {
 export function wholeSeconds(flag: string, text: string): number {
   if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number of seconds, got ${JSON.stringify(text)}`);
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n <= 0 || n > 86_400) throw new UsageError(`${flag} must be a whole number of seconds from 1 to 86400 (one day), got ${text}`);
+  if (!Number.isSafeInteger(n) || n <= 0 || n > MAX_TTL_SECONDS) throw new UsageError(`${flag} must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (one day), got ${text}`);
   return n;
 }
 
@@ -42,7 +43,7 @@ export function wholeSeconds(flag: string, text: string): number {
  * @throws {UsageError} when it is out of bounds.
  */
 export function checkAudience(value: string | undefined): string {
-  const audience = value ?? 'mcp-confirm';
+  const audience = value ?? DEFAULT_AUDIENCE;
   if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
     throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
   }

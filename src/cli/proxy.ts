@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { DEFAULT_TTL_SECONDS } from '../defaults.js';
 import { readFile } from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -258,7 +259,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     policyPath: values.policy,
     confirmUnnamed: values['confirm-unnamed'] ?? false,
     audience,
-    ttlSeconds: values.ttl === undefined ? 300 : wholeSeconds('--ttl', values.ttl),
+    ttlSeconds: values.ttl === undefined ? DEFAULT_TTL_SECONDS : wholeSeconds('--ttl', values.ttl),
     keyFile: values['key-file'],
     ledger: values.ledger ?? 'memory',
     upstreamTimeoutSeconds: values['upstream-timeout'] === undefined ? 120 : wholeSeconds('--upstream-timeout', values['upstream-timeout']),

@@ -71,6 +71,7 @@ import type { Ledger, SpendOutcome } from '../store/ledger.js';
 import { MemoryLedger } from '../store/memory.js';
 import { canonicalDigest } from '../state/digest.js';
 import { KeyRing } from '../state/keyRing.js';
+import { DEFAULT_AUDIENCE, DEFAULT_TTL_SECONDS } from '../defaults.js';
 import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
 // Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
 import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
@@ -423,8 +424,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * });
  */
 export async function createConfirmation(options: ConfirmationOptions = {}): Promise<Confirmation> {
-  const audience = options.audience ?? 'mcp-confirm';
-  const ttlSeconds = options.ttlSeconds ?? 300;
+  const audience = options.audience ?? DEFAULT_AUDIENCE;
+  const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
   // Validate cheap options before the async key import.
   if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0 || ttlSeconds > MAX_TTL_SECONDS) {
     throw new RangeError(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${String(ttlSeconds)}`);

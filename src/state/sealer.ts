@@ -29,6 +29,7 @@
  * @module
  */
 import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
+import { MAX_TTL_SECONDS } from '../defaults.js';
 import { ConfirmBadArgumentError } from '../errors.js';
 import { decodeBase64url } from './base64url.js';
 import { KeyRing, type RingKey } from './keyRing.js';
@@ -39,8 +40,8 @@ export const STATE_TYP = 'mcp-confirm-state+jwt';
 /** Longest `requestState` string sealed or accepted, in characters. A larger one is refused at sealing, before anything is asked. */
 export const MAX_STATE_LENGTH = 65_536;
 
-/** Longest TTL, in seconds: one day. A confirmation is meant to be answered now, not stored (spec: "a short expiry"). */
-export const MAX_TTL_SECONDS = 86_400;
+/** Longest TTL, in seconds: one day (defined in `../defaults.ts`). A confirmation is meant to be answered now, not stored (spec: "a short expiry"). */
+export { MAX_TTL_SECONDS };
 
 const DECODER = new TextDecoder('utf-8', { fatal: true });
 

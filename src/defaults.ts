@@ -1,0 +1,27 @@
+/**
+ * Defaults shared by the library and the command line, in one place so the two never drift
+ * (the CLI's `--help` text and its parsing read the same constants the library's options default to).
+ *
+ * Imports nothing, so the CLI can read it before anything else loads (cold start).
+ *
+ * @module
+ */
+
+/** The `aud` claim a state is sealed for when none is given: `'mcp-confirm'`. */
+export const DEFAULT_AUDIENCE = 'mcp-confirm';
+
+/** How long a question stays answerable when no TTL is given, in seconds: 300 (5 minutes). */
+export const DEFAULT_TTL_SECONDS = 300;
+
+/** The longest TTL a question may have, in seconds: 86,400 (one day). */
+export const MAX_TTL_SECONDS = 86_400;
+
+/** How long `approvers enroll` waits for a registration when no timeout is given, in seconds: 300. */
+export const DEFAULT_ENROLL_TIMEOUT_SECONDS = 300;
+
+/**
+ * How long round 2 waits for the page's decision by default, in seconds: 45, below the 60 s
+ * request timeout both MCP SDKs' clients use by default (`DEFAULT_REQUEST_TIMEOUT_MSEC`), so a
+ * client whose human has not approved yet is asked again rather than timing out.
+ */
+export const DEFAULT_APPROVAL_WAIT_SECONDS = 45;
