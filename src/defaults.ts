@@ -25,3 +25,9 @@ export const DEFAULT_ENROLL_TIMEOUT_SECONDS = 300;
  * client whose human has not approved yet is asked again rather than timing out.
  */
 export const DEFAULT_APPROVAL_WAIT_SECONDS = 45;
+
+/** The most bytes a proxied call's arguments may have as canonical JSON (RFC 8785) when no bound is given: 1,048,576 (1 MiB). */
+export const DEFAULT_MAX_ARGUMENT_BYTES = 1_048_576;
+
+/** How long the proxy waits for one upstream request when no deadline is given, in seconds: 120 (two minutes). */
+export const DEFAULT_UPSTREAM_TIMEOUT_SECONDS = 120;

@@ -10,7 +10,8 @@ import { dirname, resolve } from 'node:path';
 import { ApproversFileError, checkApproverName, describePrincipal, readApprovers, writeApprovers } from '../approval/approvers.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
 import { EnrollError, enrollApprover } from '../approval/enroll.js';
-import { EXIT_USAGE, type Command } from './args.js';
+import type { ApproversCommand } from './approversArgs.js';
+import { EXIT_USAGE } from './common.js';
 
 /** True when `dir` is a directory this process may create files in. */
 function isWritableDirectory(dir: string): boolean {
@@ -22,8 +23,6 @@ function isWritableDirectory(dir: string): boolean {
     return false;
   }
 }
-
-type ApproversCommand = Extract<Command, { kind: 'approvers-enroll' | 'approvers-list' | 'approvers-remove' }>;
 
 /** Runs one approvers command; returns the exit code (0 done, 1 refused or timed out, 2 usage). */
 export async function runApprovers(command: ApproversCommand): Promise<number> {

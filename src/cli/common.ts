@@ -5,11 +5,15 @@
  * @module
  */
 
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_AUDIENCE, MAX_TTL_SECONDS } from '../defaults.js';
 import type { KeyRing } from '../state/keyRing.js';
 
 /** A usage error: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}
+
+/** Exit code for a usage or start-up configuration error. */
+export const EXIT_USAGE = 2;
 
 /**
  * A {@link UsageError} for a `node:util` `parseArgs` failure: an unknown option is named plainly
@@ -21,6 +25,36 @@ export function parseArgsUsageError(error: unknown): UsageError {
   const message = error instanceof Error ? error.message : String(error);
   const unknown = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']*)'/.exec(message) : null;
   return new UsageError(unknown ? `unknown option ${unknown[1]}` : message);
+}
+
+/** A `parseArgs` option table: one per command (`args.ts`, `approversArgs.ts`, `auditArgs.ts`, `proxyArgs.ts`). */
+export type OptionTable = NonNullable<ParseArgsConfig['options']>;
+
+/** What `parseArgs` gives for a table's options: a boolean, a string or (repeatable) strings, each absent when not given. */
+export type FlagValues<O extends OptionTable> = {
+  [K in keyof O]?: O[K] extends { type: 'boolean' } ? boolean : O[K] extends { multiple: true } ? string[] : string;
+};
+
+/** One token of `parseArgs` (`tokens: true`). */
+export type ArgToken = NonNullable<ReturnType<typeof parseArgs>['tokens']>[number];
+
+/**
+ * Parses `argv` strictly against one option table, positionals allowed.
+ *
+ * @param foreign - the message for an option the table does not have, given its name without `--`
+ *   (a flag of another command). Without it, or when it returns undefined, the option is refused
+ *   as unknown ({@link parseArgsUsageError}).
+ * @throws {UsageError} for an option not in the table, a missing value, or a value given to a boolean.
+ */
+export function parseFlags<O extends OptionTable>(argv: readonly string[], options: O, foreign?: (flag: string) => string | undefined): { values: FlagValues<O>; tokens: ArgToken[] } {
+  try {
+    const { values, tokens } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true, tokens: true });
+    return { values: values as FlagValues<O>, tokens };
+  } catch (e) {
+    const name = (e as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '--([^']*)'/.exec((e as Error).message)?.[1] : undefined;
+    const message = name === undefined ? undefined : foreign?.(name);
+    throw message === undefined ? parseArgsUsageError(e) : new UsageError(message);
+  }
 }
 
 /**
