@@ -12,11 +12,10 @@ export {
   approversFor,
   jwtPrincipalFor,
   describePrincipal,
-  ApproversFileError,
   type Approver,
   type ApproversFile,
 } from './approvers.js';
-export { enrollApprover, EnrollError, type EnrollOptions } from './enroll.js';
-export { ListenError } from './http.js';
-export { parsePublicUrl, PublicUrlError } from './publicUrl.js';
+export { enrollApprover, type EnrollOptions } from './enroll.js';
+export { parsePublicUrl } from './publicUrl.js';
+export { ConfigError, type ConfigErrorCode } from '../errors.js';
 export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from '../store/approvalStore.js';

@@ -9,7 +9,7 @@
 import { allowedHostnames } from '../http/bind.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
-import { UsageError } from './common.js';
+import { asUsageError, UsageError } from './common.js';
 import type { HttpSpec } from './httpArgs.js';
 
 /** The `parseArgs` option table of the approval flags (`--public-url` is also `approvers enroll`'s). */
@@ -55,9 +55,9 @@ export function wholeNumber(flag: string, text: string, min: number, max: number
  */
 export function checkedPublicUrl(text: string): URL {
   try {
-    return parsePublicUrl(text, '--public-url');
+    return parsePublicUrl(text);
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw asUsageError(e);
   }
 }
 

@@ -7,11 +7,12 @@
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ApproversFileError, checkApproverName, describePrincipal, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { checkApproverName, describePrincipal, readApprovers, writeApprovers } from '../approval/approvers.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
-import { EnrollError, enrollApprover } from '../approval/enroll.js';
+import { enrollApprover } from '../approval/enroll.js';
+import { ConfigError } from '../errors.js';
 import type { ApproversCommand } from './approversArgs.js';
-import { EXIT_USAGE } from './common.js';
+import { configMessage, EXIT_USAGE } from './common.js';
 
 /** True when `dir` is a directory this process may create files in. */
 function isWritableDirectory(dir: string): boolean {
@@ -92,9 +93,11 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
       }
     }
   } catch (e) {
-    if (e instanceof EnrollError || e instanceof ApproversFileError) {
-      err(e.message);
-      return e instanceof ApproversFileError && command.kind !== 'approvers-enroll' ? EXIT_USAGE : 1;
+    // Enrolment that saved nothing: 1; an approvers file list or remove cannot use: 2.
+    if (e instanceof ConfigError) {
+      const enrolling = command.kind === 'approvers-enroll';
+      err(configMessage(e, enrolling ? command.publicUrl : undefined));
+      return enrolling ? 1 : EXIT_USAGE;
     }
     throw e;
   }

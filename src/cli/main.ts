@@ -56,9 +56,9 @@ const log = (line: string): void => void process.stderr.write(`mcp-confirm: ${li
  * events, running until stopped) is the runtime's (`runtime.ts`).
  */
 async function serve(command: ServeCommand): Promise<void> {
-  const [{ openRuntime, eventLogger }, { Roots, RootError }, { UsageError }] = await Promise.all([import('./runtime.js'), import('../fs/roots.js'), import('./common.js')]);
-  /** A root that cannot be served is a usage error at start-up (exit 2, naming it). */
-  const usage = (e: unknown): unknown => (e instanceof RootError ? new UsageError(e.message) : e);
+  const [{ openRuntime, eventLogger }, { Roots }, { asUsageError }] = await Promise.all([import('./runtime.js'), import('../fs/roots.js'), import('./common.js')]);
+  /** A root that cannot be served (`ERR_CONFIG_ROOT`) is a usage error at start-up (exit 2, naming it). */
+  const usage = (e: unknown): unknown => asUsageError(e);
   // Over stdio, what serves before the confirmation layer (already loading: see prefetchStdio).
   const stdioLoaded = command.http ? undefined : Promise.all([import('@modelcontextprotocol/server/stdio'), import('./lazyServer.js')]);
   stdioLoaded?.catch(() => {});

@@ -12,10 +12,10 @@ import { readFile } from 'node:fs/promises';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createConfirmation } from '../guard/confirmation.js';
 import { renderValue } from '../prompt/render.js';
-import { EMPTY_POLICY, parsePolicy, PolicyError, type Policy } from '../proxy/policy.js';
+import { EMPTY_POLICY, parsePolicy, type Policy } from '../proxy/policy.js';
 import { createProxy } from '../proxy/server.js';
 import { shownUrl, Upstream } from '../proxy/upstream.js';
-import { UsageError } from './common.js';
+import { asUsageError, UsageError } from './common.js';
 import type { ProxyCommand } from './proxyArgs.js';
 import { eventLogger, openRuntime } from './runtime.js';
 
@@ -35,8 +35,7 @@ export async function loadPolicy(path: string | undefined): Promise<Policy> {
   try {
     return parsePolicy(text);
   } catch (e) {
-    if (e instanceof PolicyError) throw new UsageError(`--policy ${path}: ${e.message}`);
-    throw e;
+    throw asUsageError(e, `--policy ${path}: `);
   }
 }
 

@@ -15,7 +15,7 @@ import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.
 import type { Ledger } from '../store/ledger.js';
 import type { HttpSpec } from './httpArgs.js';
 import type { PasskeyApproval } from '../approval/passkey.js';
-import { UsageError } from './common.js';
+import { asUsageError, toUsageError, UsageError } from './common.js';
 
 export { jwtPrincipal as principal };
 
@@ -36,7 +36,7 @@ export async function checkHttpAuth(spec: HttpSpec): Promise<void> {
   try {
     await createJwtVerifier({ issuer: spec.auth.issuer, jwks: spec.auth.jwks, resource: spec.resource ?? new URL(`http://${spec.bind.urlHost}/`) });
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw toUsageError(e);
   }
 }
 
@@ -109,7 +109,9 @@ export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: H
     ops.metrics.legacySessions = () => built.legacySessions;
   } catch (e) {
     await listening.close(0);
-    throw new UsageError(e instanceof TypeError ? e.message : String(e));
+    // The JWK set refused (a ConfigError) in the command line's wording; anything else as before.
+    const usage = asUsageError(e);
+    throw usage instanceof UsageError ? usage : new UsageError(e instanceof TypeError ? e.message : String(e));
   }
   if (!spec.auth) log('warning: no --auth-issuer/--auth-jwks: every caller is the same principal "local" (loopback only)');
   const approval = ops.approval ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})` : 'form';

@@ -8,7 +8,7 @@
 import { DEFAULT_TTL_SECONDS } from '../defaults.js';
 import { APPROVAL_OPTIONS, parseApprovalFlags, type ApprovalFlags } from './approvalArgs.js';
 import { AUDIT_OPTIONS, parseAuditFlag } from './auditArgs.js';
-import { checkAudience, UsageError, wholeSeconds } from './common.js';
+import { checkAudience, toUsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, parseHttpSpec, type HttpSpec } from './httpArgs.js';
 
 /** The ledger a command serves with when `--ledger` is not given. */
@@ -61,7 +61,7 @@ export function parseServingFlags(values: ServingValues): ServingFlags {
     http = parseHttpSpec(values);
     audit = parseAuditFlag(values);
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw toUsageError(e);
   }
   return { audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? DEFAULT_LEDGER, http, audit, approval: parseApprovalFlags(values, http) };
 }
