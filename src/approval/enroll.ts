@@ -20,7 +20,8 @@ import {
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { MemoryLedger } from '../store/memory.js';
-import { checkApproverName, describePrincipal, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
+import { checkApproverName, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
+import { describePrincipal } from '../principals.js';
 import { escapeHtml, hostMatches, hostnameMatches, layout, libraryReason, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
 import { CHALLENGE_TTL_MS } from './passkey.js';
 import { parsePublicUrl } from './publicUrl.js';

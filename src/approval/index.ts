@@ -5,17 +5,8 @@
  * @module
  */
 export { PasskeyApproval, REDEEM_WITHIN_MS, CHALLENGE_TTL_MS, DEFAULT_APPROVAL_WAIT_SECONDS, type PasskeyApprovalOptions, type ApprovalView, type ApprovalEvent } from './passkey.js';
-export {
-  loadApproversForServer,
-  readApprovers,
-  writeApprovers,
-  approversFor,
-  jwtPrincipalFor,
-  describePrincipal,
-  ApproversFileError,
-  type Approver,
-  type ApproversFile,
-} from './approvers.js';
+export { loadApproversForServer, readApprovers, writeApprovers, approversFor, ApproversFileError, type Approver, type ApproversFile } from './approvers.js';
+export { jwtPrincipalFor, describePrincipal } from '../principals.js';
 export { enrollApprover, EnrollError, type EnrollOptions } from './enroll.js';
 export { ListenError } from './http.js';
 export { parsePublicUrl, PublicUrlError } from './publicUrl.js';
