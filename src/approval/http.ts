@@ -12,7 +12,6 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { PAGE_CSS, PAGE_JS } from './assets.js';
-import { renderValue } from '../prompt/render.js';
 
 /** The Content-Security-Policy of every page: no inline script, nothing from elsewhere, never framed. */
 export const PAGE_CSP =
@@ -102,21 +101,6 @@ export async function listenLoopback(port: number, handler: (req: IncomingMessag
 }
 
 /** Escapes text for HTML element content and attribute values. */
-/**
- * The reason a WebAuthn library gave for refusing a ceremony, as it may be logged and answered:
- * rendered like any untrusted value (one line, no raw controls or escape sequences, at most 120
- * graphemes). \@simplewebauthn/server quotes the client's `clientDataJSON` (its `origin`, its
- * `type`) in its messages, and anyone holding an approval or enrolment URL can send one, so the
- * raw text could forge log lines (a line break, ANSI colours) on the server's stderr.
- *
- * @param e - what the library threw.
- * @returns e.g. `` `Unexpected authentication response origin "…", expected "http://localhost:1234"` ``.
- */
-export function libraryReason(e: unknown): string {
-  const message = e instanceof Error ? e.message : String(e);
-  return renderValue(message, { maxGraphemes: 120 });
-}
-
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

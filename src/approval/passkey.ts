@@ -31,14 +31,12 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { generateAuthenticationOptions, verifyAuthenticationResponse, type AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { approversFor, type ApproversFile } from './approvers.js';
 import {
   assetAt,
   escapeHtml,
   hostnameMatches,
   layout,
-  libraryReason,
   listenLoopback,
   readJson,
   SECURITY_HEADERS,
@@ -51,6 +49,7 @@ import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 export { DEFAULT_APPROVAL_WAIT_SECONDS };
 import { parsePublicUrl } from './publicUrl.js';
 import { renderValue } from '../prompt/render.js';
+import { authenticationOptions, CHALLENGE_RE, CHALLENGE_TTL_MS, claimedChallenge, libraryReason, newChallenge, verifyAssertion } from './webauthn.js';
 
 /** What the page shows, stored with the approval as JSON text. All strings are already rendered (escaped) values. */
 export interface ApprovalView {
@@ -100,8 +99,7 @@ export interface PasskeyApprovalOptions {
 }
 
 export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
-/** How long a WebAuthn challenge stays usable, in milliseconds. */
-export const CHALLENGE_TTL_MS = 120_000;
+export { CHALLENGE_TTL_MS };
 
 const ID_RE = /^[A-Za-z0-9_-]{22,64}$/;
 
@@ -419,17 +417,10 @@ ${
     if (!isRecord(record)) return record;
     const allowed = approversFor(this.#approvers, record.principal);
     if (allowed.length === 0) return this.#refuse(403, 'no approver is allowed for this principal');
-    const challenge = randomBytes(32);
+    const challenge = newChallenge();
     const nowMs = this.#now();
-    await this.store.putChallenge(challenge.toString('base64url'), id, Math.min(nowMs + CHALLENGE_TTL_MS, record.expiresAtMs), nowMs);
-    const options = await generateAuthenticationOptions({
-      rpID: this.rpId,
-      challenge: new Uint8Array(challenge),
-      userVerification: 'required',
-      timeout: CHALLENGE_TTL_MS,
-      allowCredentials: allowed.map((a) => ({ id: a.credentialId, transports: a.transports as never })),
-    });
-    return json(200, { options });
+    await this.store.putChallenge(challenge, id, Math.min(nowMs + CHALLENGE_TTL_MS, record.expiresAtMs), nowMs);
+    return json(200, { options: await authenticationOptions(this.rpId, challenge, allowed) });
   }
 
   async #deny(id: string): Promise<Answer> {
@@ -444,45 +435,26 @@ ${
   }
 
   async #assertion(id: string, body: Record<string, unknown>): Promise<Answer> {
-    const response = body as unknown as AuthenticationResponseJSON;
     // 1. The challenge the browser signed, read from clientDataJSON, must be one we issued for THIS id; taken once.
-    let challenge: string | undefined;
-    try {
-      const clientData = JSON.parse(Buffer.from(String(response.response?.clientDataJSON ?? ''), 'base64url').toString('utf8')) as { challenge?: unknown };
-      challenge = typeof clientData.challenge === 'string' ? clientData.challenge : undefined;
-    } catch {
-      challenge = undefined;
-    }
-    if (challenge === undefined || !/^[A-Za-z0-9_-]{43}$/.test(challenge)) return this.#refuse(400, 'no valid WebAuthn assertion');
+    const challenge = claimedChallenge(body);
+    if (challenge === undefined || !CHALLENGE_RE.test(challenge)) return this.#refuse(400, 'no valid WebAuthn assertion');
     const challengeFor = await this.store.takeChallenge(challenge, this.#now());
     if (challengeFor !== id) return this.#refuse(403, 'the assertion was not made for this approval (unknown, used or expired challenge)');
     const record = await this.#pending(id);
     if (!isRecord(record)) return record;
     // 2. The credential must belong to an approver allowed for the principal who asked.
-    const approver = approversFor(this.#approvers, record.principal).find((a) => a.credentialId === response.id);
+    const approver = approversFor(this.#approvers, record.principal).find((a) => a.credentialId === body.id);
     if (approver === undefined) return this.#refuse(403, 'this passkey is not an approver for this principal');
     // 3. Signature, exact origin (scheme, host, port), RP ID, challenge, user verification.
-    let verified;
+    let newCounter: number | undefined;
     try {
-      verified = await verifyAuthenticationResponse({
-        response,
-        expectedChallenge: challenge,
-        expectedOrigin: this.origin,
-        expectedRPID: this.rpId,
-        expectedType: 'webauthn.get',
-        requireUserVerification: true,
-        credential: {
-          id: approver.credentialId,
-          publicKey: new Uint8Array(Buffer.from(approver.publicKey, 'base64url')),
-          counter: approver.counter,
-        },
-      });
+      newCounter = await verifyAssertion(body, { origin: this.origin, rpId: this.rpId, challenge }, approver);
     } catch (e) {
       return this.#refuse(403, `the passkey assertion did not verify (${libraryReason(e)})`);
     }
-    if (!verified.verified || !verified.authenticationInfo.userVerified) return this.#refuse(403, 'the passkey assertion did not verify');
+    if (newCounter === undefined) return this.#refuse(403, 'the passkey assertion did not verify');
     // 4. The signature counter moves forward atomically (a replayed or cloned authenticator's does not).
-    if (!(await this.store.advanceCounter(approver.credentialId, verified.authenticationInfo.newCounter, approver.counter))) {
+    if (!(await this.store.advanceCounter(approver.credentialId, newCounter, approver.counter))) {
       return this.#refuse(403, 'the signature counter did not move forward (a replayed assertion or a cloned authenticator)');
     }
     // 5. Only then: approved, once, with who approved.
