@@ -14,13 +14,23 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MemoryLedger } from '../store/memory.js';
 import { checkApproverName, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
 import { describePrincipal } from '../principals.js';
-import { escapeHtml, hostMatches, hostnameMatches, layout, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
+import { assetAt, escapeHtml, layout } from './html.js';
+import { hostMatches, hostnameMatches, listenLoopback, originMatches, readJson, send, sendJson } from './listener.js';
 import { authenticationOptions, CHALLENGE_TTL_MS, claimedChallenge, libraryReason, newChallenge, registrationOptions, verifyAssertion, verifyRegistration } from './webauthn.js';
 import { parsePublicUrl } from './publicUrl.js';
 
 /** Enrolment did not save a passkey: refused before starting, timed out, or the listener failed. */
 export class EnrollError extends Error {
   override name = 'EnrollError';
+}
+
+/** Serves the static script and style; `true` when it answered. */
+function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const asset = assetAt(path);
+  if (asset === undefined) return false;
+  send(res, 200, asset.type, asset.body);
+  return true;
 }
 
 /** Options of {@link enrollApprover}. */

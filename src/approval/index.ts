@@ -8,6 +8,6 @@ export { PasskeyApproval, REDEEM_WITHIN_MS, CHALLENGE_TTL_MS, DEFAULT_APPROVAL_W
 export { loadApproversForServer, readApprovers, writeApprovers, approversFor, ApproversFileError, type Approver, type ApproversFile } from './approvers.js';
 export { jwtPrincipalFor, describePrincipal } from '../principals.js';
 export { enrollApprover, EnrollError, type EnrollOptions } from './enroll.js';
-export { ListenError } from './http.js';
+export { ListenError } from './listener.js';
 export { parsePublicUrl, PublicUrlError } from './publicUrl.js';
 export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from '../store/approvalStore.js';

@@ -4,7 +4,7 @@
  * WebAuthn assertion with user verification (W3C Web Authentication Level 3,
  * §7.2) from an enrolled approver allowed for the calling principal.
  *
- * Routes, over stdio on its own loopback listener (see http.ts), over `--http` on the
+ * Routes, over stdio on its own loopback listener (see listener.ts), over `--http` on the
  * server's listener behind the public URL ({@link PasskeyApproval.fetch}):
  * - `GET /approve/ID`: the page. Shows the audience, principal, tool, question,
  *   each value uncut, and the time left. Changes nothing.
@@ -32,16 +32,8 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { approversFor, type ApproversFile } from './approvers.js';
-import {
-  assetAt,
-  escapeHtml,
-  hostnameMatches,
-  layout,
-  listenLoopback,
-  readJson,
-  SECURITY_HEADERS,
-  type LoopbackListener,
-} from './http.js';
+import { assetAt, escapeHtml, layout } from './html.js';
+import { hostnameMatches, listenLoopback, readJson, SECURITY_HEADERS, type LoopbackListener } from './listener.js';
 import type { ApprovalRecord, ApprovalStore } from '../store/approvalStore.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';

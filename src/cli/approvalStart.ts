@@ -10,7 +10,7 @@
 import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
 import { ApproversFileError, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { describePrincipal } from '../principals.js';
-import { ListenError } from '../approval/http.js';
+import { ListenError } from '../approval/listener.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
 import { UsageError } from './common.js';
