@@ -204,6 +204,8 @@ describe('cold start', () => {
     for (const m of ['/dist/guard/confirmation.js', '/dist/demo/deleteFile.js', '/dist/state/sealer.js', '/dist/prompt/render.js']) {
       expect(after.some((u) => u.endsWith(m)), m).toBe(true);
     }
+    // Without --approval passkey nothing loads the approval page or the WebAuthn library, not even the call.
+    expect([...before, ...after].filter((u) => /\/dist\/approval\/(?!publicUrl\.js$)|\/node_modules\/@simplewebauthn\//.test(u))).toEqual([]);
   });
 
   it('a store named by --ledger is loaded before the first answer (a bad one is exit 2): --ledger sqlite: loads the SQLite store', async () => {
