@@ -24,14 +24,12 @@ import type { ApproversFile } from './approvers.js';
 import { listenLoopback, send, type LoopbackListener } from './listener.js';
 import { ApprovalPage, type ApprovalEvent, type ApprovalView, type PageDecision } from './page.js';
 import { parsePublicUrl } from './publicUrl.js';
-import { CHALLENGE_TTL_MS } from './webauthn.js';
 import type { ApprovalRecord, DecideOutcome } from '../store/approvalStore.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 
+// The page's types, where the guard and the CLI take them from with PasskeyApproval.
 export type { ApprovalEvent, ApprovalView };
-export { CHALLENGE_TTL_MS, DEFAULT_APPROVAL_WAIT_SECONDS };
-export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
 
 /** Options of {@link PasskeyApproval.start}. */
 export interface PasskeyApprovalOptions {
