@@ -6,6 +6,9 @@
  * (mode 0600; never a private key) and stops. When the file already holds
  * approvers, the page first asks for an existing approver's passkey.
  *
+ * The ceremonies' checks are in `webauthn.ts`, the listener in `listener.ts`, the page's frame in
+ * `html.ts`; the challenges and counters of one enrolment live in a `MemoryLedger`.
+ *
  * @module
  */
 import { DEFAULT_ENROLL_TIMEOUT_SECONDS } from '../defaults.js';
@@ -22,15 +25,6 @@ import { parsePublicUrl } from './publicUrl.js';
 /** Enrolment did not save a passkey: refused before starting, timed out, or the listener failed. */
 export class EnrollError extends Error {
   override name = 'EnrollError';
-}
-
-/** Serves the static script and style; `true` when it answered. */
-function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-  const asset = assetAt(path);
-  if (asset === undefined) return false;
-  send(res, 200, asset.type, asset.body);
-  return true;
 }
 
 /** Options of {@link enrollApprover}. */
@@ -242,4 +236,13 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
   await listener.close();
   if (!result.ok) throw result.error;
   return result.approver;
+}
+
+/** Serves the static script and style; `true` when it answered. */
+function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const asset = assetAt(path);
+  if (asset === undefined) return false;
+  send(res, 200, asset.type, asset.body);
+  return true;
 }
