@@ -4,19 +4,14 @@
  *
  * @module
  */
-export { PasskeyApproval, REDEEM_WITHIN_MS, CHALLENGE_TTL_MS, DEFAULT_APPROVAL_WAIT_SECONDS, type PasskeyApprovalOptions, type ApprovalView, type ApprovalEvent } from './passkey.js';
-export {
-  loadApproversForServer,
-  readApprovers,
-  writeApprovers,
-  approversFor,
-  jwtPrincipalFor,
-  describePrincipal,
-  ApproversFileError,
-  type Approver,
-  type ApproversFile,
-} from './approvers.js';
+export { PasskeyApproval, type PasskeyApprovalOptions } from './passkey.js';
+export type { ApprovalView, ApprovalEvent } from './page.js';
+export { CHALLENGE_TTL_MS } from './webauthn.js';
+export { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
+export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
+export { loadApproversForServer, readApprovers, writeApprovers, approversFor, ApproversFileError, type Approver, type ApproversFile } from './approvers.js';
+export { jwtPrincipalFor, describePrincipal } from '../principals.js';
 export { enrollApprover, EnrollError, type EnrollOptions } from './enroll.js';
-export { ListenError } from './http.js';
+export { ListenError } from './listener.js';
 export { parsePublicUrl, PublicUrlError } from './publicUrl.js';
 export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from '../store/approvalStore.js';

@@ -8,8 +8,9 @@
  * @module
  */
 import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
-import { ApproversFileError, describePrincipal, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
-import { ListenError } from '../approval/http.js';
+import { ApproversFileError, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
+import { describePrincipal } from '../principals.js';
+import { ListenError } from '../approval/listener.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
 import { UsageError } from './common.js';

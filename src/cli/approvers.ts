@@ -7,7 +7,8 @@
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ApproversFileError, checkApproverName, describePrincipal, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { ApproversFileError, checkApproverName, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { describePrincipal } from '../principals.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
 import { EnrollError, enrollApprover } from '../approval/enroll.js';
 import { EXIT_USAGE, type Command } from './args.js';

@@ -7,7 +7,7 @@ import { DEFAULT_ENROLL_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS } from '../defaults
 import { parseArgs } from 'node:util';
 import { checkAudience, parseArgsUsageError, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, HTTP_USAGE, type HttpSpec } from './httpArgs.js';
-import { jwtPrincipalFor } from '../approval/principals.js';
+import { jwtPrincipalFor } from '../principals.js';
 import { APPROVAL_OPTIONS, checkedPublicUrl, parseServingFlags, wholeNumber, type ApprovalFlags } from './approvalArgs.js';
 import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, type AuditVerifyCommand } from './auditArgs.js';
 
