@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RedisLedger, type RedisCommandClient, type RedisLedgerOptions } from '../../src/store/redis.js';
 import type { Ledger } from '../../src/store/ledger.js';
 import { ledgerContract, type HeldStore } from './ledgerContract.js';
+import { grantStoreContract } from './grantContract.js';
 import { raceSpends } from './race.js';
 import { signalRedis, startRedis, waitPortClosed, type OwnRedis } from './redisServer.js';
 import { ISSUE_SCRIPT as PREVIOUS_ISSUE, SPEND_SCRIPT as PREVIOUS_SPEND } from './fixtures/previousRedisScripts.js';
@@ -97,6 +98,7 @@ const held: HeldStore = {
 };
 
 ledgerContract('RedisLedger', (bounds) => openLedger(bounds), { held });
+grantStoreContract('RedisLedger', (bounds) => openLedger(bounds));
 
 describe('RedisLedger', () => {
   it('reaches the Redis at REDIS_URL (set by the test runner)', async () => {

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
 import { SqliteLedger } from '../../src/store/sqlite.js';
 import { ledgerContract, type HeldStore } from './ledgerContract.js';
+import { grantStoreContract } from './grantContract.js';
 import { raceIssues, raceSpends } from './race.js';
 import { holdWriteLock } from './sqliteLock.js';
 
@@ -26,6 +27,7 @@ const held: HeldStore = {
 };
 
 ledgerContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }), { held });
+grantStoreContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }));
 
 /** The next turn of the event loop's timers phase: fires only if nothing blocks the loop. */
 const timerTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
