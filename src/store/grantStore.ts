@@ -263,7 +263,8 @@ function time(name: string, value: unknown): void {
  *   `audience`, `principal`, `tool`, `approver` empty or over 1,024 characters; `scope`, `binding`,
  *   `summary` over {@link MAX_GRANT_TEXT_LENGTH} (`scope` also empty); `policyDigest` not 43
  *   base64url characters; `maxUses` not a whole number from 1 to {@link MAX_GRANT_USES}; times
- *   not whole milliseconds, or `expiresAtMs <= createdAtMs`; any string not well-formed UTF-16.
+ *   not whole milliseconds, or `expiresAtMs <= createdAtMs`; any string not well-formed UTF-16;
+ *   `nowMs` (when given) not finite, or `expiresAtMs <= nowMs`.
  */
 export function checkNewGrant(grant: NewGrant, nowMs?: number): void {
   if (typeof grant !== 'object' || grant === null) throw new RangeError('grant must be an object');
@@ -294,7 +295,8 @@ export function checkNewGrant(grant: NewGrant, nowMs?: number): void {
  *   `audience`, `principal`, `approver` empty or over 1,024 characters; no slot or more than
  *   {@link MAX_PLAN_SLOTS}; a slot `key` not 43 base64url characters, two slots with one key,
  *   a slot `tool` empty or over 1,024 characters, a slot `identity` over
- *   {@link MAX_GRANT_TEXT_LENGTH}; times not whole milliseconds, or `expiresAtMs <= createdAtMs`.
+ *   {@link MAX_GRANT_TEXT_LENGTH}; times not whole milliseconds, or `expiresAtMs <= createdAtMs`;
+ *   `nowMs` (when given) not finite, or `expiresAtMs <= nowMs`.
  */
 export function checkNewPlan(plan: NewPlan, nowMs?: number): void {
   if (typeof plan !== 'object' || plan === null) throw new RangeError('plan must be an object');
