@@ -35,6 +35,24 @@ export { StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } fr
 export type { Ledger, SpendOutcome } from './store/ledger.js';
 export { isConfirmStore, wrapStore, type ConfirmStore, type ConfirmStoreMethod } from './store/confirmStore.js';
 export { isAuditHeadStore, type AuditHead, type AuditHeadStore } from './store/auditHeads.js';
+export {
+  checkNewGrant,
+  checkNewPlan,
+  DEFAULT_MAX_GRANTS,
+  DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+  MAX_GRANT_TEXT_LENGTH,
+  MAX_GRANT_USES,
+  MAX_PLAN_SLOTS,
+  type Grant,
+  type GrantQuery,
+  type GrantStore,
+  type NewGrant,
+  type NewPlan,
+  type PlanSlot,
+  type SpendCreating,
+  type TakeGrantOutcome,
+  type TakenPlanSlot,
+} from './store/grantStore.js';
 export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
 
 // The audit trail: writing it and verifying it.
