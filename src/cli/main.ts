@@ -121,7 +121,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   // HTTP serving (--http): its modules load only when asked for, so stdio start-up does not pay for them.
   const http = command.http ? await import('./serveHttp.js') : undefined;
   if (http && command.http) await http.checkHttpAuth(command.http);
-  const { UsageError, readKeyFile } = await import('./common.js');
+  const { UsageError, readKeyFile, UNKNOWN_HINT } = await import('./common.js');
   // Over stdio the confirmation layer loads once the first answer is out (./lazyServer.ts), and so
   // does a memory ledger (made with it): before it, only the SDK, the roots and
   // the tool's registration. A store named by --ledger opens here, so a bad one is exit 2.
@@ -179,6 +179,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     audience: command.audience,
     ttlSeconds: command.ttlSeconds,
     ...(ledger ? { store: ledger } : {}),
+    unknownHint: UNKNOWN_HINT,
     onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
     ...(keys ? { keys } : {}),
     ...(http ? { principal: http.principal } : {}),

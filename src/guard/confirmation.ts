@@ -129,6 +129,16 @@ export interface ConfirmationOptions {
    * (form elicitation only: the client's yes is taken as given).
    */
   approval?: PasskeyApproval;
+  /**
+   * The sentence appended to an `ERR_CONFIRM_UNKNOWN` refusal when `store` keeps its confirmations
+   * in one process (`store.shared` is false, as for a `MemoryLedger`): why a confirmation asked by
+   * another server process is unknown here, and how to share them, in your deployment's words (the
+   * `mcp-confirm` command names its flags here). A shared store's refusal carries none; `''`
+   * appends nothing. Defaults to "This server keeps its ledger in process memory, so a confirmation
+   * asked by one server process cannot be redeemed on another: give every process the same keys and
+   * a shared ledger (SqliteLedger on one host, RedisLedger across hosts)."
+   */
+  unknownHint?: string;
 }
 
 /** What {@link ConfirmableTool.act} receives besides the arguments. */
@@ -315,13 +325,12 @@ const QUESTION_DIGEST_MAX_MESSAGE = 2048;
 /** Errors whose audit line was already written (by the "failed" line after `act`). */
 const RECORDED = new WeakSet<object>();
 
-
-/** The sentence after an `ERR_CONFIRM_UNKNOWN` refusal from a store that is not shared. */
-const UNKNOWN_HINT =
-  'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts; with the mcp-confirm command: --key-file PATH and --ledger sqlite:PATH or --ledger redis://HOST:PORT).';
+/** The default of {@link ConfirmationOptions.unknownHint}. */
+const DEFAULT_UNKNOWN_HINT =
+  'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts).';
 
 /**
- * Creates the confirmation layer: keys, ledger, the verify hook and the tool wrapper.
+ * Creates the confirmation layer: keys, store, the verify hook and the tool wrapper.
  *
  * @param options - see {@link ConfirmationOptions}.
  * @returns the {@link Confirmation}.
@@ -348,7 +357,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   const keys = options.keys ?? (await KeyRing.random());
   const sealer = new Sealer({ keys, audience, ttlSeconds });
   const store: ConfirmStore = options.store ?? options.approval?.store ?? new MemoryLedger();
-  const calls = storeCalls(store, UNKNOWN_HINT);
+  const calls = storeCalls(store, options.unknownHint ?? DEFAULT_UNKNOWN_HINT);
   const principalOf = options.principal ?? defaultPrincipal;
   const now = options.now ?? Date.now;
   const onEvent = options.onEvent ?? reportInternalErrors;
