@@ -11,8 +11,6 @@
 export {
   createConfirmation,
   defaultPrincipal,
-  CONFIRM_KEY,
-  CONFIRM_SCHEMA,
   OpenedState,
   ChangedBeforeActingError,
   type Confirmation,
@@ -21,8 +19,9 @@ export {
   type ConfirmableToolConfig,
   type ActContext,
   type ConfirmEvent,
-  FORM_FALLBACK_SENTENCE,
 } from './guard/confirmation.js';
+export { CONFIRM_KEY, CONFIRM_SCHEMA } from './guard/answer.js';
+export { FORM_FALLBACK_SENTENCE } from './guard/passkeyRound.js';
 
 // The question: untrusted values rendered visibly and injectively.
 export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';

@@ -14,7 +14,6 @@
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import type { Roots } from '../fs/roots.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
-import type { Ledger } from '../store/ledger.js';
 import type { AuditLog } from '../audit/auditLog.js';
 import type { Command } from './args.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
@@ -122,9 +121,9 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   // HTTP serving (--http): its modules load only when asked for, so stdio start-up does not pay for them.
   const http = command.http ? await import('./serveHttp.js') : undefined;
   if (http && command.http) await http.checkHttpAuth(command.http);
-  const { UsageError, readKeyFile } = await import('./common.js');
+  const { UsageError, readKeyFile, UNKNOWN_HINT } = await import('./common.js');
   // Over stdio the confirmation layer loads once the first answer is out (./lazyServer.ts), and so
-  // does a memory ledger (the confirmation layer's default): before it, only the SDK, the roots and
+  // does a memory ledger (made with it): before it, only the SDK, the roots and
   // the tool's registration. A store named by --ledger opens here, so a bad one is exit 2.
   const ledgerLater = !http && command.ledger === 'memory' && command.approval !== 'passkey';
   const { Roots, RootError } = await import('../fs/roots.js');
@@ -149,10 +148,10 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   }
   // Over HTTP: decisions counted and ledger calls timed for /metrics.
   const metrics = http?.createMetrics();
-  /** The ledger given to the confirmation layer; undefined: its default, a MemoryLedger made with it. */
+  /** The ledger given to the confirmation layer; undefined: a MemoryLedger made when the layer loads. */
   const ledger = metrics && opened ? metrics.instrument(opened) : opened;
   /** The confirmation layer's ledger once it is loaded. */
-  let inUse: Ledger | undefined = ledger;
+  let inUse: ConfirmStore | undefined = ledger;
   let approval: PasskeyApproval | undefined;
   try {
     // The same object as the ledger (over HTTP the timed wrapper, which forwards the approval records).
@@ -180,6 +179,7 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
     audience: command.audience,
     ttlSeconds: command.ttlSeconds,
     ...(ledger ? { store: ledger } : {}),
+    unknownHint: UNKNOWN_HINT,
     onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
     ...(keys ? { keys } : {}),
     ...(http ? { principal: http.principal } : {}),
@@ -209,9 +209,14 @@ async function serve(command: Extract<Command, { kind: 'serve' }>): Promise<void
   const { serveStdio, StdioServerTransport } = stdio!;
   const server = lazy!.lazyDeleteFileServer(
     async () => {
-      const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([import('../guard/confirmation.js'), import('../demo/deleteFile.js')]);
-      const confirmation = await createConfirmation(confirmationOptions);
-      inUse = confirmation.ledger;
+      const [{ createConfirmation }, { deleteFileTool }, { MemoryLedger }] = await Promise.all([
+        import('../guard/confirmation.js'),
+        import('../demo/deleteFile.js'),
+        import('../store/memory.js'),
+      ]);
+      // The store opened above, else (ledgerLater) the memory ledger, made now.
+      inUse ??= new MemoryLedger();
+      const confirmation = await createConfirmation({ ...confirmationOptions, store: inUse });
       return { confirmation, tool: deleteFileTool(roots) };
     },
     (line) => process.stderr.write(`mcp-confirm: ${line}\n`),

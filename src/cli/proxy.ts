@@ -20,7 +20,7 @@ import type { AuditLog } from '../audit/auditLog.js';
 import type { PasskeyApproval, ApprovalEvent } from '../approval/passkey.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { AUDIT_OPTIONS } from './auditArgs.js';
-import { checkAudience, parseArgsUsageError, readKeyFile, UsageError, wholeSeconds } from './common.js';
+import { checkAudience, parseArgsUsageError, readKeyFile, UNKNOWN_HINT, UsageError, wholeSeconds } from './common.js';
 import { HTTP_OPTIONS, type HttpSpec } from './httpArgs.js';
 import { APPROVAL_OPTIONS, parseServingFlags, type ApprovalFlags } from './approvalArgs.js';
 import { openLedger } from './ledgerSpec.js';
@@ -416,6 +416,7 @@ export async function runProxy(argv: readonly string[]): Promise<number> {
     audience: command.audience,
     ttlSeconds: command.ttlSeconds,
     store: ledger,
+    unknownHint: UNKNOWN_HINT,
     onEvent: metrics ? (event: ConfirmEvent) => (logEvent(event), metrics.observe(event)) : logEvent,
     ...(keys ? { keys } : {}),
     ...(http ? { principal: http.principal } : {}),
