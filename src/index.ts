@@ -11,8 +11,6 @@
 export {
   createConfirmation,
   defaultPrincipal,
-  CONFIRM_KEY,
-  CONFIRM_SCHEMA,
   OpenedState,
   ChangedBeforeActingError,
   type Confirmation,
@@ -21,8 +19,9 @@ export {
   type ConfirmableToolConfig,
   type ActContext,
   type ConfirmEvent,
-  FORM_FALLBACK_SENTENCE,
 } from './guard/confirmation.js';
+export { CONFIRM_KEY, CONFIRM_SCHEMA } from './guard/answer.js';
+export { FORM_FALLBACK_SENTENCE } from './guard/passkeyRound.js';
 
 // The question: untrusted values rendered visibly and injectively.
 export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
@@ -35,6 +34,24 @@ export { StateRefusedError, STATE_TYP, MAX_STATE_LENGTH, type ConfirmClaims } fr
 export type { Ledger, SpendOutcome } from './store/ledger.js';
 export { isConfirmStore, wrapStore, type ConfirmStore, type ConfirmStoreMethod } from './store/confirmStore.js';
 export { isAuditHeadStore, type AuditHead, type AuditHeadStore } from './store/auditHeads.js';
+export {
+  checkNewGrant,
+  checkNewPlan,
+  DEFAULT_MAX_GRANTS,
+  DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+  MAX_GRANT_TEXT_LENGTH,
+  MAX_GRANT_USES,
+  MAX_PLAN_SLOTS,
+  type Grant,
+  type GrantQuery,
+  type GrantStore,
+  type NewGrant,
+  type NewPlan,
+  type PlanSlot,
+  type SpendCreating,
+  type TakeGrantOutcome,
+  type TakenPlanSlot,
+} from './store/grantStore.js';
 export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
 
 // The audit trail: writing it and verifying it.

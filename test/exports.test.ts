@@ -53,6 +53,7 @@ describe('package exports', () => {
         'KeyRing', 'StateRefusedError', 'STATE_TYP', 'MAX_STATE_LENGTH',
         // stores
         'isConfirmStore', 'wrapStore', 'isAuditHeadStore', 'MemoryLedger',
+        'checkNewGrant', 'checkNewPlan', 'DEFAULT_MAX_GRANTS', 'DEFAULT_MAX_GRANTS_PER_PRINCIPAL', 'MAX_GRANT_TEXT_LENGTH', 'MAX_GRANT_USES', 'MAX_PLAN_SLOTS',
         // the audit trail
         'AuditLog', 'AuditKeys', 'verifyAuditTrail', 'AUDIT_GENESIS',
         // files

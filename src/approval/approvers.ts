@@ -30,7 +30,7 @@ export interface Approver {
   counter: number;
   /** Transports the browser reported (hints only). */
   transports: string[];
-  /** The principals this approver may approve for: `local` (stdio, or `--http` without tokens), or {@link jwtPrincipalFor} strings. */
+  /** The principals this approver may approve for: `local` (stdio, or `--http` without tokens), or `jwtPrincipalFor` strings (see `src/principals.ts`). */
   principals: string[];
   /** ISO 8601 time of enrolment. */
   enrolledAt: string;
@@ -165,8 +165,6 @@ export async function writeApprovers(path: string, file: ApproversFile): Promise
     throw fileError(path, `cannot write approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
 }
-
-export { jwtPrincipalFor, describePrincipal } from './principals.js';
 
 /** The approvers allowed to approve a call of `principal`. */
 export function approversFor(file: ApproversFile, principal: string): Approver[] {

@@ -6,24 +6,21 @@
  * (mode 0600; never a private key) and stops. When the file already holds
  * approvers, the page first asks for an existing approver's passkey.
  *
+ * The ceremonies' checks are in `webauthn.ts`, the listener in `listener.ts`, the page's frame in
+ * `html.ts`; the challenges and counters of one enrolment live in a `MemoryLedger`.
+ *
  * @module
  */
 import { DEFAULT_ENROLL_TIMEOUT_SECONDS } from '../defaults.js';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
 import { ConfigError } from '../errors.js';
 import { MemoryLedger } from '../store/memory.js';
-import { checkApproverName, describePrincipal, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
-import { escapeHtml, hostMatches, hostnameMatches, layout, libraryReason, listenLoopback, originMatches, readJson, send, sendJson, serveAsset } from './http.js';
-import { CHALLENGE_TTL_MS } from './passkey.js';
+import { checkApproverName, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
+import { describePrincipal } from '../principals.js';
+import { assetAt, escapeHtml, layout } from './html.js';
+import { hostMatches, hostnameMatches, listenLoopback, originMatches, readJson, send, sendJson } from './listener.js';
+import { authenticationOptions, CHALLENGE_TTL_MS, claimedChallenge, libraryReason, newChallenge, registrationOptions, verifyAssertion, verifyRegistration } from './webauthn.js';
 import { parsePublicUrl } from './publicUrl.js';
 
 /** Options of {@link enrollApprover}. */
@@ -142,61 +139,24 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
     const body = await readJson(req);
     if (!body.ok) return refuse(res, 400, `bad request body (${body.reason})`);
     if (action === '/options') {
-      const challenge = randomBytes(32);
+      const challenge = newChallenge();
       const nowMs = Date.now();
-      await challenges.putChallenge(challenge.toString('base64url'), authorized ? 'register' : 'authenticate', nowMs + CHALLENGE_TTL_MS, nowMs);
-      if (!authorized) {
-        const opts = await generateAuthenticationOptions({
-          rpID: RP_ID,
-          challenge: new Uint8Array(challenge),
-          userVerification: 'required',
-          timeout: CHALLENGE_TTL_MS,
-          allowCredentials: existing.approvers.map((a) => ({ id: a.credentialId, transports: a.transports as never })),
-        });
-        return sendJson(res, 200, { step: 'authenticate', options: opts });
-      }
-      const opts = await generateRegistrationOptions({
-        rpName: 'mcp-confirm',
-        rpID: RP_ID,
-        userName: name,
-        userID: new Uint8Array(randomBytes(16)),
-        challenge: new Uint8Array(challenge),
-        attestationType: 'none',
-        timeout: CHALLENGE_TTL_MS,
-        authenticatorSelection: { residentKey: 'preferred', userVerification: 'required' },
-        // No excludeCredentials: one authenticator may hold passkeys for several approver names; a
-        // credential id already in the file is refused when saving.
-      });
-      return sendJson(res, 200, { step: 'register', options: opts });
+      await challenges.putChallenge(challenge, authorized ? 'register' : 'authenticate', nowMs + CHALLENGE_TTL_MS, nowMs);
+      if (!authorized) return sendJson(res, 200, { step: 'authenticate', options: await authenticationOptions(RP_ID, challenge, existing.approvers) });
+      return sendJson(res, 200, { step: 'register', options: await registrationOptions(RP_ID, name, challenge) });
     }
-    const clientChallenge = (() => {
-      try {
-        const r = body.value.response as { clientDataJSON?: unknown } | undefined;
-        const cd = JSON.parse(Buffer.from(String(r?.clientDataJSON ?? ''), 'base64url').toString('utf8')) as { challenge?: unknown };
-        return typeof cd.challenge === 'string' ? cd.challenge : undefined;
-      } catch {
-        return undefined;
-      }
-    })();
+    const clientChallenge = claimedChallenge(body.value);
     if (clientChallenge === undefined) return refuse(res, 400, 'no valid WebAuthn response');
     const purpose = await challenges.takeChallenge(clientChallenge, Date.now());
+    const expected = { origin, rpId: RP_ID, challenge: clientChallenge };
     if (action === '/authenticate') {
       if (purpose !== 'authenticate') return refuse(res, 403, 'unknown, used or expired challenge');
-      const response = body.value as unknown as AuthenticationResponseJSON;
-      const approver = existing.approvers.find((a) => a.credentialId === response.id);
+      const approver = existing.approvers.find((a) => a.credentialId === body.value.id);
       if (approver === undefined) return refuse(res, 403, 'this passkey is not an enrolled approver');
       try {
-        const v = await verifyAuthenticationResponse({
-          response,
-          expectedChallenge: clientChallenge,
-          expectedOrigin: origin,
-          expectedRPID: RP_ID,
-          expectedType: 'webauthn.get',
-          requireUserVerification: true,
-          credential: { id: approver.credentialId, publicKey: new Uint8Array(Buffer.from(approver.publicKey, 'base64url')), counter: approver.counter },
-        });
-        if (!v.verified || !v.authenticationInfo.userVerified) return refuse(res, 403, 'the passkey assertion did not verify');
-        if (!(await challenges.advanceCounter(approver.credentialId, v.authenticationInfo.newCounter, approver.counter))) {
+        const newCounter = await verifyAssertion(body.value, expected, approver);
+        if (newCounter === undefined) return refuse(res, 403, 'the passkey assertion did not verify');
+        if (!(await challenges.advanceCounter(approver.credentialId, newCounter, approver.counter))) {
           return refuse(res, 403, 'the signature counter did not move forward');
         }
       } catch (e) {
@@ -212,24 +172,17 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
     if (registering) return refuse(res, 409, 'a registration is already being saved');
     registering = true;
     try {
-      const v = await verifyRegistrationResponse({
-        response: body.value as unknown as RegistrationResponseJSON,
-        expectedChallenge: clientChallenge,
-        expectedOrigin: origin,
-        expectedRPID: RP_ID,
-        requireUserVerification: true,
-      });
-      if (!v.verified || v.registrationInfo === undefined || !v.registrationInfo.userVerified) {
+      const credential = await verifyRegistration(body.value, expected);
+      if (credential === undefined) {
         registering = false;
         return refuse(res, 403, 'the passkey registration did not verify');
       }
-      const cred = v.registrationInfo.credential;
       const approver: Approver = {
         name,
-        credentialId: cred.id,
-        publicKey: Buffer.from(cred.publicKey).toString('base64url'),
-        counter: cred.counter,
-        transports: (cred.transports ?? []).map(String),
+        credentialId: credential.credentialId,
+        publicKey: credential.publicKey,
+        counter: credential.counter,
+        transports: credential.transports,
         principals,
         enrolledAt: new Date().toISOString(),
       };
@@ -266,4 +219,13 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
   await listener.close();
   if (!result.ok) throw result.error;
   return result.approver;
+}
+
+/** Serves the static script and style; `true` when it answered. */
+function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const asset = assetAt(path);
+  if (asset === undefined) return false;
+  send(res, 200, asset.type, asset.body);
+  return true;
 }

@@ -4,17 +4,13 @@
  *
  * @module
  */
-export { PasskeyApproval, REDEEM_WITHIN_MS, CHALLENGE_TTL_MS, DEFAULT_APPROVAL_WAIT_SECONDS, type PasskeyApprovalOptions, type ApprovalView, type ApprovalEvent } from './passkey.js';
-export {
-  loadApproversForServer,
-  readApprovers,
-  writeApprovers,
-  approversFor,
-  jwtPrincipalFor,
-  describePrincipal,
-  type Approver,
-  type ApproversFile,
-} from './approvers.js';
+export { PasskeyApproval, type PasskeyApprovalOptions } from './passkey.js';
+export type { ApprovalView, ApprovalEvent } from './page.js';
+export { CHALLENGE_TTL_MS } from './webauthn.js';
+export { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
+export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
+export { loadApproversForServer, readApprovers, writeApprovers, approversFor, type Approver, type ApproversFile } from './approvers.js';
+export { jwtPrincipalFor, describePrincipal } from '../principals.js';
 export { enrollApprover, type EnrollOptions } from './enroll.js';
 export { parsePublicUrl } from './publicUrl.js';
 export { ConfigError, type ConfigErrorCode } from '../errors.js';

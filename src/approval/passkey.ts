@@ -1,24 +1,13 @@
 /**
- * Passkey approval: the out-of-band page a confirmation is approved on (MCP
- * spec 2026-07-28, client/elicitation, URL mode), where approving requires a
- * WebAuthn assertion with user verification (W3C Web Authentication Level 3,
- * §7.2) from an enrolled approver allowed for the calling principal.
- *
- * Routes, over stdio on its own loopback listener (see http.ts), over `--http` on the
- * server's listener behind the public URL ({@link PasskeyApproval.fetch}):
- * - `GET /approve/ID`: the page. Shows the audience, principal, tool, question,
- *   each value uncut, and the time left. Changes nothing.
- * - `POST /approve/ID/options`: a single-use challenge (stored in the
- *   {@link ApprovalStore}, so any replica can check it) and the allowed credentials.
- * - `POST /approve/ID/assertion`: takes the challenge (once), verifies the
- *   assertion with `@simplewebauthn/server` (exact origin with port, RP ID,
- *   challenge, user verified) against the approvers allowed for the principal,
- *   moves the signature counter forward atomically, then marks the approval
- *   approved with the approver's name and credential id.
- * - `POST /approve/ID/deny`: marks it declined.
- * Every POST needs `Origin` equal to the page origin, and every request `Host`
- * equal to the page's host (behind a public URL: its host name, any port).
- * No route asks for a bearer token: the passkey assertion is the proof.
+ * Passkey approval (MCP spec 2026-07-28, client/elicitation, URL mode): the lifecycle of the
+ * approvals a confirmation waits for. {@link PasskeyApproval} starts the approval page (`page.ts`;
+ * over stdio on its own loopback listener, `listener.ts`; over `--http` behind the public URL, on
+ * your HTTP server through {@link PasskeyApproval.fetch}), opens one approval per `jti` in the
+ * store, records the page's decisions and wakes the round 2 waiting for one
+ * ({@link PasskeyApproval.waitForDecision}). Round 2 redeems an approved record (see
+ * `createConfirmation`): approving requires a WebAuthn assertion with user verification (W3C Web
+ * Authentication Level 3, §7.2; `webauthn.ts`) from an enrolled approver allowed for the calling
+ * principal.
  *
  * > [!WARNING]
  * > Trust boundary: this protects against everything that speaks MCP or HTTP
@@ -31,44 +20,17 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { generateAuthenticationOptions, verifyAuthenticationResponse, type AuthenticationResponseJSON } from '@simplewebauthn/server';
-import { approversFor, type ApproversFile } from './approvers.js';
-import {
-  assetAt,
-  escapeHtml,
-  hostnameMatches,
-  layout,
-  libraryReason,
-  listenLoopback,
-  readJson,
-  SECURITY_HEADERS,
-  type LoopbackListener,
-} from './http.js';
-import type { ApprovalRecord, ApprovalStore } from '../store/approvalStore.js';
+import type { ApproversFile } from './approvers.js';
+import { listenLoopback, send, type LoopbackListener } from './listener.js';
+import { ApprovalPage, type ApprovalEvent, type ApprovalView, type PageDecision } from './page.js';
+import { parsePublicUrl } from './publicUrl.js';
+import type { ApprovalRecord, DecideOutcome } from '../store/approvalStore.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 import { ConfigError } from '../errors.js';
 
-export { DEFAULT_APPROVAL_WAIT_SECONDS };
-import { parsePublicUrl } from './publicUrl.js';
-import { renderValue } from '../prompt/render.js';
-
-/** What the page shows, stored with the approval as JSON text. All strings are already rendered (escaped) values. */
-export interface ApprovalView {
-  audience: string;
-  principal: string;
-  tool: string;
-  /** The rendered question, as the client's elicitation carries it (code spans in backticks). */
-  question: string;
-  /** Each value uncut and rendered, with a label (e.g. `file`, `requested as`). */
-  values: Array<{ label: string; text: string }>;
-}
-
-/** Something worth a line on stderr. Never carries secrets. */
-export type ApprovalEvent =
-  | { type: 'approval-approved'; approver: string }
-  | { type: 'approval-declined' }
-  | { type: 'approval-refused'; reason: string };
+// The page's types, where the guard and the CLI take them from with PasskeyApproval.
+export type { ApprovalEvent, ApprovalView };
 
 /** Options of {@link PasskeyApproval.start}. */
 export interface PasskeyApprovalOptions {
@@ -100,32 +62,13 @@ export interface PasskeyApprovalOptions {
   onEvent?: (event: ApprovalEvent) => void;
 }
 
-export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
-/** How long a WebAuthn challenge stays usable, in milliseconds. */
-export const CHALLENGE_TTL_MS = 120_000;
-
-const ID_RE = /^[A-Za-z0-9_-]{22,64}$/;
-
 /** A new random id: 24 bytes (192 bits), base64url. */
 export function randomId(): string {
   return randomBytes(24).toString('base64url');
 }
 
-/** Renders the question's code spans as `<code>`; everything escaped. Values inside carry no backtick (rendered). */
-function questionHtml(question: string): string {
-  return question
-    .split('`')
-    .map((part, i) => (i % 2 === 1 ? `<code>${escapeHtml(part)}</code>` : escapeHtml(part)))
-    .join('');
-}
-
-function minutes(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
-}
-
 /**
- * The approval page and its store. Start one per server process with {@link PasskeyApproval.start},
+ * The approvals of one server process: their page, and their records in the store. Start one with {@link PasskeyApproval.start},
  * then give it to `createConfirmation({ approval })`.
  */
 export class PasskeyApproval {
@@ -137,18 +80,15 @@ export class PasskeyApproval {
   /** How long round 2 waits for a decision, in milliseconds. */
   readonly waitMs: number;
   readonly store: ConfirmStore;
-  readonly #approvers: ApproversFile;
   readonly #now: () => number;
   readonly #poll: number;
   readonly #emit: (event: ApprovalEvent) => void;
   readonly #decided = new EventEmitter();
-  /** Served on an HTTP server behind a public URL (Host compared by host name) rather than our own loopback listener (exact Host). */
-  readonly #behindPublicUrl: boolean;
+  readonly #page: ApprovalPage;
   #listener: LoopbackListener | undefined;
 
   private constructor(options: PasskeyApprovalOptions, listener: LoopbackListener | undefined, origin: string) {
     this.store = options.store;
-    this.#approvers = options.approvers;
     this.#now = options.now ?? Date.now;
     this.#poll = options.pollIntervalMs ?? 250;
     this.waitMs = (options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS) * 1000;
@@ -157,7 +97,6 @@ export class PasskeyApproval {
     const url = new URL(origin);
     this.port = listener?.port ?? Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     this.rpId = url.hostname;
-    this.#behindPublicUrl = listener === undefined;
     const onEvent = options.onEvent ?? (() => {});
     this.#emit = (e) => {
       try {
@@ -167,6 +106,17 @@ export class PasskeyApproval {
       }
     };
     this.#decided.setMaxListeners(0);
+    this.#page = new ApprovalPage({
+      store: this.store,
+      approvers: options.approvers,
+      origin,
+      rpId: this.rpId,
+      // Behind a public URL (no listener of ours): Host compared by host name rather than exactly.
+      behindPublicUrl: listener === undefined,
+      now: this.#now,
+      decide: (id, decision) => this.#record(id, decision),
+      emit: this.#emit,
+    });
   }
 
   /**
@@ -203,7 +153,7 @@ export class PasskeyApproval {
     let self: PasskeyApproval | undefined;
     const listener = await listenLoopback(options.port ?? 0, (req, res) => {
       if (self === undefined) {
-        writeAnswer(res, { status: 503, type: 'text/plain; charset=utf-8', body: 'starting' }, req.method);
+        send(res, 503, 'text/plain; charset=utf-8', 'starting', req.method);
         return;
       }
       void self.handle(req, res);
@@ -287,12 +237,13 @@ export class PasskeyApproval {
     await l?.close();
   }
 
+
   /**
    * Whether a request path belongs to the page (`/approve`, `/approve/…`, `/assets/page.js`,
    * `/assets/page.css`): what an HTTP server routes to {@link PasskeyApproval.fetch}.
    */
   servesPath(pathname: string): boolean {
-    return pathname === '/approve' || pathname.startsWith('/approve/') || assetAt(pathname) !== undefined;
+    return this.#page.servesPath(pathname);
   }
 
   /**
@@ -301,259 +252,19 @@ export class PasskeyApproval {
    * opening the link has none, and the passkey assertion is the proof; the id lets one see the
    * question and deny, never approve.
    */
-  async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const answer = await this.#answerSafely({
-      method: request.method,
-      path: url.pathname,
-      host: request.headers.get('host'),
-      origin: request.headers.get('origin'),
-      body: () => readJson(request.body as AsyncIterable<Uint8Array> | null),
-    });
-    const headers = { ...SECURITY_HEADERS, 'Content-Type': answer.type };
-    return new Response(request.method === 'HEAD' ? null : answer.body, { status: answer.status, headers });
+  fetch(request: Request): Promise<Response> {
+    return this.#page.fetch(request);
   }
 
   /** Answers one request of the page (`node:http`, the stdio loopback listener). */
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const answer = await this.#answerSafely({
-      method: req.method ?? 'GET',
-      path: (req.url ?? '/').split('?')[0] ?? '/',
-      host: req.headers.host,
-      origin: req.headers.origin,
-      body: () => readJson(req),
-    });
-    writeAnswer(res, answer, req.method);
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    return this.#page.handle(req, res);
   }
 
-  async #answerSafely(req: PageRequest): Promise<Answer> {
-    try {
-      return await this.#answer(req);
-    } catch {
-      return json(500, { outcome: 'refused', message: 'internal error; nothing was approved' });
-    }
+  /** Records the page's decision on the approval `id` (once), then wakes whoever waits for it in this process. */
+  async #record(id: string, decision: PageDecision): Promise<DecideOutcome> {
+    const outcome = await this.store.decideApproval(id, decision, this.#now());
+    if (outcome === 'decided') this.#decided.emit(id);
+    return outcome;
   }
-
-  async #answer(req: PageRequest): Promise<Answer> {
-    // 1. Only our own host: a DNS-rebinding page (another name resolving to us) gets nothing. Over stdio the
-    //    exact `localhost:PORT`; behind a public URL its host name (a TLS proxy in front may use another port).
-    const hostOk = this.#behindPublicUrl ? hostnameMatches(req.host, this.origin) : req.host === new URL(this.origin).host;
-    if (!hostOk) return text(421, 'wrong host');
-    const path = req.path;
-    if (req.method === 'GET' || req.method === 'HEAD') {
-      const asset = assetAt(path);
-      if (asset !== undefined) return { status: 200, ...asset };
-    }
-    const m = /^\/approve\/([^/]+)(\/options|\/assertion|\/deny)?$/.exec(path);
-    if (m === null) return text(404, 'not found');
-    const id = m[1]!;
-    const action = m[2];
-    if (action === undefined) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return text(405, 'method not allowed');
-      return this.#page(id);
-    }
-    if (req.method !== 'POST') return text(405, 'method not allowed');
-    // 2. Every POST comes from the page itself: Origin exactly ours (scheme, host and port), never absent.
-    if (req.origin !== this.origin) return this.#refuse(403, 'this request did not come from the approval page');
-    const body = await req.body();
-    if (!body.ok) return this.#refuse(400, `bad request body (${body.reason})`);
-    if (!ID_RE.test(id)) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
-    if (action === '/options') return this.#options(id);
-    if (action === '/deny') return this.#deny(id);
-    return this.#assertion(id, body.value);
-  }
-
-  #refuse(status: number, reason: string): Answer {
-    this.#emit({ type: 'approval-refused', reason });
-    return json(status, { outcome: 'refused', message: `${reason}; nothing was approved` });
-  }
-
-  async #page(id: string): Promise<Answer> {
-    const nowMs = this.#now();
-    const record = ID_RE.test(id) ? await this.store.approvalById(id, nowMs) : undefined;
-    if (record === undefined) {
-      return html(
-        404,
-        layout('Approval expired', '', '<h1>Approval</h1>\n<p id="outcome" class="outcome expired">expired: this approval is unknown or has expired; nothing can be approved here.</p>'),
-      );
-    }
-    const view = JSON.parse(record.view) as ApprovalView;
-    const decided =
-      record.status === 'approved'
-        ? `approved by ${escapeHtml(record.approver)}`
-        : record.status === 'declined'
-          ? 'denied: nothing will be done'
-          : '';
-    const values = view.values.map((v) => `<li>${escapeHtml(v.label)}: ${questionHtml(v.text)}</li>`).join('\n');
-    const main = `<h1>Approve this tool call?</h1>
-<dl class="facts">
-<dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
-<dt>Principal</dt><dd>${principalHtml(view.principal)}</dd>
-<dt>Tool</dt><dd>${questionHtml(renderValue(view.tool, UNCUT))}</dd>
-<dt>Time left</dt><dd id="time-left" data-seconds="${Math.max(0, Math.floor((record.expiresAtMs - nowMs) / 1000))}">${minutes(record.expiresAtMs - nowMs)}</dd>
-</dl>
-<p class="question" id="question">${questionHtml(view.question)}</p>
-<h2>Every value, uncut</h2>
-<ul class="values" id="values">
-${values}
-</ul>
-${
-  record.status === 'pending'
-    ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button">Deny</button></div>
-<p id="outcome" class="outcome" role="status"></p>
-<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it.</p>`
-    : `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>`
-}`;
-    return html(200, layout('Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main));
-  }
-
-  /** The approval when it is pending; else the answer to give. */
-  async #pending(id: string): Promise<ApprovalRecord | Answer> {
-    const record = await this.store.approvalById(id, this.#now());
-    if (record === undefined) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
-    if (record.status !== 'pending') {
-      return json(409, { outcome: record.status === 'approved' ? 'approved' : 'denied', message: 'this approval was already decided' });
-    }
-    return record;
-  }
-
-  async #options(id: string): Promise<Answer> {
-    const record = await this.#pending(id);
-    if (!isRecord(record)) return record;
-    const allowed = approversFor(this.#approvers, record.principal);
-    if (allowed.length === 0) return this.#refuse(403, 'no approver is allowed for this principal');
-    const challenge = randomBytes(32);
-    const nowMs = this.#now();
-    await this.store.putChallenge(challenge.toString('base64url'), id, Math.min(nowMs + CHALLENGE_TTL_MS, record.expiresAtMs), nowMs);
-    const options = await generateAuthenticationOptions({
-      rpID: this.rpId,
-      challenge: new Uint8Array(challenge),
-      userVerification: 'required',
-      timeout: CHALLENGE_TTL_MS,
-      allowCredentials: allowed.map((a) => ({ id: a.credentialId, transports: a.transports as never })),
-    });
-    return json(200, { options });
-  }
-
-  async #deny(id: string): Promise<Answer> {
-    const outcome = await this.store.decideApproval(id, { status: 'declined', approver: '', credentialId: '' }, this.#now());
-    if (outcome === 'decided') {
-      this.#decided.emit(id);
-      this.#emit({ type: 'approval-declined' });
-      return json(200, { outcome: 'denied', message: 'nothing will be done' });
-    }
-    if (outcome === 'already-decided') return json(409, { outcome: 'refused', message: 'this approval was already decided' });
-    return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired' });
-  }
-
-  async #assertion(id: string, body: Record<string, unknown>): Promise<Answer> {
-    const response = body as unknown as AuthenticationResponseJSON;
-    // 1. The challenge the browser signed, read from clientDataJSON, must be one we issued for THIS id; taken once.
-    let challenge: string | undefined;
-    try {
-      const clientData = JSON.parse(Buffer.from(String(response.response?.clientDataJSON ?? ''), 'base64url').toString('utf8')) as { challenge?: unknown };
-      challenge = typeof clientData.challenge === 'string' ? clientData.challenge : undefined;
-    } catch {
-      challenge = undefined;
-    }
-    if (challenge === undefined || !/^[A-Za-z0-9_-]{43}$/.test(challenge)) return this.#refuse(400, 'no valid WebAuthn assertion');
-    const challengeFor = await this.store.takeChallenge(challenge, this.#now());
-    if (challengeFor !== id) return this.#refuse(403, 'the assertion was not made for this approval (unknown, used or expired challenge)');
-    const record = await this.#pending(id);
-    if (!isRecord(record)) return record;
-    // 2. The credential must belong to an approver allowed for the principal who asked.
-    const approver = approversFor(this.#approvers, record.principal).find((a) => a.credentialId === response.id);
-    if (approver === undefined) return this.#refuse(403, 'this passkey is not an approver for this principal');
-    // 3. Signature, exact origin (scheme, host, port), RP ID, challenge, user verification.
-    let verified;
-    try {
-      verified = await verifyAuthenticationResponse({
-        response,
-        expectedChallenge: challenge,
-        expectedOrigin: this.origin,
-        expectedRPID: this.rpId,
-        expectedType: 'webauthn.get',
-        requireUserVerification: true,
-        credential: {
-          id: approver.credentialId,
-          publicKey: new Uint8Array(Buffer.from(approver.publicKey, 'base64url')),
-          counter: approver.counter,
-        },
-      });
-    } catch (e) {
-      return this.#refuse(403, `the passkey assertion did not verify (${libraryReason(e)})`);
-    }
-    if (!verified.verified || !verified.authenticationInfo.userVerified) return this.#refuse(403, 'the passkey assertion did not verify');
-    // 4. The signature counter moves forward atomically (a replayed or cloned authenticator's does not).
-    if (!(await this.store.advanceCounter(approver.credentialId, verified.authenticationInfo.newCounter, approver.counter))) {
-      return this.#refuse(403, 'the signature counter did not move forward (a replayed assertion or a cloned authenticator)');
-    }
-    // 5. Only then: approved, once, with who approved.
-    const outcome = await this.store.decideApproval(id, { status: 'approved', approver: approver.name, credentialId: approver.credentialId }, this.#now());
-    if (outcome !== 'decided') return this.#refuse(409, 'this approval was already decided or has expired');
-    this.#decided.emit(id);
-    this.#emit({ type: 'approval-approved', approver: approver.name });
-    return json(200, { outcome: 'approved', message: `approved by ${approver.name}; the tool call runs once when the client retries it` });
-  }
-}
-
-/** One request of the page, whatever server carried it. */
-interface PageRequest {
-  method: string;
-  /** The path, without the query. */
-  path: string;
-  host: string | undefined | null;
-  origin: string | undefined | null;
-  body: () => ReturnType<typeof readJson>;
-}
-
-/** One answer of the page; the security headers are added when it is written. */
-interface Answer {
-  status: number;
-  type: string;
-  body: string;
-}
-
-function text(status: number, body: string): Answer {
-  return { status, type: 'text/plain; charset=utf-8', body };
-}
-
-function html(status: number, body: string): Answer {
-  return { status, type: 'text/html; charset=utf-8', body };
-}
-
-function json(status: number, value: unknown): Answer {
-  return { status, type: 'application/json; charset=utf-8', body: JSON.stringify(value) };
-}
-
-function isRecord(value: ApprovalRecord | Answer): value is ApprovalRecord {
-  return typeof (value as ApprovalRecord).jti === 'string';
-}
-
-function writeAnswer(res: ServerResponse, answer: Answer, method: string | undefined): void {
-  res.writeHead(answer.status, { ...SECURITY_HEADERS, 'Content-Type': answer.type, 'Content-Length': Buffer.byteLength(answer.body) });
-  res.end(method === 'HEAD' ? undefined : answer.body);
-}
-
-/**
- * Options that render a value whole (the page shows every value uncut; the question may cut).
- * The tool name is rendered too: a proxied upstream's tool name is untrusted text.
- */
-const UNCUT = { maxGraphemes: Number.MAX_SAFE_INTEGER };
-
-/**
- * The principal as the page shows it: `local`, or for a verified token (`["jwt", iss, sub]`, see
- * `jwtPrincipalOf`) the subject and its issuer. Escaped; never markup.
- */
-function principalHtml(principal: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(principal);
-  } catch {
-    return escapeHtml(principal);
-  }
-  if (Array.isArray(parsed) && parsed.length === 3 && parsed[0] === 'jwt' && typeof parsed[1] === 'string' && typeof parsed[2] === 'string') {
-    return `${questionHtml(renderValue(parsed[2], UNCUT))} (issuer ${questionHtml(renderValue(parsed[1], UNCUT))})`;
-  }
-  return escapeHtml(principal);
 }

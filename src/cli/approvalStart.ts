@@ -8,7 +8,8 @@
  * @module
  */
 import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
-import { describePrincipal, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
+import { loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
+import { describePrincipal } from '../principals.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
 import { asUsageError, UsageError } from './common.js';

@@ -7,7 +7,8 @@
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { checkApproverName, describePrincipal, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { checkApproverName, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { describePrincipal } from '../principals.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
 import { enrollApprover } from '../approval/enroll.js';
 import { ConfigError } from '../errors.js';

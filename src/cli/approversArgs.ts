@@ -5,7 +5,7 @@
  * @module
  */
 import { DEFAULT_ENROLL_TIMEOUT_SECONDS } from '../defaults.js';
-import { jwtPrincipalFor } from '../approval/principals.js';
+import { jwtPrincipalFor } from '../principals.js';
 import { APPROVAL_OPTIONS, checkedPublicUrl, wholeNumber } from './approvalArgs.js';
 import { UsageError, type FlagValues } from './common.js';
 

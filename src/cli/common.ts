@@ -1,5 +1,5 @@
 /**
- * Checks shared by the command lines of `mcp-confirm` (serving `delete_file`) and
+ * Checks and messages shared by the command lines of `mcp-confirm` (serving `delete_file`) and
  * `mcp-confirm proxy`: one implementation, one set of messages.
  *
  * @module
@@ -9,6 +9,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_AUDIENCE, MAX_TTL_SECONDS } from '../defaults.js';
 import { ConfigError } from '../errors.js';
 import type { KeyRing } from '../state/keyRing.js';
+
+/**
+ * The sentence the command line's servers append to an `ERR_CONFIRM_UNKNOWN` refusal from a memory
+ * ledger (`createConfirmation`'s `unknownHint`): the library's default sentence, plus the flags that share
+ * keys and a ledger between processes.
+ */
+export const UNKNOWN_HINT =
+  'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts; with the mcp-confirm command: --key-file PATH and --ledger sqlite:PATH or --ledger redis://HOST:PORT).';
 
 /** A usage error: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}

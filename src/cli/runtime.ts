@@ -23,7 +23,7 @@ import type { AuditLog } from '../audit/auditLog.js';
 import type { ConfirmationOptions, ConfirmEvent } from '../guard/confirmation.js';
 import type { KeyRing } from '../state/keyRing.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
-import { readKeyFile } from './common.js';
+import { readKeyFile, UNKNOWN_HINT } from './common.js';
 import type { ServingFlags } from './servingArgs.js';
 
 /** One diagnostic line for stderr, without the command's prefix. */
@@ -115,8 +115,9 @@ export interface Runtime {
   readonly storeKind: string;
   /**
    * The options for `createConfirmation`: keys, audience, TTL, the store (over HTTP its metrics
-   * wrapper), the events (over HTTP also counted for `/metrics`), the principal of a bearer token
-   * (HTTP), the audit trail and the approval page. Makes the memory store on the first call when
+   * wrapper), the `ERR_CONFIRM_UNKNOWN` hint naming the flags that share keys and a store
+   * ({@link UNKNOWN_HINT}), the events (over HTTP also counted for `/metrics`), the principal of a
+   * bearer token (HTTP), the audit trail and the approval page. Makes the memory store on the first call when
    * none was needed before.
    */
   confirmationOptions(): Promise<ConfirmationOptions>;
@@ -235,6 +236,7 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
         audience: flags.audience,
         ttlSeconds: flags.ttlSeconds,
         store: await made,
+        unknownHint: UNKNOWN_HINT,
         onEvent,
         ...(keys ? { keys } : {}),
         ...(http ? { principal: http.principal } : {}),

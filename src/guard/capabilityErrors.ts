@@ -47,10 +47,10 @@ const PASSING = new WeakSet<McpServer>();
  * `McpServer.registerTool`'s `tools/call` handler turns every error its tool throws into an
  * `isError` result (only `-32042` passes, and the 2026-07-28 era turns that into `-32603`), so the
  * `-32021` a registered confirmation tool raises would reach the client as a result. This wraps
- * the server's `tools/call` handler once: a request whose tool raised one ({@link noElicitationError})
+ * the server's `tools/call` handler once: a request whose tool raised one (`noElicitationError` in `capabilities.ts`)
  * and let it escape (the result is McpServer's error result for it, {@link isErrorResultOf}) answers
  * it as the JSON-RPC error it is; whatever a tool answered itself (it caught the refusal of a
- * {@link Confirmation.guard} handler it called, say) passes as it is. The SDK has no public hook for it, so this reads the
+ * `Confirmation.guard` handler it called, say) passes as it is. The SDK has no public hook for it, so this reads the
  * protocol's private `_requestHandlers` map (SDK 2.4.0); when an SDK upgrade removes or renames it,
  * nothing is wrapped and such a client gets the same sentence as an `isError` result, and
  * `test/e2e/deleteFile.test.ts` ("… -32021 …") fails loudly.

@@ -1,6 +1,7 @@
 /**
  * The two-round confirmation flow for any tool (MCP spec 2026-07-28,
- * basic/patterns/mrtr; client/elicitation form mode).
+ * basic/patterns/mrtr; client/elicitation form mode), and {@link createConfirmation},
+ * which hands it out.
  *
  * The SDK accepts the `requestState` verify hook only in the `McpServer`
  * constructor, and the hook sees every state on that server: it refuses any
@@ -8,28 +9,27 @@
  * cannot carry a `requestState` of its own. So this module hands out both
  * halves together: {@link Confirmation.serverOptions} for the
  * constructor and {@link Confirmation.register} for each confirmed tool.
- * Create the confirmation (its keys and ledger) once, outside the
+ * Create the confirmation (its keys and store) once, outside the
  * `serveStdio` / `createMcpHandler` factory, which runs per connection or
  * per request.
  *
- * Round 1 (no state): check the client can answer a form elicitation, let
- * the tool inspect the resource (and refuse before asking), render the
- * question, issue a `jti` in the ledger, seal the state, answer
+ * Round 1 (no state): check the client can answer ({@link clientCapabilities}),
+ * let the tool inspect the resource (and refuse before asking), render the
+ * question, issue a `jti` in the store, seal the state, answer
  * `input_required`. Round 2 (state opened by the hook), in this order:
  * tool and argument digests match (else `ERR_CONFIRM_MISMATCH`, the `jti` is
  * not spent); the question rendered now matches the sealed digest (else the
  * human is asked again); the `jti` is spent atomically (else
  * `ERR_CONFIRM_SPENT` / `_UNKNOWN` / `_EXPIRED` / `_LEDGER_UNAVAILABLE`); the
- * answer must be `accept` with `confirmed === true` (decline, cancel or
- * anything else: nothing is done; no answer: asked again); then the tool
- * acts, re-checking its resource first.
+ * answer ({@link readAnswer}) must be `accept` with `confirmed === true`
+ * (decline, cancel or anything else: nothing is done; no answer: asked
+ * again); then the tool acts, re-checking its resource first.
  *
- * With `approval` (a {@link PasskeyApproval}), round 1 opens an approval (a
- * random id bound to the `jti` in the ledger store) and asks with a URL-mode
- * elicitation to its page (or, to a client without URL mode, a form
- * elicitation carrying the URL); round 2 waits for the page's decision: still
- * pending → asked again with the same URL and state, nothing spent; approved
- * (within 120 s) → spent, then the tool acts; declined → spent, nothing done.
+ * With `approval` (a {@link PasskeyApproval}), round 1 opens an approval and
+ * asks with its page's URL, and round 2 is settled by the page's record
+ * ({@link passkeyRound}). Every store call fails closed ({@link storeCalls}).
+ * This module composes those parts, writes the audit lines and reports the
+ * events; they decide nothing about either.
  *
  * > [!WARNING]
  * > A form elicitation proves only that the *client* said yes (spec,
@@ -40,11 +40,7 @@
  * @module
  */
 import {
-  CLIENT_CAPABILITIES_META_KEY,
-  MissingRequiredClientCapabilityError,
-  PROTOCOL_VERSION_META_KEY,
   inputRequired,
-  inputResponse,
   type CallToolResult,
   type InputRequiredResult,
   type McpServer,
@@ -55,57 +51,20 @@ import {
 import type { z } from 'zod';
 import type { AuditSink } from '../audit/auditLog.js';
 import type { AuditDecision, AuditEventName } from '../audit/chain.js';
-import {
-  ConfirmApprovalExpiredError,
-  ConfirmError,
-  ConfirmExpiredError,
-  ConfirmLedgerUnavailableError,
-  ConfirmMismatchError,
-  ConfirmNoElicitationError,
-  ConfirmSpentError,
-  ConfirmUnknownError,
-  toToolError,
-} from '../errors.js';
+import { ConfirmError, ConfirmMismatchError, ConfirmNoElicitationError, toToolError } from '../errors.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
-import type { Ledger, SpendOutcome } from '../store/ledger.js';
 import { MemoryLedger } from '../store/memory.js';
 import { canonicalDigest } from '../state/digest.js';
 import { KeyRing } from '../state/keyRing.js';
 import { DEFAULT_AUDIENCE, DEFAULT_TTL_SECONDS } from '../defaults.js';
 import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
 // Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
-import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
-import { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
-import { renderValue } from '../prompt/render.js';
-import { passCapabilityErrors, raiseForRequest } from './capabilityErrors.js';
-
-/** The sentence after the question in a URL-mode elicitation (passkey approval). */
-export const URL_MODE_SENTENCE = 'Open the link to approve or deny this on the approval page with your passkey.';
-/** The sentence after the approval URL in a form elicitation to a client without URL mode (passkey approval). */
-export const FORM_FALLBACK_SENTENCE = 'Approve on that page with your passkey, then confirm here.';
-
-/** The key under which the confirmation is asked in `inputRequests` (and answered in `inputResponses`). */
-export const CONFIRM_KEY = 'confirm';
-
-/**
- * The form every confirmation asks: one required boolean `confirmed`
- * (a flat object of primitives, as form mode requires: spec 2026-07-28, client/elicitation).
- */
-export const CONFIRM_SCHEMA: {
-  type: 'object';
-  properties: { confirmed: { type: 'boolean'; title: string; description: string } };
-  required: string[];
-} = {
-  type: 'object',
-  properties: {
-    confirmed: {
-      type: 'boolean',
-      title: 'Confirm',
-      description: 'Set to true to confirm exactly the action described above.',
-    },
-  },
-  required: ['confirmed'],
-};
+import type { PasskeyApproval } from '../approval/passkey.js';
+import { CONFIRM_KEY, CONFIRM_SCHEMA, readAnswer, type NotConfirmed } from './answer.js';
+import { passCapabilityErrors } from './capabilityErrors.js';
+import { clientCapabilities, noElicitationError } from './capabilities.js';
+import { passkeyRound } from './passkeyRound.js';
+import { storeCalls } from './storeCalls.js';
 
 /** Something worth a line on stderr: what was asked, refused, confirmed. Never carries secrets. */
 export type ConfirmEvent =
@@ -170,6 +129,16 @@ export interface ConfirmationOptions {
    * (form elicitation only: the client's yes is taken as given).
    */
   approval?: PasskeyApproval;
+  /**
+   * The sentence appended to an `ERR_CONFIRM_UNKNOWN` refusal when `store` keeps its confirmations
+   * in one process (`store.shared` is false, as for a `MemoryLedger`): why a confirmation asked by
+   * another server process is unknown here, and how to share them, in your deployment's words (the
+   * `mcp-confirm` command names its flags here). A shared store's refusal carries none; `''`
+   * appends nothing. Defaults to "This server keeps its ledger in process memory, so a confirmation
+   * asked by one server process cannot be redeemed on another: give every process the same keys and
+   * a shared ledger (SqliteLedger on one host, RedisLedger across hosts)."
+   */
+  unknownHint?: string;
 }
 
 /** What {@link ConfirmableTool.act} receives besides the arguments. */
@@ -277,11 +246,8 @@ export interface Confirmation {
     tool: ConfirmableTool<A, F>,
     options?: { rethrow?: (error: unknown) => boolean },
   ): (args: A, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>;
-  readonly sealer: Sealer;
-  readonly ledger: Ledger;
-  readonly audience: string;
-  readonly ttlSeconds: number;
 }
+
 
 /** The value the verify hook hands to the handler: the opened claims, branded by class. */
 export class OpenedState {
@@ -333,38 +299,6 @@ function reportInternalErrors(event: ConfirmEvent): void {
   process.stderr.write(`mcp-confirm: internal error in ${event.tool}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
 }
 
-function isModernRequest(ctx: ServerContext): boolean {
-  return (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_META_KEY] !== undefined;
-}
-
-/** Whether the client declared form elicitation (an empty `elicitation: {}` implies form, as the SDK reads it). */
-function canElicitForm(server: McpServer, ctx: ServerContext): boolean {
-  const fromEnvelope = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as
-    | { elicitation?: { form?: unknown; url?: unknown } }
-    | undefined;
-  const caps = isModernRequest(ctx) ? fromEnvelope : server.server.getClientCapabilities();
-  const elicitation = caps?.elicitation;
-  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object') return false;
-  return elicitation.form !== undefined || elicitation.url === undefined;
-}
-
-/** What a 2026-07-28 client without elicitation is missing (`data.requiredCapabilities` of the `-32021`). */
-export const REQUIRED_ELICITATION = { elicitation: { form: {} } } as const;
-
-
-/**
- * The refusal of a 2026-07-28 request whose client cannot answer the question: the spec's JSON-RPC
- * `-32021` (MCP 2026-07-28, basic/patterns/mrtr: a server MUST NOT ask for input the client did not
- * declare) with `data.requiredCapabilities` ({@link REQUIRED_ELICITATION}), whose message is this
- * project's sentence with its code, the text a 2025-era client gets as an `isError` result
- * (`[ERR_CONFIRM_NO_ELICITATION] … nothing was done.`), not the SDK's generic "Cannot request input".
- */
-function noElicitationError(ctx: ServerContext): MissingRequiredClientCapabilityError {
-  const refusal = new ConfirmNoElicitationError();
-  const error = new MissingRequiredClientCapabilityError({ requiredCapabilities: REQUIRED_ELICITATION }, `[${refusal.code}] ${refusal.message}`);
-  raiseForRequest(ctx.mcpReq.signal, error);
-  return error;
-}
 
 /** What the audit line of a call can say so far; filled in as the flow learns it. */
 interface Trail {
@@ -391,22 +325,12 @@ const QUESTION_DIGEST_MAX_MESSAGE = 2048;
 /** Errors whose audit line was already written (by the "failed" line after `act`). */
 const RECORDED = new WeakSet<object>();
 
-/** Whether the client declared URL-mode elicitation (`elicitation.url`). */
-function canElicitUrl(server: McpServer, ctx: ServerContext): boolean {
-  const fromEnvelope = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as
-    | { elicitation?: { url?: unknown } }
-    | undefined;
-  const caps = isModernRequest(ctx) ? fromEnvelope : server.server.getClientCapabilities();
-  const url = caps?.elicitation?.url;
-  return url !== undefined && url !== null && typeof url === 'object';
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+/** The default of {@link ConfirmationOptions.unknownHint}. */
+const DEFAULT_UNKNOWN_HINT =
+  'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts).';
 
 /**
- * Creates the confirmation layer: keys, ledger, the verify hook and the tool wrapper.
+ * Creates the confirmation layer: keys, store, the verify hook and the tool wrapper.
  *
  * @param options - see {@link ConfirmationOptions}.
  * @returns the {@link Confirmation}.
@@ -432,7 +356,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   }
   const keys = options.keys ?? (await KeyRing.random());
   const sealer = new Sealer({ keys, audience, ttlSeconds });
-  const ledger: ConfirmStore = options.store ?? options.approval?.store ?? new MemoryLedger();
+  const store: ConfirmStore = options.store ?? options.approval?.store ?? new MemoryLedger();
+  const calls = storeCalls(store, options.unknownHint ?? DEFAULT_UNKNOWN_HINT);
   const principalOf = options.principal ?? defaultPrincipal;
   const now = options.now ?? Date.now;
   const onEvent = options.onEvent ?? reportInternalErrors;
@@ -493,52 +418,22 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     guardOptions: { rethrow?: (error: unknown) => boolean } = {},
   ): (args: A, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult> {
     const nothingDone = tool.nothingDone ?? 'nothing was done';
+    const passkey = approval
+      ? passkeyRound<A, F>({
+          approval,
+          server,
+          tool: name,
+          audience,
+          store: calls,
+          now,
+          nothingDone,
+          pageValues: (args, fingerprint) => tool.pageValues?.(args, fingerprint),
+        })
+      : undefined;
 
-    const renderAsk = (args: A, fingerprint: F) => {
+    const renderAsk = (args: A, fingerprint: F): { message: string; digest: string } => {
       const message = tool.question(args, fingerprint);
-      return { message, requestedSchema: CONFIRM_SCHEMA, digest: questionDigest(message) };
-    };
-
-    /** The elicitation that sends the human to the approval page: URL mode when the client has it, else a form carrying the URL. */
-    const approvalRequest = (question: string, url: string, id: string, ctx: ServerContext) => {
-      if (canElicitUrl(server, ctx)) {
-        const request = inputRequired.elicitUrl({ message: `${question}\n\n${URL_MODE_SENTENCE}`, url });
-        // 2025-era connections: our approval id as the elicitationId, so notifications/elicitation/complete can name it.
-        if (!isModernRequest(ctx)) (request as { params: Record<string, unknown> }).params.elicitationId = id;
-        return request;
-      }
-      return inputRequired.elicit({
-        message: `${question}\n\nApproval page: ${renderValue(url)}\n${FORM_FALLBACK_SENTENCE}`,
-        requestedSchema: CONFIRM_SCHEMA,
-      });
-    };
-
-    /** The page's view of one call: every value uncut. */
-    const pageView = (args: A, fingerprint: F, question: string, ctx: ServerContext): ApprovalView => {
-      const raw =
-        tool.pageValues?.(args, fingerprint) ??
-        Object.entries(args as Record<string, unknown>)
-          .filter((e): e is [string, string] => typeof e[1] === 'string')
-          .map(([label, value]) => ({ label, value }));
-      return {
-        audience,
-        principal: principalOf(ctx),
-        tool: name,
-        question,
-        values: raw.map((v) => ({ label: v.label, text: renderValue(v.value, { maxGraphemes: Number.MAX_SAFE_INTEGER, segments: '/' }) })),
-      };
-    };
-
-    /** Tells a 2025-era URL-mode client that the page was decided (spec 2025-11-25, notifications/elicitation/complete). */
-    const notifyOnDecision = (id: string, ctx: ServerContext, expiresAtMs: number): void => {
-      if (approval === undefined || isModernRequest(ctx) || !canElicitUrl(server, ctx)) return;
-      let notify: () => Promise<void>;
-      try {
-        notify = server.server.createElicitationCompletionNotifier(id);
-      } catch {
-        return;
-      }
-      approval.onDecided(id, () => void notify().catch(() => {}), Math.max(0, expiresAtMs - now()));
+      return { message, digest: questionDigest(message) };
     };
 
     /** Writes one audit line (awaited: the call does not answer or act before). */
@@ -546,7 +441,14 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       if (!audit) return;
       await audit.record({ event, tool: name, ...trail, outcome: extra.outcome ?? null, code: extra.code ?? null, count: null, approver: extra.approver ?? null });
     };
-    const record_ = record;
+    /** Writes a line whose failure must not change the answer (the action already happened, or it is a refusal anyway). */
+    const recordAfter = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {}): Promise<void> => {
+      try {
+        await record(event, trail, extra);
+      } catch {
+        // Reported by the audit log itself (its onError).
+      }
+    };
     /**
      * Runs `act` and writes its "failed" or "acted" line (after the action: it records what happened;
      * a failure to write it is reported, not turned into a refusal).
@@ -565,14 +467,6 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       await recordAfter('acted', trail);
       return result;
     };
-    /** Writes a line whose failure must not change the answer (the action already happened, or it is a refusal anyway). */
-    const recordAfter = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {}): Promise<void> => {
-      try {
-        await record(event, trail, extra);
-      } catch {
-        // Reported by the audit log itself (its onError).
-      }
-    };
 
     /**
      * `act` after the "confirmed" line; when the tool finds, before doing anything, that what was asked
@@ -588,150 +482,49 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       }
     };
 
+    /**
+     * A confirmed call (the client's yes, or with passkey approval the page's approval by `approver`):
+     * the "confirmed" line, then the action.
+     */
+    const confirmedAct = async (args: A, claims: ConfirmClaims, ctx: ServerContext, trail: Trail, approver?: string): Promise<CallToolResult | InputRequiredResult> => {
+      // 5. Fail closed: the "confirmed" line (with the approver) is written before anything is done; if it cannot be, nothing is.
+      await record('confirmed', trail, approver === undefined ? { outcome: 'accept' } : { outcome: 'accept', approver });
+      // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
+      const result = await actOrAskAgain(args, claims, ctx, trail);
+      if (!('inputRequests' in result)) emit(approver === undefined ? { type: 'confirmed', tool: name } : { type: 'confirmed', tool: name, approver });
+      return result;
+    };
+
+    /** An answer that confirms nothing (`on: 'page'`: the page's decline): its event and line, and a non-error result; nothing done. */
+    const notDone = async (answer: NotConfirmed, trail: Trail, on?: 'page'): Promise<CallToolResult> => {
+      emit(on === undefined ? { type: 'not-confirmed', tool: name, action: answer.action } : { type: 'not-confirmed', tool: name, action: answer.action, on });
+      await record(answer.kind === 'other' ? 'not-confirmed' : answer.kind, trail, { outcome: answer.action });
+      return { content: [{ type: 'text', text: answer.sentence }] };
+    };
+
     const ask = async (args: A, ctx: ServerContext, trail: Trail, again?: 'no-answer' | 'question-changed' | 'resource-changed'): Promise<InputRequiredResult> => {
-      // The client must be able to answer before a jti is issued, so a refused ask leaks no ledger slot.
+      // The client must be able to answer before a jti is issued, so a refused ask leaks no store slot.
       // (A 2026-07-28 request gets it as the spec's -32021: see noElicitationError.)
-      if (!canElicitForm(server, ctx) && !(approval && canElicitUrl(server, ctx))) throw new ConfirmNoElicitationError();
+      const can = clientCapabilities(server, ctx);
+      if (!can.form && !(passkey && can.url)) throw new ConfirmNoElicitationError();
       const fingerprint = tool.fingerprint ? await tool.fingerprint(args, ctx) : (null as F);
       const argsDigest = canonicalDigest(args);
       trail.args = argsDigest;
-      const { message, requestedSchema, digest } = renderAsk(args, fingerprint);
+      const { message, digest } = renderAsk(args, fingerprint);
       trail.question = message;
       const nowMs = now();
-      const { state, claims } = sealer.sealSync({
-        tool: name,
-        args: argsDigest,
-        question: digest,
-        fingerprint,
-        principal: principalOf(ctx),
-        nowMs,
-      });
-      await issue(claims, nowMs);
+      const principal = principalOf(ctx);
+      const { state, claims } = sealer.sealSync({ tool: name, args: argsDigest, question: digest, fingerprint, principal, nowMs });
+      await calls.issue(claims, nowMs);
       trail.jti = claims.jti;
       trail.principal = claims.sub;
       // Fail closed: the question goes out only once its line is written.
       await record(again ? 'asked-again' : 'asked', trail, { outcome: again ?? null });
-      if (approval) {
-        let opened: { id: string; url: string };
-        try {
-          opened = await approval.open(
-            { jti: claims.jti, principal: principalOf(ctx), view: pageView(args, fingerprint, message, ctx), expiresAtMs: claims.exp * 1000 },
-            nowMs,
-          );
-        } catch (e) {
-          // Free the ledger slot of a question that can never be approved.
-          await ledger.spend(claims.jti, nowMs).catch(() => {});
-          if (e instanceof ConfirmError) throw e;
-          throw new ConfirmLedgerUnavailableError({ cause: e });
-        }
-        notifyOnDecision(opened.id, ctx, claims.exp * 1000);
-        emit({ type: 'asked', tool: name });
-        return inputRequired({ inputRequests: { [CONFIRM_KEY]: approvalRequest(message, opened.url, opened.id, ctx) }, requestState: state });
-      }
+      const request = passkey
+        ? await passkey.open({ args, fingerprint, question: message, claims, principal, ctx }, nowMs)
+        : inputRequired.elicit({ message, requestedSchema: CONFIRM_SCHEMA });
       emit({ type: 'asked', tool: name });
-      return inputRequired({
-        inputRequests: { [CONFIRM_KEY]: inputRequired.elicit({ message, requestedSchema }) },
-        requestState: state,
-      });
-    };
-
-    /**
-     * Round 2 with passkey approval, after the digests matched. The client's accept means only that the
-     * human opened the page (URL mode) or says they approved there (form fallback): the page's record decides.
-     */
-    const redeemApproval = async (
-      args: A,
-      ctx: ServerContext,
-      opened: OpenedState,
-      answer: ReturnType<typeof inputResponse>,
-      pa: PasskeyApproval,
-      trail: Trail,
-    ): Promise<CallToolResult | InputRequiredResult> => {
-      const claims = opened.claims;
-      const content = answer.kind === 'elicit' ? answer.content : undefined;
-      const accepted =
-        answer.kind === 'elicit' &&
-        answer.action === 'accept' &&
-        (content === undefined || (isPlainObject(content) && Object.hasOwn(content, 'confirmed') && content.confirmed === true));
-      if (!accepted) {
-        // Decline, cancel or anything else: spend, nothing done; the page shows it as denied.
-        await spend(claims.jti, now());
-        const record = await pa.store.approvalByJti(claims.jti, now()).catch(() => undefined);
-        if (record?.status === 'pending') await pa.store.decideApproval(record.id, { status: 'declined', approver: '', credentialId: '' }, now()).catch(() => {});
-        const action = answer.kind === 'elicit' ? (['accept', 'decline', 'cancel'].includes(answer.action) ? answer.action : 'other') : 'other';
-        emit({ type: 'not-confirmed', tool: name, action });
-        await record_(action === 'decline' ? 'declined' : action === 'cancel' ? 'cancelled' : 'not-confirmed', trail, { outcome: action });
-        const why =
-          action === 'decline' ? 'You declined' : action === 'cancel' ? 'You cancelled' : action === 'accept' ? 'You did not confirm' : 'No valid confirmation was given';
-        return { content: [{ type: 'text', text: `${why}; ${nothingDone}.` }] };
-      }
-      // 1. Wait for the page's decision (up to --approval-wait); reading it changes nothing.
-      let record;
-      try {
-        record = await pa.waitForDecision(claims.jti, ctx.mcpReq.signal);
-      } catch (e) {
-        if (e instanceof ConfirmError) throw e;
-        throw new ConfirmLedgerUnavailableError({ cause: e });
-      }
-      // 2. Still pending: ask again with the same URL and the same state; nothing is spent.
-      if (record?.status === 'pending' && opened.state !== '') {
-        emit({ type: 'approval-pending', tool: name });
-        const question = tool.question(args, claims.fingerprint as F);
-        return inputRequired({ inputRequests: { [CONFIRM_KEY]: approvalRequest(question, pa.urlFor(record.id), record.id, ctx) }, requestState: opened.state });
-      }
-      // 3. Decided (or gone): the jti is spent atomically now, whatever the decision.
-      const nowMs = now();
-      await spend(claims.jti, nowMs);
-      if (record === undefined || record.status === 'pending') throw new ConfirmApprovalExpiredError();
-      if (record.status === 'declined') {
-        emit({ type: 'not-confirmed', tool: name, action: 'decline', on: 'page' });
-        await record_('declined', trail, { outcome: 'decline' });
-        return { content: [{ type: 'text', text: `You declined; ${nothingDone}.` }] };
-      }
-      // 4. An approval is redeemable for 120 s after it was given (and, by the state's TTL, never after expiry).
-      if (nowMs >= record.decidedAtMs + REDEEM_WITHIN_MS || nowMs >= record.expiresAtMs) throw new ConfirmApprovalExpiredError();
-      // 5. Fail closed: the "confirmed" line, with the approver, is written before anything is done.
-      await record_('confirmed', trail, { outcome: 'accept', approver: record.approver });
-      // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await actOrAskAgain(args, claims, ctx, trail);
-      if (!('inputRequests' in result)) emit({ type: 'confirmed', tool: name, approver: record.approver });
-      return result;
-    };
-
-    const issue = async (claims: ConfirmClaims, nowMs: number): Promise<void> => {
-      try {
-        await ledger.issue(claims.jti, claims.sub, claims.exp * 1000, nowMs);
-      } catch (e) {
-        if (e instanceof ConfirmError) throw e;
-        throw new ConfirmLedgerUnavailableError({ cause: e });
-      }
-    };
-
-    const spend = async (jti: string, nowMs: number): Promise<void> => {
-      let outcome: SpendOutcome;
-      try {
-        outcome = await ledger.spend(jti, nowMs);
-      } catch (e) {
-        if (e instanceof ConfirmError) throw e;
-        throw new ConfirmLedgerUnavailableError({ cause: e });
-      }
-      switch (outcome) {
-        case 'spent':
-          return;
-        case 'already-spent':
-          throw new ConfirmSpentError();
-        case 'expired':
-          throw new ConfirmExpiredError();
-        case 'unknown':
-          throw new ConfirmUnknownError(
-            ledger.shared
-              ? ''
-              : 'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts; with the mcp-confirm command: --key-file PATH and --ledger sqlite:PATH or --ledger redis://HOST:PORT).',
-          );
-        default:
-          // Anything but a clean, known answer fails closed.
-          throw new ConfirmLedgerUnavailableError();
-      }
+      return inputRequired({ inputRequests: { [CONFIRM_KEY]: request }, requestState: state });
     };
 
     const flow = async (args: A, ctx: ServerContext, trail: Trail): Promise<CallToolResult | InputRequiredResult> => {
@@ -757,38 +550,26 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         return ask(args, ctx, trail, 'resource-changed');
       }
       trail.question = shown.message;
-      // Only an own entry counts: a "__proto__" key in the client's JSON can become an inherited one.
-      const responses = ctx.mcpReq.inputResponses;
-      const answer = responses !== undefined && Object.hasOwn(responses, CONFIRM_KEY) ? inputResponse(responses, CONFIRM_KEY) : ({ kind: 'missing' } as const);
-      // With passkey approval an answer is settled by the page's record (see redeemApproval).
-      if (approval && answer.kind !== 'missing') return redeemApproval(args, ctx, opened, answer, approval, trail);
+      const answer = readAnswer(ctx.mcpReq.inputResponses, { nothingDone, acceptWithoutContent: passkey !== undefined });
+      // With passkey approval an answer is settled by the page's record (it spends the jti once decided).
+      if (passkey && answer.kind !== 'missing') {
+        const settled = await passkey.settle({ claims, state: opened.state, question: shown.message, answer, ctx });
+        if (settled.kind === 'pending') {
+          emit({ type: 'approval-pending', tool: name });
+          return inputRequired({ inputRequests: { [CONFIRM_KEY]: settled.request }, requestState: opened.state });
+        }
+        if (settled.kind === 'not-confirmed') return notDone(settled.answer, trail, settled.on);
+        return confirmedAct(args, claims, ctx, trail, settled.approver);
+      }
       // 3. Spend the jti atomically before reading the answer: accept, decline and cancel all use it up.
-      await spend(claims.jti, now());
+      await calls.spend(claims.jti, now());
       // 4. Only an explicit accept with confirmed === true (a boolean) goes on; no answer asks again.
       if (answer.kind === 'missing') {
         emit({ type: 'asked-again', tool: name, reason: 'no-answer' });
         return ask(args, ctx, trail, 'no-answer');
       }
-      const confirmed =
-        answer.kind === 'elicit' &&
-        answer.action === 'accept' &&
-        isPlainObject(answer.content) &&
-        Object.hasOwn(answer.content, 'confirmed') &&
-        answer.content.confirmed === true;
-      if (!confirmed) {
-        const action = answer.kind === 'elicit' ? (['accept', 'decline', 'cancel'].includes(answer.action) ? answer.action : 'other') : 'other';
-        emit({ type: 'not-confirmed', tool: name, action });
-        await record(action === 'decline' ? 'declined' : action === 'cancel' ? 'cancelled' : 'not-confirmed', trail, { outcome: action });
-        const why =
-          action === 'decline' ? 'You declined' : action === 'cancel' ? 'You cancelled' : action === 'accept' ? 'You did not confirm' : 'No valid confirmation was given';
-        return { content: [{ type: 'text', text: `${why}; ${nothingDone}.` }] };
-      }
-      // 5. Fail closed: the "confirmed" line is written before anything is done; if it cannot be, nothing is.
-      await record('confirmed', trail, { outcome: 'accept' });
-      // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await actOrAskAgain(args, claims, ctx, trail);
-      if (!('inputRequests' in result)) emit({ type: 'confirmed', tool: name });
-      return result;
+      if (answer.kind !== 'confirmed') return notDone(answer, trail);
+      return confirmedAct(args, claims, ctx, trail);
     };
 
     const handler = async (args: A, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
@@ -806,7 +587,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           await recordAfter('refused', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
         }
         // 2026-07-28: the spec's -32021 (a JSON-RPC error, whatever rethrow says), with this refusal's sentence.
-        if (e instanceof ConfirmNoElicitationError && isModernRequest(ctx)) throw noElicitationError(ctx);
+        if (e instanceof ConfirmNoElicitationError && clientCapabilities(server, ctx).era === 'modern') throw noElicitationError(ctx);
         return toToolError(e);
       }
     };
@@ -829,5 +610,5 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     return registered;
   }
 
-  return { serverOptions: { requestState: { verify } }, register, guard, sealer, ledger, audience, ttlSeconds };
+  return { serverOptions: { requestState: { verify } }, register, guard };
 }

@@ -32,7 +32,7 @@ import { readFile } from 'node:fs/promises';
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { OAuthError, OAuthErrorCode, type AuthInfo, type OAuthTokenVerifier, type ServerContext } from '@modelcontextprotocol/server';
 // One definition of the principal string: the approvers file (passkey approval) stores the same.
-import { jwtPrincipalFor } from '../approval/approvers.js';
+import { jwtPrincipalFor } from '../principals.js';
 import { ConfigError } from '../errors.js';
 import { renderValue } from '../prompt/render.js';
 

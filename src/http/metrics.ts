@@ -57,8 +57,8 @@ export class ServerMetrics {
 
   /**
    * Wraps a store so that every `issue` and `spend` is timed; behaviour is unchanged. Its other
-   * methods (passkey approvals, audit trail heads) are forwarded untimed, so the wrapper can be both
-   * the confirmation's store and `approval.store`.
+   * methods (passkey approvals, audit trail heads, grants and plans) are forwarded untimed, so the
+   * wrapper can be both the confirmation's store and `approval.store`.
    */
   instrument(store: ConfirmStore): ConfirmStore {
     return wrapStore(store, async (method, run) => {

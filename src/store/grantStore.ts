@@ -21,6 +21,14 @@
  * Time is the caller's (`nowMs`, milliseconds), as for the ledger: a grant or plan is live while
  * `nowMs < expiresAtMs` (expiry exclusive at its end).
  *
+ * A grant ends at its expiry, its last use or its revocation; a plan at its expiry or the use of
+ * its last slot. Ended records never count toward a bound. A grant that ended by its last use or
+ * by revocation is kept until its expiry, so that a take can say why it was refused
+ * (`'exhausted'`, `'revoked'`), at most as many of them as the store's `maxGrants` (beyond that,
+ * those expiring first are dropped, and a take of one is `'unknown'`); a plan whose last slot was
+ * used is dropped at once. Expired records are swept by the stores (a take of one answers
+ * `'expired'` until it is swept, `'unknown'` after).
+ *
  * @module
  */
 import type { Ledger, SpendOutcome } from './ledger.js';
@@ -53,7 +61,10 @@ export interface Grant {
   readonly policyDigest: string;
   /** Who approved it: an approver's name (passkey), or `'client'` for a form answer. */
   readonly approver: string;
-  /** Uses granted in all, the approving call included (so a new grant has `maxUses - 1` left). */
+  /**
+   * Uses granted in all, the approving call included (so a new grant has `maxUses - 1` left; a
+   * grant of 1 is created already used up, ended at once).
+   */
   readonly maxUses: number;
   /** Uses left for later calls. */
   readonly usesLeft: number;
@@ -66,7 +77,7 @@ export interface Grant {
 /** A grant to create: {@link Grant} without `usesLeft`, which starts at `maxUses - 1`. */
 export type NewGrant = Omit<Grant, 'usesLeft'>;
 
-/** Which grants {@link GrantStore.findGrants} returns: every field given must match. */
+/** Which grants {@link GrantStore.findGrants} returns: every field given (a string) must match exactly. */
 export interface GrantQuery {
   readonly audience?: string;
   readonly principal?: string;
@@ -77,7 +88,10 @@ export interface GrantQuery {
 export type TakeGrantOutcome =
   /** This call took one use; `usesLeft` is what remains after it (0: this was the last). */
   | { readonly taken: true; readonly usesLeft: number; readonly expiresAtMs: number }
-  /** No use was taken: none left, past its expiry, revoked, or not in this store. */
+  /**
+   * No use was taken. The first that applies: `'unknown'` (not in this store: never created here,
+   * or swept), `'expired'` (`nowMs >= expiresAtMs`), `'revoked'`, `'exhausted'` (no use left).
+   */
   | { readonly taken: false; readonly reason: 'exhausted' | 'expired' | 'revoked' | 'unknown' };
 
 /** One approved call of a plan. */
@@ -152,14 +166,17 @@ export interface GrantStore {
    * @param nowMs - the caller's current time in milliseconds.
    * @param grant - the grant to create; `grant.expiresAtMs > nowMs`, `maxUses` 1 to 1,000,000.
    * @returns the spend's outcome and whether the grant was created.
-   * @throws {RangeError} when a field of `grant` is malformed (see {@link checkNewGrant}); nothing is spent.
+   * @throws {RangeError} when a field of `grant` is malformed or `grant.expiresAtMs <= nowMs` (see
+   *   {@link checkNewGrant}), or a grant with its `id` is in the store already; nothing is spent.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
    */
   spendGranting(jti: string, nowMs: number, grant: NewGrant): Promise<SpendCreating>;
 
   /**
-   * The live grants matching `query` (all of them for an empty query), oldest first. Changes nothing.
+   * The live grants matching `query` (all of them for an empty query), oldest first (by
+   * `createdAtMs`, then `id`). Changes nothing.
    *
+   * @throws {RangeError} when a field of `query` is given but not a string.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
    */
   findGrants(query: GrantQuery, nowMs: number): Promise<Grant[]>;
@@ -185,7 +202,8 @@ export interface GrantStore {
    * Spends the confirmation `jti` exactly as {@link Ledger.spend} does and, only when this call
    * spent it, creates `plan` in the same atomic step (unless a bound is reached).
    *
-   * @throws {RangeError} when a field of `plan` is malformed (see {@link checkNewPlan}); nothing is spent.
+   * @throws {RangeError} when a field of `plan` is malformed or `plan.expiresAtMs <= nowMs` (see
+   *   {@link checkNewPlan}), or a plan with its `id` is in the store already; nothing is spent.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
    */
   spendPlanning(jti: string, nowMs: number, plan: NewPlan): Promise<SpendCreating>;
@@ -193,7 +211,8 @@ export interface GrantStore {
   /**
    * Takes the unused slot with key `key` of a live plan atomically, marking it used: of any number
    * of concurrent takes of one slot, exactly one gets it. When several live plans hold an unused
-   * slot with that key, the one that expires first gives it.
+   * slot with that key, the one that expires first gives it (of those expiring together, the
+   * lowest `id`).
    *
    * @returns the taken slot, or `undefined` when no live plan holds an unused slot with that key.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
@@ -237,13 +256,17 @@ function time(name: string, value: unknown): void {
  * Checks a grant before it is created (every store calls this first, so a malformed grant is
  * refused before anything is spent).
  *
+ * @param grant - the grant to check.
+ * @param nowMs - when given, the caller's current time in milliseconds: the grant must not have
+ *   expired by then (`expiresAtMs > nowMs`).
  * @throws {RangeError} naming the first malformed field: `id` not 22 base64url characters;
  *   `audience`, `principal`, `tool`, `approver` empty or over 1,024 characters; `scope`, `binding`,
  *   `summary` over {@link MAX_GRANT_TEXT_LENGTH} (`scope` also empty); `policyDigest` not 43
  *   base64url characters; `maxUses` not a whole number from 1 to {@link MAX_GRANT_USES}; times
- *   not whole milliseconds, or `expiresAtMs <= createdAtMs`; any string not well-formed UTF-16.
+ *   not whole milliseconds, or `expiresAtMs <= createdAtMs`; any string not well-formed UTF-16;
+ *   `nowMs` (when given) not finite, or `expiresAtMs <= nowMs`.
  */
-export function checkNewGrant(grant: NewGrant): void {
+export function checkNewGrant(grant: NewGrant, nowMs?: number): void {
   if (typeof grant !== 'object' || grant === null) throw new RangeError('grant must be an object');
   if (typeof grant.id !== 'string' || !ID.test(grant.id)) throw new RangeError('grant id must be 22 base64url characters');
   for (const f of ['audience', 'principal', 'tool', 'approver'] as const) text(`grant ${f}`, grant[f], 1_024, false);
@@ -256,18 +279,26 @@ export function checkNewGrant(grant: NewGrant): void {
   time('grant createdAtMs', grant.createdAtMs);
   time('grant expiresAtMs', grant.expiresAtMs);
   if (grant.expiresAtMs <= grant.createdAtMs) throw new RangeError('grant expiresAtMs must be after createdAtMs');
+  if (nowMs !== undefined) {
+    checkNowMs(nowMs);
+    if (grant.expiresAtMs <= nowMs) throw new RangeError('grant expiresAtMs must be after nowMs');
+  }
 }
 
 /**
  * Checks a plan before it is created (every store calls this first).
  *
+ * @param plan - the plan to check.
+ * @param nowMs - when given, the caller's current time in milliseconds: the plan must not have
+ *   expired by then (`expiresAtMs > nowMs`).
  * @throws {RangeError} naming the first malformed field: `id` not 22 base64url characters;
  *   `audience`, `principal`, `approver` empty or over 1,024 characters; no slot or more than
  *   {@link MAX_PLAN_SLOTS}; a slot `key` not 43 base64url characters, two slots with one key,
  *   a slot `tool` empty or over 1,024 characters, a slot `identity` over
- *   {@link MAX_GRANT_TEXT_LENGTH}; times not whole milliseconds, or `expiresAtMs <= createdAtMs`.
+ *   {@link MAX_GRANT_TEXT_LENGTH}; times not whole milliseconds, or `expiresAtMs <= createdAtMs`;
+ *   `nowMs` (when given) not finite, or `expiresAtMs <= nowMs`.
  */
-export function checkNewPlan(plan: NewPlan): void {
+export function checkNewPlan(plan: NewPlan, nowMs?: number): void {
   if (typeof plan !== 'object' || plan === null) throw new RangeError('plan must be an object');
   if (typeof plan.id !== 'string' || !ID.test(plan.id)) throw new RangeError('plan id must be 22 base64url characters');
   for (const f of ['audience', 'principal', 'approver'] as const) text(`plan ${f}`, plan[f], 1_024, false);
@@ -285,4 +316,34 @@ export function checkNewPlan(plan: NewPlan): void {
   time('plan createdAtMs', plan.createdAtMs);
   time('plan expiresAtMs', plan.expiresAtMs);
   if (plan.expiresAtMs <= plan.createdAtMs) throw new RangeError('plan expiresAtMs must be after createdAtMs');
+  if (nowMs !== undefined) {
+    checkNowMs(nowMs);
+    if (plan.expiresAtMs <= nowMs) throw new RangeError('plan expiresAtMs must be after nowMs');
+  }
+}
+
+/**
+ * Checks the caller's time given to a method of {@link GrantStore}.
+ *
+ * @throws {RangeError} when `nowMs` is not a finite number of milliseconds.
+ */
+export function checkNowMs(nowMs: number): void {
+  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) throw new RangeError('nowMs must be a finite number of milliseconds');
+}
+
+/**
+ * Checks a {@link GrantQuery}.
+ *
+ * @throws {RangeError} when it is not an object, or a field is given (not `undefined`) but not a string.
+ */
+export function checkGrantQuery(query: GrantQuery): void {
+  if (typeof query !== 'object' || query === null) throw new RangeError('grant query must be an object');
+  for (const f of ['audience', 'principal', 'tool'] as const) {
+    if (query[f] !== undefined && typeof query[f] !== 'string') throw new RangeError(`grant query ${f} must be a string`);
+  }
+}
+
+/** Sorts grants oldest first, as {@link GrantStore.findGrants} returns them: by `createdAtMs`, then `id`. */
+export function oldestFirst(a: Grant, b: Grant): number {
+  return a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }

@@ -9,6 +9,9 @@
  * is told `'already-spent'` (tombstones are bounded too; the oldest is dropped
  * first, after which a replay is `'unknown'`, still refused).
  *
+ * Grants and plans ({@link GrantStore}) live in maps of this process too, so they end with it;
+ * each step runs to its end without awaiting, so it is atomic.
+ *
  * @module
  */
 import { ConfirmCapacityError } from '../errors.js';
@@ -25,6 +28,23 @@ import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, type AuditHead, type AuditHeadStore } from './auditHeads.js';
+import {
+  checkGrantQuery,
+  checkNewGrant,
+  checkNewPlan,
+  checkNowMs,
+  DEFAULT_MAX_GRANTS,
+  DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+  type Grant,
+  type GrantQuery,
+  type GrantStore,
+  type NewGrant,
+  type NewPlan,
+  oldestFirst,
+  type SpendCreating,
+  type TakeGrantOutcome,
+  type TakenPlanSlot,
+} from './grantStore.js';
 
 /** Options of {@link MemoryLedger}. */
 export interface MemoryLedgerOptions {
@@ -32,6 +52,31 @@ export interface MemoryLedgerOptions {
   maxPerPrincipal?: number;
   /** Most outstanding confirmations in total; also the bound on tombstones. Defaults to 100,000. */
   maxTotal?: number;
+  /** Most live grants one principal may hold (see {@link GrantStore}). Defaults to 16. */
+  maxGrantsPerPrincipal?: number;
+  /**
+   * Most live grants in total; also the bound on ended grants kept until their expiry (so that a
+   * take can say `'exhausted'` or `'revoked'`). Defaults to 10,000.
+   */
+  maxGrants?: number;
+  /** Most live plans one principal may hold. Defaults to 16. */
+  maxPlansPerPrincipal?: number;
+  /** Most live plans in total. Defaults to 10,000. */
+  maxPlans?: number;
+}
+
+/** A grant as this store keeps it: its fields, changed only by a take or a revoke. */
+interface GrantRecord {
+  readonly grant: NewGrant;
+  usesLeft: number;
+  revoked: boolean;
+}
+
+/** A plan as this store keeps it; a slot is unused while its key is in `unused`. */
+interface PlanRecord {
+  readonly plan: NewPlan;
+  /** Slot key → its index, for the slots not yet used. */
+  readonly unused: Map<string, number>;
 }
 
 /** The outstanding count of one principal, shared by its entries (no map lookup to release a slot). */
@@ -79,6 +124,10 @@ export class MemoryLedger implements ConfirmStore {
   readonly shared = false;
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
+  readonly maxGrantsPerPrincipal: number;
+  readonly maxGrants: number;
+  readonly maxPlansPerPrincipal: number;
+  readonly maxPlans: number;
   /** Outstanding entries and tombstones in one map: a spend flips a flag instead of moving the entry. */
   readonly #entries = new Map<string, Entry>();
   /**
@@ -105,6 +154,10 @@ export class MemoryLedger implements ConfirmStore {
   constructor(options: MemoryLedgerOptions = {}) {
     this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);
     this.maxTotal = positiveInteger('maxTotal', options.maxTotal, 100_000);
+    this.maxGrantsPerPrincipal = positiveInteger('maxGrantsPerPrincipal', options.maxGrantsPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxGrants = positiveInteger('maxGrants', options.maxGrants, DEFAULT_MAX_GRANTS);
+    this.maxPlansPerPrincipal = positiveInteger('maxPlansPerPrincipal', options.maxPlansPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxPlans = positiveInteger('maxPlans', options.maxPlans, DEFAULT_MAX_GRANTS);
   }
 
   /** Number of outstanding (issued, not spent, not swept) confirmations. */
@@ -322,6 +375,138 @@ export class MemoryLedger implements ConfirmStore {
     return recorded === undefined ? undefined : { ...recorded };
   }
 
+  // ---- GrantStore (see grantStore.ts): each method runs to its end without awaiting, so it is atomic.
+  // Grants and plans are few (bounded, each made by a human's approval): steps scan the maps.
+
+  readonly #grants = new Map<string, GrantRecord>();
+  readonly #plans = new Map<string, PlanRecord>();
+  /** Slot key → the plans holding an unused slot with that key (expired ones until swept). */
+  readonly #plansOfSlot = new Map<string, Set<PlanRecord>>();
+
+  /**
+   * {@link GrantStore.spendGranting}: the ledger's {@link spendSync}, then (spent) expired grants
+   * swept, the bounds read and the grant created, in one synchronous step.
+   */
+  async spendGranting(jti: string, nowMs: number, grant: NewGrant): Promise<SpendCreating> {
+    checkNewGrant(grant, nowMs);
+    if (this.#grants.has(grant.id)) throw new RangeError('grant id already in the store');
+    const spend = this.spendSync(jti, nowMs);
+    if (spend !== 'spent') return { spend, created: 'none' };
+    for (const [id, r] of this.#grants) if (nowMs >= r.grant.expiresAtMs) this.#grants.delete(id);
+    let held = 0;
+    let live = 0;
+    for (const r of this.#grants.values()) {
+      if (!grantLive(r, nowMs)) continue;
+      live++;
+      if (r.grant.principal === grant.principal) held++;
+    }
+    if (held >= this.maxGrantsPerPrincipal || live >= this.maxGrants) return { spend, created: 'full' };
+    this.#grants.set(grant.id, { grant: copyGrant(grant), usesLeft: grant.maxUses - 1, revoked: false });
+    if (grant.maxUses === 1) this.#capEndedGrants(nowMs);
+    return { spend, created: 'created' };
+  }
+
+  /** {@link GrantStore.findGrants}. */
+  async findGrants(query: GrantQuery, nowMs: number): Promise<Grant[]> {
+    checkGrantQuery(query);
+    checkNowMs(nowMs);
+    const found: Grant[] = [];
+    for (const r of this.#grants.values()) {
+      const g = r.grant;
+      if (!grantLive(r, nowMs)) continue;
+      if (query.audience !== undefined && g.audience !== query.audience) continue;
+      if (query.principal !== undefined && g.principal !== query.principal) continue;
+      if (query.tool !== undefined && g.tool !== query.tool) continue;
+      found.push({ ...g, usesLeft: r.usesLeft });
+    }
+    return found.sort(oldestFirst);
+  }
+
+  /** {@link GrantStore.takeGrantUse}. */
+  async takeGrantUse(id: string, nowMs: number): Promise<TakeGrantOutcome> {
+    checkNowMs(nowMs);
+    const r = this.#grants.get(id);
+    if (r === undefined) return { taken: false, reason: 'unknown' };
+    if (nowMs >= r.grant.expiresAtMs) return { taken: false, reason: 'expired' };
+    if (r.revoked) return { taken: false, reason: 'revoked' };
+    if (r.usesLeft <= 0) return { taken: false, reason: 'exhausted' };
+    r.usesLeft--;
+    if (r.usesLeft === 0) this.#capEndedGrants(nowMs);
+    return { taken: true, usesLeft: r.usesLeft, expiresAtMs: r.grant.expiresAtMs };
+  }
+
+  /** {@link GrantStore.revokeGrant}. */
+  async revokeGrant(id: string, nowMs: number): Promise<'revoked' | 'unknown'> {
+    checkNowMs(nowMs);
+    const r = this.#grants.get(id);
+    if (r === undefined || !grantLive(r, nowMs)) return 'unknown';
+    r.revoked = true;
+    this.#capEndedGrants(nowMs);
+    return 'revoked';
+  }
+
+  /** {@link GrantStore.spendPlanning}: as {@link spendGranting}, for a plan. */
+  async spendPlanning(jti: string, nowMs: number, plan: NewPlan): Promise<SpendCreating> {
+    checkNewPlan(plan, nowMs);
+    if (this.#plans.has(plan.id)) throw new RangeError('plan id already in the store');
+    const spend = this.spendSync(jti, nowMs);
+    if (spend !== 'spent') return { spend, created: 'none' };
+    for (const r of this.#plans.values()) if (nowMs >= r.plan.expiresAtMs) this.#dropPlan(r);
+    let held = 0;
+    for (const r of this.#plans.values()) if (r.plan.principal === plan.principal) held++;
+    if (held >= this.maxPlansPerPrincipal || this.#plans.size >= this.maxPlans) return { spend, created: 'full' };
+    const record: PlanRecord = { plan: copyPlan(plan), unused: new Map(plan.slots.map((slot, i) => [slot.key, i])) };
+    this.#plans.set(plan.id, record);
+    for (const slot of plan.slots) {
+      let holders = this.#plansOfSlot.get(slot.key);
+      if (holders === undefined) this.#plansOfSlot.set(slot.key, (holders = new Set()));
+      holders.add(record);
+    }
+    return { spend, created: 'created' };
+  }
+
+  /** {@link GrantStore.takePlanSlot}. */
+  async takePlanSlot(key: string, nowMs: number): Promise<TakenPlanSlot | undefined> {
+    checkNowMs(nowMs);
+    const holders = this.#plansOfSlot.get(key);
+    if (holders === undefined) return undefined;
+    let best: PlanRecord | undefined;
+    for (const r of holders) {
+      if (nowMs >= r.plan.expiresAtMs || this.#plans.get(r.plan.id) !== r) continue;
+      if (best === undefined || r.plan.expiresAtMs < best.plan.expiresAtMs || (r.plan.expiresAtMs === best.plan.expiresAtMs && r.plan.id < best.plan.id)) best = r;
+    }
+    if (best === undefined) return undefined;
+    const index = best.unused.get(key)!;
+    best.unused.delete(key);
+    holders.delete(best);
+    if (holders.size === 0) this.#plansOfSlot.delete(key);
+    if (best.unused.size === 0) this.#dropPlan(best);
+    return { planId: best.plan.id, index, identity: best.plan.slots[index]!.identity, slotsLeft: best.unused.size, expiresAtMs: best.plan.expiresAtMs };
+  }
+
+  /**
+   * Keeps at most `maxGrants` ended grants (used up or revoked, not yet expired): expired grants
+   * are dropped, then the ended ones expiring first.
+   */
+  #capEndedGrants(nowMs: number): void {
+    const ended: GrantRecord[] = [];
+    for (const r of this.#grants.values()) if (nowMs < r.grant.expiresAtMs && (r.revoked || r.usesLeft <= 0)) ended.push(r);
+    if (ended.length <= this.maxGrants) return;
+    for (const [id, r] of this.#grants) if (nowMs >= r.grant.expiresAtMs) this.#grants.delete(id);
+    ended.sort((a, b) => a.grant.expiresAtMs - b.grant.expiresAtMs || (a.grant.id < b.grant.id ? -1 : 1));
+    for (const r of ended.slice(0, ended.length - this.maxGrants)) this.#grants.delete(r.grant.id);
+  }
+
+  /** Removes a plan and its unused slots from the index. */
+  #dropPlan(r: PlanRecord): void {
+    if (this.#plans.get(r.plan.id) === r) this.#plans.delete(r.plan.id);
+    for (const key of r.unused.keys()) {
+      const holders = this.#plansOfSlot.get(key);
+      holders?.delete(r);
+      if (holders?.size === 0) this.#plansOfSlot.delete(key);
+    }
+  }
+
   readonly #isLive = (entry: Entry): boolean => this.#entries.get(entry.jti) === entry;
 
   #sweepFront(nowMs: number): void {
@@ -347,6 +532,42 @@ export class MemoryLedger implements ConfirmStore {
   #dropIdleHolders(): void {
     for (const [principal, holder] of this.#holders) if (holder.n <= 0) this.#holders.delete(principal);
   }
+}
+
+/** Whether a grant is live at `nowMs`: not expired, a use left, not revoked. */
+function grantLive(r: GrantRecord, nowMs: number): boolean {
+  return nowMs < r.grant.expiresAtMs && r.usesLeft > 0 && !r.revoked;
+}
+
+/** The fields of a {@link NewGrant}, copied (the caller's object may change later). */
+function copyGrant(g: NewGrant): NewGrant {
+  return {
+    id: g.id,
+    audience: g.audience,
+    principal: g.principal,
+    tool: g.tool,
+    scope: g.scope,
+    binding: g.binding,
+    summary: g.summary,
+    policyDigest: g.policyDigest,
+    approver: g.approver,
+    maxUses: g.maxUses,
+    createdAtMs: g.createdAtMs,
+    expiresAtMs: g.expiresAtMs,
+  };
+}
+
+/** The fields of a {@link NewPlan}, copied. */
+function copyPlan(p: NewPlan): NewPlan {
+  return {
+    id: p.id,
+    audience: p.audience,
+    principal: p.principal,
+    slots: p.slots.map((s) => ({ key: s.key, tool: s.tool, identity: s.identity })),
+    approver: p.approver,
+    createdAtMs: p.createdAtMs,
+    expiresAtMs: p.expiresAtMs,
+  };
 }
 
 /** A FIFO over one array and a head index: O(1) push, peek and shift, no allocation per record. */

@@ -13,7 +13,23 @@
  * mcp-confirm:{NS}:spent-order    list    JTI of every spend, oldest first: tombstones (for their bound)
  * mcp-confirm:{NS}:ah:PATH        hash    trail, seq, mac: the head of the audit trail file at PATH
  *                                         (no TTL: kept as long as the trail may be verified)
+ * mcp-confirm:{NS}:gr:ID          hash    a grant: id, principal, aud, tool, scope, binding, summary,
+ *                                         policy, approver, max, left, created, exp, revoked (0|1)
+ *                                         PX = remaining lifetime + clockSkewMs
+ * mcp-confirm:{NS}:gr-live        zset    member ID, score EXPIRES_AT_MS: every live grant
+ * mcp-confirm:{NS}:gr-p:PRINCIPAL zset    the same, for one principal
+ * mcp-confirm:{NS}:gr-ended       zset    the grants ended by their last use or revocation, kept
+ *                                         (with their hash) until their expiry, at most maxGrants
+ * mcp-confirm:{NS}:pl:ID          hash    a plan: id, principal, aud, approver, created, exp, slots,
+ *                                         left, and per slot I: k:I (key), t:I (tool), i:I (identity),
+ *                                         x:KEY = I while unused; PX as a grant's; deleted at left 0
+ * mcp-confirm:{NS}:pl-live        zset    member ID, score EXPIRES_AT_MS: every live plan
+ * mcp-confirm:{NS}:pl-p:PRINCIPAL zset    the same, for one principal
+ * mcp-confirm:{NS}:pl-s:KEY       zset    member ID, score EXPIRES_AT_MS: the plans holding an unused
+ *                                         slot with that key
  * ```
+ * The zsets of grants and plans get a TTL as the ledger's (a record's TTL plus 24 hours when they
+ * hold a shorter one), so they never expire before a record they count.
  * Earlier scripts wrote tombstones as `"s|EXPIRES_AT_MS"`; they are read as tombstones
  * (`'already-spent'`) and evicted like the new ones, so a store written by an earlier
  * version keeps working, and earlier and current processes may share it (an earlier
@@ -81,6 +97,12 @@
  * > may stop counting toward the bounds 24 hours after their last issue (single
  * > use is unaffected).
  *
+ * Grants and plans ({@link GrantStore}) are one script per step too: `spendGranting` and
+ * `spendPlanning` run the ledger's spend script text, unchanged, as a local function of the script
+ * that then creates the record, so the spend and the creation are one atomic step (see
+ * redisScripts.ts). Their bounds are the sizes of the `-live` and `-p:` zsets (expired members
+ * removed first), exact as the ledger's.
+ *
  * ## Failure
  * Fails closed: a lost connection (commands are not queued while offline), no
  * answer within `timeoutMs`, a script error or an unexpected reply all reject
@@ -147,10 +169,33 @@ import {
   CHALLENGE_TAKE_SHA,
   COUNTER_SCRIPT,
   COUNTER_SHA,
+  findGrantsScript,
   issueScript,
+  revokeGrantScript,
   sha1,
+  spendGrantingScript,
+  spendPlanningScript,
   spendScript,
+  takeGrantUseScript,
+  takePlanSlotScript,
 } from './redisScripts.js';
+import {
+  checkGrantQuery,
+  checkNewGrant,
+  checkNewPlan,
+  checkNowMs,
+  DEFAULT_MAX_GRANTS,
+  DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+  oldestFirst,
+  type Grant,
+  type GrantQuery,
+  type GrantStore,
+  type NewGrant,
+  type NewPlan,
+  type SpendCreating,
+  type TakeGrantOutcome,
+  type TakenPlanSlot,
+} from './grantStore.js';
 
 export type { RedisCommandClient } from './redisDeadline.js';
 
@@ -199,6 +244,17 @@ export interface RedisLedgerOptions {
   connectTimeoutMs?: number;
   /** Receives connection errors of an owned client (they are also retried). Defaults to ignoring them. */
   onError?: (error: unknown) => void;
+  /** Most live grants one principal may hold (see {@link GrantStore}). Defaults to 16. */
+  maxGrantsPerPrincipal?: number;
+  /**
+   * Most live grants in the namespace; also the bound on ended grants kept until their expiry (so
+   * that a take can say `'exhausted'` or `'revoked'`). Defaults to 10,000.
+   */
+  maxGrants?: number;
+  /** Most live plans one principal may hold. Defaults to 16. */
+  maxPlansPerPrincipal?: number;
+  /** Most live plans in the namespace. Defaults to 10,000. */
+  maxPlans?: number;
 }
 
 
@@ -218,6 +274,26 @@ function finiteMs(name: string, value: number): number {
 
 
 
+
+/** The grant and plan scripts of a ledger, by the method that runs each. */
+type GrantScriptName = 'spendGranting' | 'takeGrantUse' | 'revokeGrant' | 'findGrants' | 'spendPlanning' | 'takePlanSlot';
+
+/**
+ * Reads the reply of a spendGranting or spendPlanning script.
+ *
+ * @throws {RangeError} for `'duplicate'` (nothing spent).
+ * @throws {ConfirmLedgerUnavailableError} for any other unexpected reply.
+ */
+function spendCreating(reply: string | undefined, record: 'grant' | 'plan', method: string): SpendCreating {
+  if (reply === 'duplicate') throw new RangeError(`${record} id already in the store`);
+  const bar = reply === undefined ? -1 : reply.indexOf('|');
+  const spend = bar < 0 ? '' : reply!.slice(0, bar);
+  const created = bar < 0 ? '' : reply!.slice(bar + 1);
+  if (SPEND_OUTCOMES.has(spend) && (spend === 'spent' ? created === 'created' || created === 'full' : created === 'none')) {
+    return { spend: spend as SpendOutcome, created: created as SpendCreating['created'] };
+  }
+  throw new ConfirmLedgerUnavailableError({ cause: new TypeError(`unexpected reply to ${method}`) });
+}
 
 /** Creates the client an owned ledger uses. */
 function ownedClient(url: string, options: { connectTimeoutMs: number; onError: (error: unknown) => void }) {
@@ -260,6 +336,10 @@ export class RedisLedger implements ConfirmStore {
   readonly timeoutMs: number;
   readonly clockSkewMs: number;
   readonly connectTimeoutMs: number;
+  readonly maxGrantsPerPrincipal: number;
+  readonly maxGrants: number;
+  readonly maxPlansPerPrincipal: number;
+  readonly maxPlans: number;
   readonly #runner: DeadlineRunner;
   readonly #owned: OwnedClient | undefined;
   readonly #prefix: string;
@@ -268,6 +348,8 @@ export class RedisLedger implements ConfirmStore {
   readonly #issueSha: string;
   readonly #spendScript: string;
   readonly #spendSha: string;
+  /** The grant and plan scripts of this ledger: [sha, text] each. */
+  readonly #grantScripts: Record<GrantScriptName, readonly [string, string]>;
 
   /**
    * Creates the ledger. With `url`, the owned client starts connecting in the
@@ -304,6 +386,19 @@ export class RedisLedger implements ConfirmStore {
     this.#issueSha = sha1(this.#issueScript);
     this.#spendScript = spendScript(this.#prefix, this.maxTotal);
     this.#spendSha = sha1(this.#spendScript);
+    this.maxGrantsPerPrincipal = positiveInteger('maxGrantsPerPrincipal', options.maxGrantsPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxGrants = positiveInteger('maxGrants', options.maxGrants, DEFAULT_MAX_GRANTS);
+    this.maxPlansPerPrincipal = positiveInteger('maxPlansPerPrincipal', options.maxPlansPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxPlans = positiveInteger('maxPlans', options.maxPlans, DEFAULT_MAX_GRANTS);
+    const named = (text: string): readonly [string, string] => [sha1(text), text];
+    this.#grantScripts = {
+      spendGranting: named(spendGrantingScript(this.#prefix, this.maxTotal, this)),
+      takeGrantUse: named(takeGrantUseScript(this.#prefix, this.maxGrants)),
+      revokeGrant: named(revokeGrantScript(this.#prefix, this.maxGrants)),
+      findGrants: named(findGrantsScript(this.#prefix)),
+      spendPlanning: named(spendPlanningScript(this.#prefix, this.maxTotal, this)),
+      takePlanSlot: named(takePlanSlotScript(this.#prefix)),
+    };
 
     if (options.url !== undefined) {
       let protocol: string;
@@ -526,6 +621,125 @@ export class RedisLedger implements ConfirmStore {
     const head = { trail, seq: Number(seq), mac };
     if (rest.length > 0 || !/^[0-9]+$/.test(seq ?? '') || !isAuditHead(head)) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to auditHead') });
     return head;
+  }
+
+  // ---- GrantStore (see grantStore.ts). Additive: own keys (gr…, pl…), one Lua script per step.
+
+  /** Runs one of this ledger's grant scripts; its text reply. */
+  #grantScript(name: GrantScriptName, keys: string[], args: string[]): Promise<string | undefined> {
+    const [sha, text] = this.#grantScripts[name];
+    return this.#runner.script(sha, text, keys, args);
+  }
+
+  /**
+   * {@link GrantStore.spendGranting}: one script, the ledger's spend and the grant's creation.
+   * The grant's TTL in Redis is its remaining lifetime plus `clockSkewMs` (garbage collection only).
+   */
+  async spendGranting(jti: string, nowMs: number, grant: NewGrant): Promise<SpendCreating> {
+    checkNewGrant(grant, nowMs);
+    const px = Math.max(1, Math.ceil(grant.expiresAtMs - nowMs) + this.clockSkewMs);
+    const reply = await this.#grantScript(
+      'spendGranting',
+      [this.#entryPrefix + jti, this.#prefix + 'gr:' + grant.id],
+      [
+        String(nowMs),
+        grant.principal,
+        grant.audience,
+        grant.tool,
+        grant.scope,
+        grant.binding,
+        grant.summary,
+        grant.policyDigest,
+        grant.approver,
+        String(grant.maxUses),
+        String(grant.createdAtMs),
+        String(grant.expiresAtMs),
+        String(px),
+      ],
+    );
+    return spendCreating(reply, 'grant', 'spendGranting');
+  }
+
+  /** {@link GrantStore.findGrants}: one script reading the principal's (or the namespace's) live grants. */
+  async findGrants(query: GrantQuery, nowMs: number): Promise<Grant[]> {
+    checkGrantQuery(query);
+    checkNowMs(nowMs);
+    const asked = (value: string | undefined): string => (value === undefined ? '' : '=' + value);
+    const reply = await this.#grantScript('findGrants', [], [String(nowMs), asked(query.principal), asked(query.audience), asked(query.tool)]);
+    let grants: Grant[];
+    try {
+      const list = JSON.parse(reply ?? '') as unknown;
+      if (!Array.isArray(list)) throw new TypeError('not a list');
+      grants = list.map((o: Record<string, unknown>) => {
+        const g: Grant = {
+          id: String(o['id']),
+          audience: String(o['aud']),
+          principal: String(o['principal']),
+          tool: String(o['tool']),
+          scope: String(o['scope']),
+          binding: String(o['binding']),
+          summary: String(o['summary']),
+          policyDigest: String(o['policy']),
+          approver: String(o['approver']),
+          maxUses: Number(o['max']),
+          usesLeft: Number(o['left']),
+          createdAtMs: Number(o['created']),
+          expiresAtMs: Number(o['exp']),
+        };
+        for (const n of [g.maxUses, g.usesLeft, g.createdAtMs, g.expiresAtMs]) if (!Number.isSafeInteger(n)) throw new TypeError('numbers');
+        return g;
+      });
+    } catch (cause) {
+      throw new ConfirmLedgerUnavailableError({ cause });
+    }
+    return grants.sort(oldestFirst);
+  }
+
+  /** {@link GrantStore.takeGrantUse}: one script. */
+  async takeGrantUse(id: string, nowMs: number): Promise<TakeGrantOutcome> {
+    checkNowMs(nowMs);
+    const reply = await this.#grantScript('takeGrantUse', [this.#prefix + 'gr:' + id], [String(nowMs)]);
+    if (reply === 'unknown' || reply === 'expired' || reply === 'revoked' || reply === 'exhausted') return { taken: false, reason: reply };
+    const m = /^taken\|([0-9]+)\|([0-9]+)$/.exec(reply ?? '');
+    if (m === null) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takeGrantUse') });
+    return { taken: true, usesLeft: Number(m[1]), expiresAtMs: Number(m[2]) };
+  }
+
+  /** {@link GrantStore.revokeGrant}: one script. */
+  async revokeGrant(id: string, nowMs: number): Promise<'revoked' | 'unknown'> {
+    checkNowMs(nowMs);
+    const reply = await this.#grantScript('revokeGrant', [this.#prefix + 'gr:' + id], [String(nowMs)]);
+    if (reply === 'revoked' || reply === 'unknown') return reply;
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to revokeGrant') });
+  }
+
+  /** {@link GrantStore.spendPlanning}: one script, the ledger's spend and the plan's creation. */
+  async spendPlanning(jti: string, nowMs: number, plan: NewPlan): Promise<SpendCreating> {
+    checkNewPlan(plan, nowMs);
+    const px = Math.max(1, Math.ceil(plan.expiresAtMs - nowMs) + this.clockSkewMs);
+    const args = [
+      String(nowMs),
+      plan.principal,
+      plan.audience,
+      plan.approver,
+      String(plan.createdAtMs),
+      String(plan.expiresAtMs),
+      String(px),
+      String(plan.slots.length),
+    ];
+    for (const slot of plan.slots) args.push(slot.key, slot.tool, slot.identity);
+    const reply = await this.#grantScript('spendPlanning', [this.#entryPrefix + jti, this.#prefix + 'pl:' + plan.id], args);
+    return spendCreating(reply, 'plan', 'spendPlanning');
+  }
+
+  /** {@link GrantStore.takePlanSlot}: one script. */
+  async takePlanSlot(key: string, nowMs: number): Promise<TakenPlanSlot | undefined> {
+    checkNowMs(nowMs);
+    const reply = await this.#grantScript('takePlanSlot', [this.#prefix + 'pl-s:' + key], [String(nowMs)]);
+    if (reply === 'none') return undefined;
+    const m = /^taken\|([A-Za-z0-9_-]+)\|([0-9]+)\|([0-9]+)\|([0-9]+)\|/.exec(reply ?? '');
+    if (m === null) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takePlanSlot') });
+    return { planId: m[1]!, index: Number(m[2]), slotsLeft: Number(m[3]), expiresAtMs: Number(m[4]), identity: reply!.slice(m[0].length) };
   }
 
   async #readApproval(keys: [string, string], nowMs: number): Promise<ApprovalRecord | undefined> {

@@ -116,6 +116,270 @@ return 'spent'
 `;
 }
 
+// ---- Grants and plans (GrantStore). Key names and bounds are constants of each ledger's script text,
+// as for issue and spend; a call sends its record's key and the values that change.
+
+/**
+ * Lua of one ledger: `ended(id, expText, now)`, called when a grant ends by its last use or by revocation
+ * (never by expiry): it goes into the `gr-ended` zset (score: its expiry), kept with its hash until
+ * its expiry so that a take can say why; beyond `maxGrants` ended grants, expired members are
+ * removed and the ones expiring first popped and their hashes deleted.
+ */
+function endedGrantLua(prefix: string, maxGrants: number): string {
+  return `
+local function ended(id, expText, now)
+  local e = ${luaString(prefix + 'gr-ended')}
+  redis.call('ZADD', e, expText, id)
+  local px = tonumber(expText) - now + ${ZSET_TTL_MS}
+  if redis.call('PTTL', e) < px then redis.call('PEXPIRE', e, math.ceil(px)) end
+  if redis.call('ZCARD', e) > ${maxGrants} then
+    redis.call('ZREMRANGEBYSCORE', e, '-inf', now)
+    local excess = redis.call('ZCARD', e) - ${maxGrants}
+    if excess > 0 then
+      local old = redis.call('ZPOPMIN', e, excess)
+      for i = 1, #old, 2 do redis.call('DEL', ${luaString(prefix + 'gr:')} .. old[i]) end
+    end
+  end
+end
+`;
+}
+
+/**
+ * Lua of one ledger: `keep(key, px)`, a zset's TTL made at least `px` + 24 hours when it is shorter than
+ * `px` (or unset), as the issue script does for its zsets: a zset never expires before a record it counts.
+ */
+const KEEP_LUA = `
+local function keep(key, px)
+  if redis.call('PTTL', key) < px then redis.call('PEXPIRE', key, px + ${ZSET_TTL_MS}) end
+end
+`;
+
+/**
+ * The spendGranting script of one ledger: the ledger's spend script, byte for byte, as the body of
+ * a local function, then (only when it answered `'spent'`) the grant's creation, in one script.
+ * KEYS: entry (`…jti:JTI`), grant (`…gr:ID`). ARGV: nowMs, principal, audience, tool, scope,
+ * binding, summary, policyDigest, approver, maxUses, createdAtMs, expiresAtMs, px (the grant's TTL).
+ *
+ * Answers `'duplicate'` (the grant's key exists: nothing spent), `SPEND|none` for a spend that did
+ * not spend, `'spent|full'` when the principal's `gr-p:PRINCIPAL` or the namespace's `gr-live`
+ * zset (live grants, score: expiry; expired members removed first) is at its bound, else
+ * `'spent|created'`: the `gr:ID` hash written with its TTL, its id added to both zsets (a grant
+ * of one use is created ended, into `gr-ended` instead).
+ */
+export function spendGrantingScript(
+  prefix: string,
+  maxTotal: number,
+  bounds: { maxGrantsPerPrincipal: number; maxGrants: number },
+): string {
+  return `
+local function spend()
+${spendScript(prefix, maxTotal)}
+end
+${endedGrantLua(prefix, bounds.maxGrants)}${KEEP_LUA}
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'duplicate' end
+local outcome = spend()
+if type(outcome) ~= 'string' then return outcome end
+if outcome ~= 'spent' then return outcome .. '|none' end
+local now = tonumber(ARGV[1])
+local live = ${luaString(prefix + 'gr-live')}
+local pz = ${luaString(prefix + 'gr-p:')} .. ARGV[2]
+redis.call('ZREMRANGEBYSCORE', live, '-inf', ARGV[1])
+redis.call('ZREMRANGEBYSCORE', pz, '-inf', ARGV[1])
+if redis.call('ZCARD', pz) >= ${bounds.maxGrantsPerPrincipal} or redis.call('ZCARD', live) >= ${bounds.maxGrants} then return 'spent|full' end
+local id = string.sub(KEYS[2], ${Buffer.byteLength(prefix + 'gr:') + 1})
+local left = tonumber(ARGV[10]) - 1
+redis.call('HSET', KEYS[2], 'id', id, 'principal', ARGV[2], 'aud', ARGV[3], 'tool', ARGV[4], 'scope', ARGV[5],
+  'binding', ARGV[6], 'summary', ARGV[7], 'policy', ARGV[8], 'approver', ARGV[9], 'max', ARGV[10],
+  'left', tostring(left), 'created', ARGV[11], 'exp', ARGV[12], 'revoked', '0')
+local px = tonumber(ARGV[13])
+redis.call('PEXPIRE', KEYS[2], px)
+if left > 0 then
+  redis.call('ZADD', live, ARGV[12], id)
+  redis.call('ZADD', pz, ARGV[12], id)
+  keep(live, px)
+  keep(pz, px)
+else
+  ended(id, ARGV[12], now)
+end
+return 'spent|created'
+`;
+}
+
+/**
+ * The takeGrantUse script of one ledger. KEYS: grant (`…gr:ID`). ARGV: nowMs.
+ * Answers `'unknown'`, `'expired'`, `'revoked'`, `'exhausted'` (the first that applies), or
+ * `'taken|USES_LEFT|EXPIRES_AT_MS'` after taking one use; the last use takes the grant out of the
+ * live zsets into `gr-ended`.
+ */
+export function takeGrantUseScript(prefix: string, maxGrants: number): string {
+  return `${endedGrantLua(prefix, maxGrants)}
+local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal')
+if not v[1] and not v[2] then return 'unknown' end
+local left = tonumber(v[1])
+local exp = tonumber(v[2])
+if not left or not exp or not v[4] then return redis.error_reply('ERR mcp-confirm: unexpected grant value') end
+local now = tonumber(ARGV[1])
+if now >= exp then return 'expired' end
+if v[3] == '1' then return 'revoked' end
+if left <= 0 then return 'exhausted' end
+left = left - 1
+redis.call('HSET', KEYS[1], 'left', tostring(left))
+if left == 0 then
+  local id = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'gr:') + 1})
+  redis.call('ZREM', ${luaString(prefix + 'gr-live')}, id)
+  redis.call('ZREM', ${luaString(prefix + 'gr-p:')} .. v[4], id)
+  ended(id, v[2], now)
+end
+return 'taken|' .. tostring(left) .. '|' .. v[2]
+`;
+}
+
+/**
+ * The revokeGrant script of one ledger. KEYS: grant (`…gr:ID`). ARGV: nowMs.
+ * A live grant (not expired, a use left, not revoked) is marked revoked and moved from the live
+ * zsets into `gr-ended`: `'revoked'`; anything else `'unknown'`, nothing changed.
+ */
+export function revokeGrantScript(prefix: string, maxGrants: number): string {
+  return `${endedGrantLua(prefix, maxGrants)}
+local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal')
+local left = tonumber(v[1])
+local exp = tonumber(v[2])
+local now = tonumber(ARGV[1])
+if not left or not exp or not v[4] or v[3] ~= '0' or left <= 0 or now >= exp then return 'unknown' end
+redis.call('HSET', KEYS[1], 'revoked', '1')
+local id = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'gr:') + 1})
+redis.call('ZREM', ${luaString(prefix + 'gr-live')}, id)
+redis.call('ZREM', ${luaString(prefix + 'gr-p:')} .. v[4], id)
+ended(id, v[2], now)
+return 'revoked'
+`;
+}
+
+/**
+ * The findGrants script of one ledger (reads only). ARGV: nowMs, then principal, audience, tool,
+ * each `''` when not asked for, else `'='` followed by the value. Reads the principal's
+ * `gr-p:PRINCIPAL` zset (or the namespace's `gr-live`) from just after `nowMs`, then each
+ * grant's hash; answers the live ones that match as a JSON array of their hashes (`'[]'` for none).
+ */
+export function findGrantsScript(prefix: string): string {
+  return `
+local function wanted(arg)
+  if arg == '' then return nil end
+  return string.sub(arg, 2)
+end
+local now = tonumber(ARGV[1])
+local principal = wanted(ARGV[2])
+local aud = wanted(ARGV[3])
+local tool = wanted(ARGV[4])
+local z = ${luaString(prefix + 'gr-live')}
+if principal then z = ${luaString(prefix + 'gr-p:')} .. principal end
+local ids = redis.call('ZRANGEBYSCORE', z, '(' .. ARGV[1], '+inf')
+local found = {}
+for _, id in ipairs(ids) do
+  local v = redis.call('HGETALL', ${luaString(prefix + 'gr:')} .. id)
+  if #v > 0 then
+    local o = {}
+    for i = 1, #v, 2 do o[v[i]] = v[i + 1] end
+    local left = tonumber(o.left)
+    local exp = tonumber(o.exp)
+    if left and exp and left > 0 and now < exp and o.revoked == '0'
+      and (not principal or o.principal == principal) and (not aud or o.aud == aud) and (not tool or o.tool == tool) then
+      found[#found + 1] = o
+    end
+  end
+end
+if #found == 0 then return '[]' end
+return cjson.encode(found)
+`;
+}
+
+/**
+ * The spendPlanning script of one ledger: the ledger's spend script, byte for byte, as the body of
+ * a local function, then (only when it spent) the plan's creation. KEYS: entry (`…jti:JTI`), plan
+ * (`…pl:ID`). ARGV: nowMs, principal, audience, approver, createdAtMs, expiresAtMs, px, the
+ * number of slots N, then N times: slot key, tool, identity.
+ *
+ * Answers as {@link spendGrantingScript}, with the zsets `pl-p:PRINCIPAL` and `pl-live`. Created:
+ * the `pl:ID` hash (the plan's fields, `left` = N, and per slot I the fields `k:I`, `t:I`,
+ * `i:I` and `x:KEY` = I, the last deleted when the slot is used), and per slot its id in the zset
+ * `pl-s:KEY` (score: the plan's expiry).
+ */
+export function spendPlanningScript(
+  prefix: string,
+  maxTotal: number,
+  bounds: { maxPlansPerPrincipal: number; maxPlans: number },
+): string {
+  return `
+local function spend()
+${spendScript(prefix, maxTotal)}
+end
+${KEEP_LUA}
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'duplicate' end
+local outcome = spend()
+if type(outcome) ~= 'string' then return outcome end
+if outcome ~= 'spent' then return outcome .. '|none' end
+local live = ${luaString(prefix + 'pl-live')}
+local pz = ${luaString(prefix + 'pl-p:')} .. ARGV[2]
+redis.call('ZREMRANGEBYSCORE', live, '-inf', ARGV[1])
+redis.call('ZREMRANGEBYSCORE', pz, '-inf', ARGV[1])
+if redis.call('ZCARD', pz) >= ${bounds.maxPlansPerPrincipal} or redis.call('ZCARD', live) >= ${bounds.maxPlans} then return 'spent|full' end
+local id = string.sub(KEYS[2], ${Buffer.byteLength(prefix + 'pl:') + 1})
+local n = tonumber(ARGV[8])
+local px = tonumber(ARGV[7])
+redis.call('HSET', KEYS[2], 'id', id, 'principal', ARGV[2], 'aud', ARGV[3], 'approver', ARGV[4], 'created', ARGV[5],
+  'exp', ARGV[6], 'slots', ARGV[8], 'left', ARGV[8])
+for i = 0, n - 1 do
+  local b = 9 + 3 * i
+  redis.call('HSET', KEYS[2], 'k:' .. i, ARGV[b], 't:' .. i, ARGV[b + 1], 'i:' .. i, ARGV[b + 2], 'x:' .. ARGV[b], tostring(i))
+  local sk = ${luaString(prefix + 'pl-s:')} .. ARGV[b]
+  redis.call('ZADD', sk, ARGV[6], id)
+  keep(sk, px)
+end
+redis.call('PEXPIRE', KEYS[2], px)
+redis.call('ZADD', live, ARGV[6], id)
+redis.call('ZADD', pz, ARGV[6], id)
+keep(live, px)
+keep(pz, px)
+return 'spent|created'
+`;
+}
+
+/**
+ * The takePlanSlot script of one ledger. KEYS: the slot key's zset (`…pl-s:KEY`). ARGV: nowMs.
+ * Removes the expired members, then takes the first (the plan expiring first; of those expiring
+ * together, the lowest id): out of the zset, its `x:KEY` field deleted, `left` decremented (the
+ * plan deleted, and out of `pl-live` and `pl-p:PRINCIPAL`, at 0). A member whose plan no longer
+ * holds the slot is dropped and the next one tried. Answers `'none'`, or
+ * `'taken|PLAN_ID|INDEX|SLOTS_LEFT|EXPIRES_AT_MS|IDENTITY'`.
+ */
+export function takePlanSlotScript(prefix: string): string {
+  return `
+local key = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'pl-s:') + 1})
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+while true do
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+  local id = first[1]
+  if not id then return 'none' end
+  redis.call('ZREM', KEYS[1], id)
+  local pk = ${luaString(prefix + 'pl:')} .. id
+  local v = redis.call('HMGET', pk, 'x:' .. key, 'exp', 'principal')
+  local exp = tonumber(v[2])
+  if v[1] and exp and v[3] and now < exp then
+    redis.call('HDEL', pk, 'x:' .. key)
+    local left = redis.call('HINCRBY', pk, 'left', -1)
+    local identity = redis.call('HGET', pk, 'i:' .. v[1]) or ''
+    if left <= 0 then
+      redis.call('DEL', pk)
+      redis.call('ZREM', ${luaString(prefix + 'pl-live')}, id)
+      redis.call('ZREM', ${luaString(prefix + 'pl-p:')} .. v[3], id)
+    end
+    return 'taken|' .. id .. '|' .. v[1] .. '|' .. tostring(left) .. '|' .. v[2] .. '|' .. identity
+  end
+end
+`;
+}
+
 /**
  * How many tombstones below the cap one eviction goes (⌊maxTotal / 1024⌋: 97 for the
  * default 100,000, 0 below 1,024), so that at the cap a spend evicts once per

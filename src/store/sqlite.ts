@@ -12,6 +12,15 @@
  * mcp_confirm_audit_heads (path TEXT PRIMARY KEY, trail, seq, mac) WITHOUT ROWID
  *                                                           -- one audit trail head per trail file,
  *                                                           -- created on its first record
+ * mcp_confirm_grants (id TEXT PRIMARY KEY, audience, principal, tool, scope, binding, summary,
+ *                     policy_digest, approver, max_uses, uses_left, created_at_ms,
+ *                     expires_at_ms, revoked 0|1)       -- one row per grant
+ * mcp_confirm_plans (id TEXT PRIMARY KEY, audience, principal, approver, created_at_ms,
+ *                    expires_at_ms, slots, slots_left)  -- one row per plan
+ * mcp_confirm_plan_slots (plan_id, idx, slot_key, tool, identity, expires_at_ms,
+ *                         PRIMARY KEY (plan_id, idx))   -- one row per unused slot
+ *                                                       -- (the three created on the first grant
+ *                                                       -- or plan call)
  * ```
  * A file the ledger creates gets 1 KiB pages (`PRAGMA page_size`, SQLite's default is
  * 4 KiB): each commit appends every page it changed to the WAL, so smaller pages mean
@@ -48,6 +57,21 @@
  *   bound is reached and every 256 operations of a process; tombstones beyond
  *   `maxTotal` are then dropped oldest-expiry first (a replay of a dropped one is
  *   `'unknown'`, still refused).
+ *
+ * ## Grants and plans
+ * Each step of the {@link GrantStore} is one `BEGIN IMMEDIATE` transaction (or one statement),
+ * under the same non-blocking retry and deadline as the ledger's steps:
+ * - **spendGranting** / **spendPlanning**: in one transaction, the ledger's spend (the same
+ *   statements as {@link SqliteLedger.spend}), then, only when it spent, expired grants (plans)
+ *   are deleted, the live ones of the principal and in all counted (`count(*)` over partial
+ *   indexes of the live rows: exact, and few), and the row inserted or `'full'` answered.
+ * - **takeGrantUse**: `UPDATE … SET uses_left = uses_left - 1 WHERE` a use is left, not revoked,
+ *   not expired `… RETURNING`; with no row, the row is read for the reason. **revokeGrant**:
+ *   `UPDATE … SET revoked = 1 WHERE` live.
+ * - **takePlanSlot**: the unused slot row with the key of the live plan expiring first is deleted
+ *   and its plan's `slots_left` decremented (the plan deleted at 0).
+ * A grant used up or revoked stays until its expiry (so a take can say why), at most `maxGrants`
+ * of them (the ones expiring first are deleted beyond that).
  *
  * ## Never blocking the event loop
  * better-sqlite3 is synchronous: a statement that waits for a lock waits on the
@@ -94,6 +118,22 @@ import {
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from './auditHeads.js';
 import { BusyRetry, isBusy } from './busyRetry.js';
+import {
+  checkGrantQuery,
+  checkNewGrant,
+  checkNewPlan,
+  checkNowMs,
+  DEFAULT_MAX_GRANTS,
+  DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+  type Grant,
+  type GrantQuery,
+  type GrantStore,
+  type NewGrant,
+  type NewPlan,
+  type SpendCreating,
+  type TakeGrantOutcome,
+  type TakenPlanSlot,
+} from './grantStore.js';
 
 /** Options of {@link SqliteLedger}. */
 export interface SqliteLedgerOptions {
@@ -114,6 +154,17 @@ export interface SqliteLedgerOptions {
   timeoutMs?: number;
   /** SQLite `synchronous` with WAL: `'normal'` (default) or `'full'` (fsync per commit). */
   synchronous?: 'normal' | 'full';
+  /** Most live grants one principal may hold (see {@link GrantStore}). Defaults to 16. */
+  maxGrantsPerPrincipal?: number;
+  /**
+   * Most live grants in the file; also the bound on ended grants kept until their expiry (so that
+   * a take can say `'exhausted'` or `'revoked'`). Defaults to 10,000.
+   */
+  maxGrants?: number;
+  /** Most live plans one principal may hold. Defaults to 16. */
+  maxPlansPerPrincipal?: number;
+  /** Most live plans in the file. Defaults to 10,000. */
+  maxPlans?: number;
 }
 
 const TABLE = 'mcp_confirm_ledger';
@@ -239,6 +290,10 @@ export class SqliteLedger implements ConfirmStore {
   readonly path: string;
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
+  readonly maxGrantsPerPrincipal: number;
+  readonly maxGrants: number;
+  readonly maxPlansPerPrincipal: number;
+  readonly maxPlans: number;
   /** Deadline of every call, in milliseconds (see {@link SqliteLedgerOptions.timeoutMs}). */
   readonly timeoutMs: number;
   readonly #db: Database.Database;
@@ -267,6 +322,10 @@ export class SqliteLedger implements ConfirmStore {
     this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);
     this.maxTotal = positiveInteger('maxTotal', options.maxTotal, 100_000);
     this.timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 2_000);
+    this.maxGrantsPerPrincipal = positiveInteger('maxGrantsPerPrincipal', options.maxGrantsPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxGrants = positiveInteger('maxGrants', options.maxGrants, DEFAULT_MAX_GRANTS);
+    this.maxPlansPerPrincipal = positiveInteger('maxPlansPerPrincipal', options.maxPlansPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxPlans = positiveInteger('maxPlans', options.maxPlans, DEFAULT_MAX_GRANTS);
     const synchronous = options.synchronous ?? 'normal';
     if (synchronous !== 'normal' && synchronous !== 'full') throw new RangeError("synchronous must be 'normal' or 'full'");
     this.#retry = new BusyRetry(this.timeoutMs);
@@ -679,6 +738,72 @@ export class SqliteLedger implements ConfirmStore {
     }
   }
 
+  // ---- GrantStore (see grantStore.ts). Additive: own tables, created on the first grant or plan call;
+  // every step is one transaction (or statement) run through #grantOp, retried on SQLITE_BUSY as the others.
+
+  #grantOps: GrantOps | undefined;
+
+  /**
+   * Runs one grant-store step: the ledger's setup first (a spend needs it), the tables on first use;
+   * a `RangeError` of the step (a duplicate id) passes through, any driver error fails closed.
+   *
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` on any driver failure or a closed ledger.
+   */
+  async #grantOp<T>(step: (ops: GrantOps) => T): Promise<T> {
+    if (this.#closed) throw new ConfirmLedgerUnavailableError();
+    try {
+      return await this.#retry.run(() => {
+        const ledger = this.#setup();
+        this.#grantOps ??= prepareGrantOps(this.#db, ledger, this);
+        return step(this.#grantOps);
+      });
+    } catch (error) {
+      if (error instanceof RangeError) throw error;
+      throw unavailable(error);
+    }
+  }
+
+  /** {@link GrantStore.spendGranting}: the spend and the creation in one `BEGIN IMMEDIATE` transaction. */
+  async spendGranting(jti: string, nowMs: number, grant: NewGrant): Promise<SpendCreating> {
+    checkNewGrant(grant, nowMs);
+    const result = await this.#grantOp((ops) => ops.spendGranting(jti, nowMs, grant));
+    this.#maybeMaintain(nowMs);
+    return result;
+  }
+
+  /** {@link GrantStore.findGrants}: one read. */
+  async findGrants(query: GrantQuery, nowMs: number): Promise<Grant[]> {
+    checkGrantQuery(query);
+    checkNowMs(nowMs);
+    return this.#grantOp((ops) => ops.findGrants(query, nowMs));
+  }
+
+  /** {@link GrantStore.takeGrantUse}: one transaction (the conditional `UPDATE … RETURNING`, and the reason when none). */
+  async takeGrantUse(id: string, nowMs: number): Promise<TakeGrantOutcome> {
+    checkNowMs(nowMs);
+    return this.#grantOp((ops) => ops.takeGrantUse(id, nowMs));
+  }
+
+  /** {@link GrantStore.revokeGrant}: one transaction. */
+  async revokeGrant(id: string, nowMs: number): Promise<'revoked' | 'unknown'> {
+    checkNowMs(nowMs);
+    return this.#grantOp((ops) => ops.revokeGrant(id, nowMs));
+  }
+
+  /** {@link GrantStore.spendPlanning}: the spend and the creation in one `BEGIN IMMEDIATE` transaction. */
+  async spendPlanning(jti: string, nowMs: number, plan: NewPlan): Promise<SpendCreating> {
+    checkNewPlan(plan, nowMs);
+    const result = await this.#grantOp((ops) => ops.spendPlanning(jti, nowMs, plan));
+    this.#maybeMaintain(nowMs);
+    return result;
+  }
+
+  /** {@link GrantStore.takePlanSlot}: one transaction. */
+  async takePlanSlot(key: string, nowMs: number): Promise<TakenPlanSlot | undefined> {
+    checkNowMs(nowMs);
+    return this.#grantOp((ops) => ops.takePlanSlot(key, nowMs));
+  }
+
   /**
    * Every {@link MAINTENANCE_EVERY} calls, one attempt at housekeeping, never waited
    * for: under another connection's lock it fails at once (`busy_timeout` 0) and is
@@ -835,5 +960,253 @@ function prepareAuditHeadStatements(db: Database.Database, create: boolean): Aud
          WHERE excluded.trail <> ${AUDIT_HEADS}.trail OR excluded.seq > ${AUDIT_HEADS}.seq`,
     ),
     read: db.prepare(`SELECT trail, seq, mac FROM ${AUDIT_HEADS} WHERE path = ?`),
+  };
+}
+
+const GRANTS = 'mcp_confirm_grants';
+const PLANS = 'mcp_confirm_plans';
+const PLAN_SLOTS = 'mcp_confirm_plan_slots';
+
+/**
+ * The grant and plan tables. Rowid tables (a grant's texts may be kilobytes, beyond what suits a
+ * `WITHOUT ROWID` table's pages). The partial indexes hold the live grants (per principal and in
+ * all) and the ended ones, so each bound is a `count(*)` over exactly the rows it counts.
+ */
+const GRANT_SCHEMA = `
+CREATE TABLE IF NOT EXISTS ${GRANTS} (
+  id TEXT NOT NULL PRIMARY KEY,
+  audience TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  binding TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  policy_digest TEXT NOT NULL,
+  approver TEXT NOT NULL,
+  max_uses INTEGER NOT NULL,
+  uses_left INTEGER NOT NULL CHECK (uses_left >= 0),
+  created_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  revoked INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1))
+);
+CREATE INDEX IF NOT EXISTS ${GRANTS}_expiry ON ${GRANTS} (expires_at_ms);
+CREATE INDEX IF NOT EXISTS ${GRANTS}_live ON ${GRANTS} (principal, expires_at_ms) WHERE uses_left > 0 AND revoked = 0;
+CREATE INDEX IF NOT EXISTS ${GRANTS}_live_all ON ${GRANTS} (expires_at_ms) WHERE uses_left > 0 AND revoked = 0;
+CREATE INDEX IF NOT EXISTS ${GRANTS}_ended ON ${GRANTS} (expires_at_ms, id) WHERE uses_left = 0 OR revoked = 1;
+CREATE TABLE IF NOT EXISTS ${PLANS} (
+  id TEXT NOT NULL PRIMARY KEY,
+  audience TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  approver TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  slots INTEGER NOT NULL,
+  slots_left INTEGER NOT NULL CHECK (slots_left >= 0)
+);
+CREATE INDEX IF NOT EXISTS ${PLANS}_principal ON ${PLANS} (principal, expires_at_ms);
+CREATE INDEX IF NOT EXISTS ${PLANS}_expiry ON ${PLANS} (expires_at_ms);
+CREATE TABLE IF NOT EXISTS ${PLAN_SLOTS} (
+  plan_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  slot_key TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  identity TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (plan_id, idx)
+);
+CREATE INDEX IF NOT EXISTS ${PLAN_SLOTS}_key ON ${PLAN_SLOTS} (slot_key, expires_at_ms, plan_id);
+CREATE INDEX IF NOT EXISTS ${PLAN_SLOTS}_expiry ON ${PLAN_SLOTS} (expires_at_ms);
+`;
+
+/** Every table and index of {@link GRANT_SCHEMA}: when all exist, the first grant call needs no write lock to set up. */
+const GRANT_SCHEMA_OBJECTS = [
+  GRANTS,
+  `${GRANTS}_expiry`,
+  `${GRANTS}_live`,
+  `${GRANTS}_live_all`,
+  `${GRANTS}_ended`,
+  PLANS,
+  `${PLANS}_principal`,
+  `${PLANS}_expiry`,
+  PLAN_SLOTS,
+  `${PLAN_SLOTS}_key`,
+  `${PLAN_SLOTS}_expiry`,
+];
+
+interface GrantRow {
+  id: string;
+  audience: string;
+  principal: string;
+  tool: string;
+  scope: string;
+  binding: string;
+  summary: string;
+  policy_digest: string;
+  approver: string;
+  max_uses: number;
+  uses_left: number;
+  created_at_ms: number;
+  expires_at_ms: number;
+}
+
+/** What the grant-store steps run: each one transaction (or one statement), all or nothing. */
+interface GrantOps {
+  spendGranting: (jti: string, nowMs: number, grant: NewGrant) => SpendCreating;
+  findGrants: (query: GrantQuery, nowMs: number) => Grant[];
+  takeGrantUse: (id: string, nowMs: number) => TakeGrantOutcome;
+  revokeGrant: (id: string, nowMs: number) => 'revoked' | 'unknown';
+  spendPlanning: (jti: string, nowMs: number, plan: NewPlan) => SpendCreating;
+  takePlanSlot: (key: string, nowMs: number) => TakenPlanSlot | undefined;
+}
+
+/** The ledger's spend inside a transaction: the same statements and outcomes as {@link SqliteLedger.spend}. */
+function spendInTransaction(ledger: Ops, jti: string, nowMs: number): SpendOutcome {
+  const expiresAtMs = ledger.spend(jti);
+  if (expiresAtMs === undefined) return ledger.notOutstanding(jti);
+  if (nowMs >= expiresAtMs) {
+    ledger.dropExpired(jti);
+    return 'expired';
+  }
+  return 'spent';
+}
+
+function toGrant(row: GrantRow): Grant {
+  return {
+    id: row.id,
+    audience: row.audience,
+    principal: row.principal,
+    tool: row.tool,
+    scope: row.scope,
+    binding: row.binding,
+    summary: row.summary,
+    policyDigest: row.policy_digest,
+    approver: row.approver,
+    maxUses: row.max_uses,
+    usesLeft: row.uses_left,
+    createdAtMs: row.created_at_ms,
+    expiresAtMs: row.expires_at_ms,
+  };
+}
+
+/** The grant tables (created when missing, in one `BEGIN IMMEDIATE`), their statements and the steps. */
+function prepareGrantOps(
+  db: Database.Database,
+  ledger: Ops,
+  bounds: { maxGrantsPerPrincipal: number; maxGrants: number; maxPlansPerPrincipal: number; maxPlans: number },
+): GrantOps {
+  const present = db
+    .prepare(`SELECT count(*) AS n FROM sqlite_schema WHERE name IN (${GRANT_SCHEMA_OBJECTS.map(() => '?').join(', ')})`)
+    .get(...GRANT_SCHEMA_OBJECTS) as { n: number };
+  if (present.n !== GRANT_SCHEMA_OBJECTS.length) db.transaction(() => db.exec(GRANT_SCHEMA)).immediate();
+  const LIVE = 'uses_left > 0 AND revoked = 0';
+  const columns = 'id, audience, principal, tool, scope, binding, summary, policy_digest, approver, max_uses, uses_left, created_at_ms, expires_at_ms';
+  const st = {
+    grantExists: db.prepare<[string], { one: number }>(`SELECT 1 AS one FROM ${GRANTS} WHERE id = ?`),
+    sweepGrants: db.prepare<[number], unknown>(`DELETE FROM ${GRANTS} WHERE expires_at_ms <= ?`),
+    grantCounts: db.prepare<[string, number, number], { held: number; total: number }>(
+      `SELECT (SELECT count(*) FROM ${GRANTS} WHERE principal = ? AND expires_at_ms > ? AND ${LIVE}) AS held,
+              (SELECT count(*) FROM ${GRANTS} WHERE expires_at_ms > ? AND ${LIVE}) AS total`,
+    ),
+    insertGrant: db.prepare<[string, string, string, string, string, string, string, string, string, number, number, number, number], unknown>(
+      `INSERT INTO ${GRANTS} (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    // Keeps the `maxGrants` ended grants (used up or revoked, not expired) that expire last.
+    capEnded: db.prepare<[number, number], unknown>(
+      `DELETE FROM ${GRANTS} WHERE id IN (SELECT id FROM ${GRANTS} WHERE (uses_left = 0 OR revoked = 1) AND expires_at_ms > ?
+         ORDER BY expires_at_ms DESC, id DESC LIMIT -1 OFFSET ?)`,
+    ),
+    findAll: db.prepare<[number], GrantRow>(`SELECT ${columns} FROM ${GRANTS} WHERE expires_at_ms > ? AND ${LIVE} ORDER BY created_at_ms, id`),
+    findOf: db.prepare<[string, number], GrantRow>(
+      `SELECT ${columns} FROM ${GRANTS} WHERE principal = ? AND expires_at_ms > ? AND ${LIVE} ORDER BY created_at_ms, id`,
+    ),
+    takeUse: db.prepare<[string, number], { uses_left: number; expires_at_ms: number }>(
+      `UPDATE ${GRANTS} SET uses_left = uses_left - 1 WHERE id = ? AND expires_at_ms > ? AND ${LIVE} RETURNING uses_left, expires_at_ms`,
+    ),
+    grantState: db.prepare<[string], { uses_left: number; expires_at_ms: number; revoked: number }>(
+      `SELECT uses_left, expires_at_ms, revoked FROM ${GRANTS} WHERE id = ?`,
+    ),
+    revoke: db.prepare<[string, number], { id: string }>(`UPDATE ${GRANTS} SET revoked = 1 WHERE id = ? AND expires_at_ms > ? AND ${LIVE} RETURNING id`),
+    planExists: db.prepare<[string], { one: number }>(`SELECT 1 AS one FROM ${PLANS} WHERE id = ?`),
+    sweepPlans: db.prepare<[number], unknown>(`DELETE FROM ${PLANS} WHERE expires_at_ms <= ?`),
+    sweepSlots: db.prepare<[number], unknown>(`DELETE FROM ${PLAN_SLOTS} WHERE expires_at_ms <= ?`),
+    planCounts: db.prepare<[string, number, number], { held: number; total: number }>(
+      `SELECT (SELECT count(*) FROM ${PLANS} WHERE principal = ? AND expires_at_ms > ?) AS held,
+              (SELECT count(*) FROM ${PLANS} WHERE expires_at_ms > ?) AS total`,
+    ),
+    insertPlan: db.prepare<[string, string, string, string, number, number, number, number], unknown>(
+      `INSERT INTO ${PLANS} (id, audience, principal, approver, created_at_ms, expires_at_ms, slots, slots_left) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertSlot: db.prepare<[string, number, string, string, string, number], unknown>(
+      `INSERT INTO ${PLAN_SLOTS} (plan_id, idx, slot_key, tool, identity, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    // The unused slot with the key of the live plan expiring first (then the lowest plan id).
+    firstSlot: db.prepare<[string, number], { plan_id: string; idx: number; identity: string; expires_at_ms: number }>(
+      `SELECT plan_id, idx, identity, expires_at_ms FROM ${PLAN_SLOTS} WHERE slot_key = ? AND expires_at_ms > ?
+         ORDER BY expires_at_ms, plan_id LIMIT 1`,
+    ),
+    deleteSlot: db.prepare<[string, number], unknown>(`DELETE FROM ${PLAN_SLOTS} WHERE plan_id = ? AND idx = ?`),
+    useSlot: db.prepare<[string], { slots_left: number }>(`UPDATE ${PLANS} SET slots_left = slots_left - 1 WHERE id = ? RETURNING slots_left`),
+    deletePlan: db.prepare<[string], unknown>(`DELETE FROM ${PLANS} WHERE id = ?`),
+  };
+  const capEnded = (nowMs: number): void => {
+    st.capEnded.run(nowMs, bounds.maxGrants);
+  };
+  return {
+    spendGranting: db.transaction((jti: string, nowMs: number, g: NewGrant): SpendCreating => {
+      // A duplicate id is refused before the spend: the transaction rolls back, nothing spent.
+      if (st.grantExists.get(g.id) !== undefined) throw new RangeError('grant id already in the store');
+      const spend = spendInTransaction(ledger, jti, nowMs);
+      if (spend !== 'spent') return { spend, created: 'none' };
+      st.sweepGrants.run(nowMs);
+      const c = st.grantCounts.get(g.principal, nowMs, nowMs)!;
+      if (c.held >= bounds.maxGrantsPerPrincipal || c.total >= bounds.maxGrants) return { spend, created: 'full' };
+      st.insertGrant.run(g.id, g.audience, g.principal, g.tool, g.scope, g.binding, g.summary, g.policyDigest, g.approver, g.maxUses, g.maxUses - 1, g.createdAtMs, g.expiresAtMs);
+      if (g.maxUses === 1) capEnded(nowMs);
+      return { spend, created: 'created' };
+    }).immediate,
+    findGrants: (query, nowMs) =>
+      (query.principal === undefined ? st.findAll.all(nowMs) : st.findOf.all(query.principal, nowMs))
+        .filter((row) => (query.audience === undefined || row.audience === query.audience) && (query.tool === undefined || row.tool === query.tool))
+        .map(toGrant),
+    takeGrantUse: db.transaction((id: string, nowMs: number): TakeGrantOutcome => {
+      const row = st.takeUse.get(id, nowMs);
+      if (row !== undefined) {
+        if (row.uses_left === 0) capEnded(nowMs);
+        return { taken: true, usesLeft: row.uses_left, expiresAtMs: row.expires_at_ms };
+      }
+      const state = st.grantState.get(id);
+      if (state === undefined) return { taken: false, reason: 'unknown' };
+      if (nowMs >= state.expires_at_ms) return { taken: false, reason: 'expired' };
+      if (state.revoked === 1) return { taken: false, reason: 'revoked' };
+      return { taken: false, reason: 'exhausted' };
+    }).immediate,
+    revokeGrant: db.transaction((id: string, nowMs: number): 'revoked' | 'unknown' => {
+      if (st.revoke.get(id, nowMs) === undefined) return 'unknown';
+      capEnded(nowMs);
+      return 'revoked';
+    }).immediate,
+    spendPlanning: db.transaction((jti: string, nowMs: number, p: NewPlan): SpendCreating => {
+      if (st.planExists.get(p.id) !== undefined) throw new RangeError('plan id already in the store');
+      const spend = spendInTransaction(ledger, jti, nowMs);
+      if (spend !== 'spent') return { spend, created: 'none' };
+      st.sweepPlans.run(nowMs);
+      st.sweepSlots.run(nowMs);
+      const c = st.planCounts.get(p.principal, nowMs, nowMs)!;
+      if (c.held >= bounds.maxPlansPerPrincipal || c.total >= bounds.maxPlans) return { spend, created: 'full' };
+      st.insertPlan.run(p.id, p.audience, p.principal, p.approver, p.createdAtMs, p.expiresAtMs, p.slots.length, p.slots.length);
+      p.slots.forEach((slot, i) => st.insertSlot.run(p.id, i, slot.key, slot.tool, slot.identity, p.expiresAtMs));
+      return { spend, created: 'created' };
+    }).immediate,
+    takePlanSlot: db.transaction((key: string, nowMs: number): TakenPlanSlot | undefined => {
+      for (;;) {
+        const slot = st.firstSlot.get(key, nowMs);
+        if (slot === undefined) return undefined;
+        st.deleteSlot.run(slot.plan_id, slot.idx);
+        const plan = st.useSlot.get(slot.plan_id);
+        if (plan === undefined) continue; // a slot whose plan is gone: dropped, and the next one tried
+        if (plan.slots_left <= 0) st.deletePlan.run(slot.plan_id);
+        return { planId: slot.plan_id, index: slot.idx, identity: slot.identity, slotsLeft: plan.slots_left, expiresAtMs: slot.expires_at_ms };
+      }
+    }).immediate,
   };
 }

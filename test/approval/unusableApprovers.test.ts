@@ -3,7 +3,8 @@
  * the stdio case runs through the CLI in test/e2e/passkey.test.ts; here, the issuer cases.
  */
 import { describe, expect, it } from 'vitest';
-import { jwtPrincipalFor, type ApproversFile } from '../../src/approval/approvers.js';
+import type { ApproversFile } from '../../src/approval/approvers.js';
+import { jwtPrincipalFor } from '../../src/principals.js';
 import { unusableApproversWarning } from '../../src/cli/approvalStart.js';
 
 function file(...principals: string[][]): ApproversFile {

@@ -185,7 +185,7 @@ async function spawnWith(fixture: string, env: Record<string, string>, args: str
  * the demo, the MCP client, node:crypto.
  */
 const NOT_BEFORE_FIRST_ANSWER =
-  /\/dist\/guard\/(?!capabilityErrors\.js$)|\/dist\/(state|ledger|store|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!(principals|defaults|publicUrl)\.js$)|\/dist\/demo\/(deleteFile|index)\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
+  /\/dist\/guard\/(?!capabilityErrors\.js$)|\/dist\/(state|ledger|store|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!publicUrl\.js$)|\/dist\/demo\/(deleteFile|index)\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
 
 describe('cold start', () => {
   it('answers the first request before loading the confirmation layer, the stores, their drivers, HTTP, JWT, metrics, WebAuthn, the demo or the MCP client; the first call loads the layer and is asked', async () => {
@@ -204,6 +204,8 @@ describe('cold start', () => {
     for (const m of ['/dist/guard/confirmation.js', '/dist/demo/deleteFile.js', '/dist/state/sealer.js', '/dist/prompt/render.js']) {
       expect(after.some((u) => u.endsWith(m)), m).toBe(true);
     }
+    // Without --approval passkey nothing loads the approval page or the WebAuthn library, not even the call.
+    expect([...before, ...after].filter((u) => /\/dist\/approval\/(?!publicUrl\.js$)|\/node_modules\/@simplewebauthn\//.test(u))).toEqual([]);
   });
 
   it('a store named by --ledger is loaded before the first answer (a bad one is exit 2): --ledger sqlite: loads the SQLite store', async () => {

@@ -39,10 +39,11 @@ afterEach(async () => {
 });
 
 async function serve(options: Partial<DemoServerOptions> = {}, clientOptions: Parameters<typeof connect>[1] = {}) {
-  const built = await createDemoServer({ roots: [root], ...options });
+  const store = options.store ?? options.approval?.store ?? new MemoryLedger();
+  const built = await createDemoServer({ roots: [root], store, ...options });
   const c = await connect(built.factory, clientOptions);
   open.push(c);
-  return { ...built, c };
+  return { ...built, c, store };
 }
 
 const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) => c.call('delete_file', { path }, extra);
@@ -231,9 +232,9 @@ describe('refused before asking', () => {
     writeFileSync(join(R, 'allowed_evil', 'x.txt'), 'evil');
     mkdirSync(join(R, 'allowed-x'));
     writeFileSync(join(R, 'allowed-x', 'x.txt'), 'x');
-    const { c, confirmation } = await serve();
+    const { c, store } = await serve();
     expectRefused(await del(c, path()), errorCode);
-    expect((confirmation.ledger as MemoryLedger).size).toBe(0);
+    expect((store as MemoryLedger).size).toBe(0);
     expect(readFileSync(join(R, 'allowed_evil', 'x.txt'), 'utf8')).toBe('evil');
     expect(readFileSync(join(outside, 'victim.txt'), 'utf8')).toBe('victim');
   });
@@ -363,7 +364,7 @@ describe('two eras', () => {
   });
 
   it('answers a 2026-07-28 client without the elicitation capability with -32021, its requiredCapabilities and the 2025-era sentence as message; nothing is deleted', async () => {
-    const { c, confirmation } = await serve({}, { elicitation: false });
+    const { c, store } = await serve({}, { elicitation: false });
     expect(await del(c, 'cache.txt')).toEqual({
       kind: 'error',
       code: -32021,
@@ -371,7 +372,7 @@ describe('two eras', () => {
         '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
       data: { requiredCapabilities: { elicitation: { form: {} } } },
     });
-    expect((confirmation.ledger as MemoryLedger).size).toBe(0);
+    expect((store as MemoryLedger).size).toBe(0);
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
   });
 

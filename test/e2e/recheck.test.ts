@@ -64,10 +64,11 @@ afterEach(async () => {
 });
 
 async function serve() {
-  const built = await createDemoServer({ roots: [root] });
+  const ledger = new MemoryLedger();
+  const built = await createDemoServer({ roots: [root], store: ledger });
   const c = await connect(built.factory);
   open.push(c);
-  return { ...built, c, ledger: built.confirmation.ledger as MemoryLedger };
+  return { ...built, c, ledger };
 }
 
 const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) => c.call('delete_file', { path }, extra);

@@ -12,6 +12,7 @@ import type { SpendOutcome } from '../../src/store/ledger.js';
 import { MemoryLedger } from '../../src/store/memory.js';
 import { KeyRing } from '../../src/state/keyRing.js';
 import { question } from '../../src/prompt/render.js';
+import { UNKNOWN_HINT } from '../../src/cli/common.js';
 import { ACCEPT, asked, connect, connectV1, tamper, type Connected } from '../helpers/harness.js';
 
 interface Notebook {
@@ -509,12 +510,36 @@ describe('a ledger that fails (spend-4)', () => {
 
   it('says the memory ledger is per process when a state is redeemed on another process (another ledger)', async () => {
     const keys = await KeyRing.random();
-    const a = await setup({ keys });
-    const b = await setup({ keys });
+    // The command line's hint (unknownHint), which names its flags.
+    const a = await setup({ keys, unknownHint: UNKNOWN_HINT });
+    const b = await setup({ keys, unknownHint: UNKNOWN_HINT });
     const { state } = asked(await (await client(a.factory)).call('delete_note', { title: 'groceries' }));
     const reply = await (await client(b.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
     expect(reply.kind === 'result' && reply.text.startsWith('[ERR_CONFIRM_UNKNOWN]')).toBe(true);
     if (reply.kind === 'result') expect(reply.text).toContain('--ledger sqlite:PATH');
     expect(b.book.deleted).toEqual([]);
+  });
+
+  it('by default says the memory ledger is per process and names the shared stores, but no command-line flag; unknownHint: "" adds nothing; a shared store adds no hint', async () => {
+    const keys = await KeyRing.random();
+    const a = await setup({ keys });
+    const b = await setup({ keys });
+    const silent = await setup({ keys, unknownHint: '' });
+    const shared = await setup({ keys, store: { ...wrapStore(new MemoryLedger(), (_method, run) => run()), kind: 'shared', shared: true } });
+    const { state } = asked(await (await client(a.factory)).call('delete_note', { title: 'groceries' }));
+    const unknown =
+      '[ERR_CONFIRM_UNKNOWN] This confirmation is not outstanding here (already used, expired and swept, or issued by another server process); nothing was done.';
+    const reply = await (await client(b.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+    expect(reply).toMatchObject({
+      kind: 'result',
+      isError: true,
+      text: `${unknown} This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts).`,
+    });
+    if (reply.kind === 'result') expect(reply.text).not.toContain('--');
+    for (const other of [silent, shared]) {
+      const again = await (await client(other.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+      expect(again).toMatchObject({ kind: 'result', isError: true, text: unknown });
+    }
+    expect([...b.book.deleted, ...silent.book.deleted, ...shared.book.deleted]).toEqual([]);
   });
 });

@@ -3,8 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { ConfirmCapacityError } from '../../src/errors.js';
 import { MemoryLedger } from '../../src/store/memory.js';
 import { ledgerContract } from './ledgerContract.js';
+import { grantStoreContract } from './grantContract.js';
 
 ledgerContract('MemoryLedger', (bounds) => new MemoryLedger(bounds));
+grantStoreContract('MemoryLedger', (bounds) => new MemoryLedger(bounds));
 
 describe('MemoryLedger', () => {
   const t0 = Date.now();

@@ -1,12 +1,15 @@
 /**
  * Stores written by the version before the store moved to src/store/ (commit f150933): the
  * current SQLite and Redis stores open them and refuse their spent confirmation, spend their
- * outstanding one once (control), and read their approval and audit head. The fixtures were
- * written by that commit's code with test/store/fixtures/writePreviousVersion.ts.
+ * outstanding one once (control), and read their approval and audit head; an old SQLite file
+ * gains the grant and plan tables, its own tables unchanged. The fixtures were written by that
+ * commit's code with test/store/fixtures/writePreviousVersion.ts.
  */
+import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ConfirmStore } from '../../src/store/confirmStore.js';
@@ -43,6 +46,62 @@ describe('a store written by the previous version (f150933)', () => {
     copyFileSync(join(FIXTURES, 'ledger.sqlite'), path);
     const store = new SqliteLedger({ path });
     try {
+      await readsThePreviousRecords(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('SQLite: an old file gains the grant and plan tables on the first grant call, every table it had unchanged; grants and plans work there, its spent confirmation creates none, and its records read as before', async () => {
+    const path = join(dir, 'ledger-grants.sqlite');
+    copyFileSync(join(FIXTURES, 'ledger.sqlite'), path);
+    const schemaOf = (): Array<{ type: string; name: string; sql: string | null }> => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{ type: string; name: string; sql: string | null }>;
+      } finally {
+        db.close();
+      }
+    };
+    const ours = (o: { name: string }): boolean => /^(sqlite_autoindex_)?mcp_confirm_(grants|plans|plan_slots)(_|$)/.test(o.name);
+    const before = schemaOf();
+    expect(before.filter(ours)).toEqual([]);
+    const store = new SqliteLedger({ path });
+    try {
+      const now = FIXTURE.nowMs + 5_000;
+      const id = (): string => randomBytes(16).toString('base64url');
+      const digest = (): string => randomBytes(32).toString('base64url');
+      const grant = {
+        id: id(),
+        audience: 'mcp-confirm',
+        principal: FIXTURE.principal,
+        tool: 'delete_file',
+        scope: '{"path":"same-directory"}',
+        binding: '',
+        summary: 'any file in the directory',
+        policyDigest: digest(),
+        approver: 'client',
+        maxUses: 2,
+        createdAtMs: now,
+        expiresAtMs: now + 60_000,
+      };
+      // The old tombstone refuses to create a grant, as it refuses a spend.
+      expect(await store.spendGranting(FIXTURE.spentJti, now, grant)).toEqual({ spend: 'already-spent', created: 'none' });
+      const jti = 'current-version-grant-jti-0000000000';
+      await store.issue(jti, FIXTURE.principal, now + 60_000, now);
+      expect(await store.spendGranting(jti, now, grant)).toEqual({ spend: 'spent', created: 'created' });
+      expect(await store.takeGrantUse(grant.id, now + 1)).toEqual({ taken: true, usesLeft: 0, expiresAtMs: grant.expiresAtMs });
+      expect(await store.takeGrantUse(grant.id, now + 2)).toEqual({ taken: false, reason: 'exhausted' });
+      const planJti = 'current-version-plan-jti-00000000000';
+      await store.issue(planJti, FIXTURE.principal, now + 60_000, now);
+      const key = digest();
+      const plan = { id: id(), audience: 'mcp-confirm', principal: FIXTURE.principal, slots: [{ key, tool: 'delete_file', identity: '{}' }], approver: 'client', createdAtMs: now, expiresAtMs: now + 60_000 };
+      expect(await store.spendPlanning(planJti, now, plan)).toEqual({ spend: 'spent', created: 'created' });
+      expect(await store.takePlanSlot(key, now + 1)).toEqual({ planId: plan.id, index: 0, identity: '{}', slotsLeft: 0, expiresAtMs: plan.expiresAtMs });
+      const after = schemaOf();
+      expect(after.filter((o) => !ours(o))).toEqual(before);
+      expect(after.filter((o) => ours(o) && o.type === 'table').map((o) => o.name)).toEqual(['mcp_confirm_grants', 'mcp_confirm_plan_slots', 'mcp_confirm_plans']);
+      // The records the previous version wrote read as before.
       await readsThePreviousRecords(store);
     } finally {
       await store.close();

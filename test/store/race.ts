@@ -1,10 +1,12 @@
 /**
- * Parent side of the cross-process race (case spend-1): N forked processes fire
- * M concurrent spends each at one jti, round after round.
+ * Parent side of the cross-process races: N forked processes fire M concurrent spends each at one
+ * jti (case spend-1), or M concurrent takes each of one grant's last use or one plan slot, round
+ * after round.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import type { ConfirmStore } from '../../src/store/confirmStore.js';
 import type { Ledger, SpendOutcome } from '../../src/store/ledger.js';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 
@@ -22,6 +24,7 @@ export interface RoundResult {
 type Reply =
   | { type: 'ready' }
   | { type: 'result'; outcomes: Record<SpendOutcome, number>; errors: string[] }
+  | { type: 'taken'; taken: number; refused: Record<string, number>; errors: string[] }
   | { type: 'fatal'; error: string };
 
 function nextReply(child: ChildProcess, timeoutMs: number): Promise<Reply> {
@@ -85,6 +88,92 @@ export async function raceSpends(opts: {
         errors.push(...r.errors);
       }
       results.push({ jti, outcomes, errors });
+    }
+    return results;
+  } finally {
+    await stopWorkers(children);
+  }
+}
+
+/** What every process of one round of {@link raceTakes} saw, summed. */
+export interface TakeRoundResult {
+  /** The grant's id or the slot's key. */
+  target: string;
+  taken: number;
+  /** Refused takes by reason (`'exhausted'`, … for a grant; `'none'` for a slot). */
+  refused: Record<string, number>;
+  errors: string[];
+}
+
+/**
+ * Forks `processes` workers on `spec`, then for each round creates, through `creator`, a grant
+ * with one use left (`maxUses` 2: the approving call was the first) or a plan with one slot, and
+ * lets every worker fire `attempts` takes of that use or slot at once.
+ */
+export async function raceTakes(opts: {
+  spec: StoreSpec;
+  creator: ConfirmStore;
+  kind: 'grant' | 'plan';
+  processes: number;
+  attempts: number;
+  rounds: number;
+}): Promise<TakeRoundResult[]> {
+  const children = Array.from({ length: opts.processes }, () =>
+    fork(WORKER, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  try {
+    const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
+    for (const c of children) c.send({ type: 'open', ...opts.spec });
+    for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
+
+    const results: TakeRoundResult[] = [];
+    for (let round = 0; round < opts.rounds; round++) {
+      const nowMs = Date.now();
+      const jti = randomUUID();
+      await opts.creator.issue(jti, 'racer', nowMs + 300_000, nowMs);
+      const id = randomBytes(16).toString('base64url');
+      let target: string;
+      let created: unknown;
+      if (opts.kind === 'grant') {
+        target = id;
+        created = await opts.creator.spendGranting(jti, nowMs, {
+          id,
+          audience: 'race',
+          principal: 'racer',
+          tool: 'delete_file',
+          scope: '{"path":"any"}',
+          binding: '',
+          summary: 'race',
+          policyDigest: randomBytes(32).toString('base64url'),
+          approver: 'client',
+          maxUses: 2,
+          createdAtMs: nowMs,
+          expiresAtMs: nowMs + 300_000,
+        });
+      } else {
+        target = randomBytes(32).toString('base64url');
+        created = await opts.creator.spendPlanning(jti, nowMs, {
+          id,
+          audience: 'race',
+          principal: 'racer',
+          slots: [{ key: target, tool: 'delete_file', identity: '{}' }],
+          approver: 'client',
+          createdAtMs: nowMs,
+          expiresAtMs: nowMs + 300_000,
+        });
+      }
+      if ((created as { created?: string }).created !== 'created') throw new Error(`round ${round}: nothing created (${JSON.stringify(created)})`);
+      const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
+      const startAtMs = Date.now() + 30;
+      for (const c of children) c.send({ type: 'take', kind: opts.kind, target, attempts: opts.attempts, nowMs: nowMs + 1, startAtMs });
+      const result: TakeRoundResult = { target, taken: 0, refused: {}, errors: [] };
+      for (const r of await Promise.all(replies)) {
+        if (r.type !== 'taken') throw new Error('unexpected reply');
+        result.taken += r.taken;
+        for (const [reason, n] of Object.entries(r.refused)) result.refused[reason] = (result.refused[reason] ?? 0) + n;
+        result.errors.push(...r.errors);
+      }
+      results.push(result);
     }
     return results;
   } finally {

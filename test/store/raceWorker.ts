@@ -1,31 +1,38 @@
 /**
- * Child process of the cross-process race tests (case spend-1). Forked with
- * `execArgv: ['--import', 'tsx']`; talks to its parent over IPC only:
+ * Child process of the cross-process race tests (case spend-1, and the takes of a grant's last
+ * use or of one plan slot). Forked with `execArgv: ['--import', 'tsx']`; talks to its parent over
+ * IPC only:
  *
  *   parent → { type: 'open', store: 'sqlite', path } | { type: 'open', store: 'redis', url, namespace }
  *   child  → { type: 'ready' }
  *   parent → { type: 'go', jti, attempts, nowMs, startAtMs }   (any number of rounds)
  *   child  → { type: 'result', outcomes: Record<outcome, number>, errors: string[] }
+ *   parent → { type: 'take', kind: 'grant' | 'plan', target, attempts, nowMs, startAtMs }   (any number of rounds)
+ *   child  → { type: 'taken', taken: number, refused: Record<reason, number>, errors: string[] }
  *   parent → { type: 'exit' }
  *
  * On 'go' the child spins until `startAtMs` (so all processes start together),
  * then fires `attempts` spends of the same jti at once and counts the outcomes.
+ * On 'take' likewise, `attempts` takes of one grant's use (`target`: its id) or of one plan slot
+ * (`target`: its key); a refused take counts under its reason (`'none'` for a slot not given).
  */
-import type { Ledger, SpendOutcome } from '../../src/store/ledger.js';
+import type { ConfirmStore } from '../../src/store/confirmStore.js';
+import type { SpendOutcome } from '../../src/store/ledger.js';
 
 type OpenMessage =
   | { type: 'open'; store: 'sqlite'; path: string }
   | { type: 'open'; store: 'redis'; url: string; namespace: string };
 type GoMessage = { type: 'go'; jti: string; attempts: number; nowMs: number; startAtMs: number };
-type Message = OpenMessage | GoMessage | { type: 'exit' };
+type TakeMessage = { type: 'take'; kind: 'grant' | 'plan'; target: string; attempts: number; nowMs: number; startAtMs: number };
+type Message = OpenMessage | GoMessage | TakeMessage | { type: 'exit' };
 
-let ledger: Ledger | undefined;
+let ledger: ConfirmStore | undefined;
 
 function send(message: unknown): void {
   process.send?.(message);
 }
 
-async function open(m: OpenMessage): Promise<Ledger> {
+async function open(m: OpenMessage): Promise<ConfirmStore> {
   if (m.store === 'sqlite') {
     const { SqliteLedger } = await import('../../src/store/sqlite.js');
     // A deadline far beyond the race: contended spends wait (without blocking) for the write lock,
@@ -52,6 +59,31 @@ async function go(m: GoMessage): Promise<void> {
   send({ type: 'result', outcomes, errors });
 }
 
+async function take(m: TakeMessage): Promise<void> {
+  const l = ledger;
+  if (l === undefined) throw new Error('take before open');
+  while (Date.now() < m.startAtMs) {
+    // spin: start every process at the same instant
+  }
+  let taken = 0;
+  const refused: Record<string, number> = {};
+  const errors: string[] = [];
+  const one = async (): Promise<string | undefined> => {
+    if (m.kind === 'grant') {
+      const o = await l.takeGrantUse(m.target, m.nowMs);
+      return o.taken ? undefined : o.reason;
+    }
+    return (await l.takePlanSlot(m.target, m.nowMs)) === undefined ? 'none' : undefined;
+  };
+  const settled = await Promise.allSettled(Array.from({ length: m.attempts }, one));
+  for (const s of settled) {
+    if (s.status === 'rejected') errors.push(String((s.reason as Error)?.message ?? s.reason));
+    else if (s.value === undefined) taken++;
+    else refused[s.value] = (refused[s.value] ?? 0) + 1;
+  }
+  send({ type: 'taken', taken, refused, errors });
+}
+
 process.on('message', (raw) => {
   const m = raw as Message;
   if (m.type === 'open') {
@@ -64,6 +96,8 @@ process.on('message', (raw) => {
     );
   } else if (m.type === 'go') {
     go(m).catch((e: unknown) => send({ type: 'fatal', error: String(e) }));
+  } else if (m.type === 'take') {
+    take(m).catch((e: unknown) => send({ type: 'fatal', error: String(e) }));
   } else if (m.type === 'exit') {
     void Promise.resolve(ledger?.close?.()).finally(() => process.exit(0));
   }

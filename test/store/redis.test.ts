@@ -6,7 +6,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RedisLedger, type RedisCommandClient, type RedisLedgerOptions } from '../../src/store/redis.js';
 import type { Ledger } from '../../src/store/ledger.js';
 import { ledgerContract, type HeldStore } from './ledgerContract.js';
-import { raceSpends } from './race.js';
+import { grantStoreContract, recordId, slotKey } from './grantContract.js';
+import { spendGrantingScript, spendPlanningScript, spendScript } from '../../src/store/redisScripts.js';
+import { raceSpends, raceTakes } from './race.js';
 import { signalRedis, startRedis, waitPortClosed, type OwnRedis } from './redisServer.js';
 import { ISSUE_SCRIPT as PREVIOUS_ISSUE, SPEND_SCRIPT as PREVIOUS_SPEND } from './fixtures/previousRedisScripts.js';
 
@@ -97,6 +99,7 @@ const held: HeldStore = {
 };
 
 ledgerContract('RedisLedger', (bounds) => openLedger(bounds), { held });
+grantStoreContract('RedisLedger', (bounds) => openLedger(bounds));
 
 describe('RedisLedger', () => {
   it('reaches the Redis at REDIS_URL (set by the test runner)', async () => {
@@ -665,4 +668,233 @@ describe('RedisLedger audit heads', () => {
       await ledger.close();
     }
   });
+});
+
+describe('RedisLedger grants and plans', () => {
+  const grant = (now: number, over: Record<string, unknown> = {}) => ({
+    id: recordId(),
+    audience: 'files',
+    principal: 'ali:ce',
+    tool: 'delete_file',
+    scope: '{"path":"any"}',
+    binding: 'pid|1',
+    summary: 'any file',
+    policyDigest: slotKey(),
+    approver: 'client',
+    maxUses: 3,
+    createdAtMs: now,
+    expiresAtMs: now + 30_000,
+    ...over,
+  });
+  const plan = (now: number, calls = 2) => ({
+    id: recordId(),
+    audience: 'files',
+    principal: 'ali:ce',
+    slots: Array.from({ length: calls }, (_, i) => ({ key: slotKey(), tool: 'delete_file', identity: `{"i":${i}}` })),
+    approver: 'ann',
+    createdAtMs: now,
+    expiresAtMs: now + 30_000,
+  });
+
+  it('keeps grants and plans under the namespace (gr:ID, gr-live, gr-p:PRINCIPAL, gr-ended, pl:ID, pl-live, pl-p:PRINCIPAL, pl-s:KEY) with TTLs of the remaining lifetime plus clock skew, zsets never shorter', async () => {
+    const namespace = ns();
+    const ledger = await openLedger({ namespace, clockSkewMs: 10_000 });
+    const raw = await rawClient();
+    const k = (name: string): string => `mcp-confirm:{${namespace}}:${name}`;
+    try {
+      const now = Date.now();
+      const [j1, j2] = [randomUUID(), randomUUID()];
+      await ledger.issue(j1, 'ali:ce', now + 60_000, now);
+      await ledger.issue(j2, 'ali:ce', now + 60_000, now);
+      const g = grant(now);
+      const p = plan(now);
+      expect(await ledger.spendGranting(j1, now, g)).toEqual({ spend: 'spent', created: 'created' });
+      expect(await ledger.spendPlanning(j2, now, p)).toEqual({ spend: 'spent', created: 'created' });
+      expect((await raw.keys(k('*'))).sort()).toEqual(
+        [`jti:${j1}`, `jti:${j2}`, 'spent-order', `gr:${g.id}`, 'gr-live', 'gr-p:ali:ce', `pl:${p.id}`, 'pl-live', 'pl-p:ali:ce', ...p.slots.map((slot) => `pl-s:${slot.key}`)].map(k).sort(),
+      );
+      // The ledger's own keys are as a plain spend leaves them.
+      expect(await raw.get(k(`jti:${j1}`))).toBe('s|');
+      expect(await raw.hGetAll(k(`gr:${g.id}`))).toEqual({
+        id: g.id,
+        principal: 'ali:ce',
+        aud: 'files',
+        tool: 'delete_file',
+        scope: g.scope,
+        binding: 'pid|1',
+        summary: 'any file',
+        policy: g.policyDigest,
+        approver: 'client',
+        max: '3',
+        left: '2',
+        created: String(now),
+        exp: String(now + 30_000),
+        revoked: '0',
+      });
+      const ttl = await raw.pTTL(k(`gr:${g.id}`));
+      expect(ttl).toBeGreaterThan(39_000);
+      expect(ttl).toBeLessThanOrEqual(40_000);
+      for (const z of ['gr-live', 'gr-p:ali:ce']) {
+        expect(await raw.zScore(k(z), g.id)).toBe(now + 30_000);
+        expect(await raw.pTTL(k(z))).toBeGreaterThanOrEqual(ttl);
+      }
+      expect(await raw.hGetAll(k(`pl:${p.id}`))).toEqual({
+        id: p.id,
+        principal: 'ali:ce',
+        aud: 'files',
+        approver: 'ann',
+        created: String(now),
+        exp: String(now + 30_000),
+        slots: '2',
+        left: '2',
+        'k:0': p.slots[0]!.key,
+        't:0': 'delete_file',
+        'i:0': '{"i":0}',
+        [`x:${p.slots[0]!.key}`]: '0',
+        'k:1': p.slots[1]!.key,
+        't:1': 'delete_file',
+        'i:1': '{"i":1}',
+        [`x:${p.slots[1]!.key}`]: '1',
+      });
+      for (const z of ['pl-live', 'pl-p:ali:ce', `pl-s:${p.slots[0]!.key}`]) {
+        expect(await raw.zScore(k(z), p.id)).toBe(now + 30_000);
+        expect(await raw.pTTL(k(z))).toBeGreaterThanOrEqual(ttl);
+      }
+      // A used-up grant leaves the live zsets for gr-ended, its hash kept (to say why a take is refused).
+      await ledger.takeGrantUse(g.id, now + 1);
+      await ledger.takeGrantUse(g.id, now + 1);
+      expect(await raw.exists([k('gr-live'), k('gr-p:ali:ce')])).toBe(0);
+      expect(await raw.zScore(k('gr-ended'), g.id)).toBe(now + 30_000);
+      expect(await raw.pTTL(k('gr-ended'))).toBeGreaterThanOrEqual(ttl);
+      expect(await raw.hGet(k(`gr:${g.id}`), 'left')).toBe('0');
+      // A plan whose last slot is used is deleted, with every key that counted it.
+      await ledger.takePlanSlot(p.slots[0]!.key, now + 1);
+      expect(await raw.hGet(k(`pl:${p.id}`), 'left')).toBe('1');
+      expect(await raw.hExists(k(`pl:${p.id}`), `x:${p.slots[0]!.key}`)).toBe(0);
+      await ledger.takePlanSlot(p.slots[1]!.key, now + 1);
+      expect((await raw.keys(k('*'))).sort()).toEqual([`jti:${j1}`, `jti:${j2}`, 'spent-order', `gr:${g.id}`, 'gr-ended'].map(k).sort());
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  it("runs the ledger's spend script, byte for byte, as a local function of the spendGranting and spendPlanning scripts", () => {
+    const prefix = 'mcp-confirm:{x}:';
+    const spend = spendScript(prefix, 100_000);
+    expect(spendGrantingScript(prefix, 100_000, { maxGrantsPerPrincipal: 16, maxGrants: 10_000 }).startsWith(`\nlocal function spend()\n${spend}\nend\n`)).toBe(true);
+    expect(spendPlanningScript(prefix, 100_000, { maxPlansPerPrincipal: 16, maxPlans: 10_000 }).startsWith(`\nlocal function spend()\n${spend}\nend\n`)).toBe(true);
+  });
+
+  it('reloads its grant and plan scripts after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
+    const ledger = await openLedger();
+    const raw = await rawClient();
+    try {
+      const now = Date.now();
+      const jti = randomUUID();
+      await ledger.issue(jti, 'ali:ce', now + 60_000, now);
+      await raw.scriptFlush();
+      const g = grant(now);
+      expect(await ledger.spendGranting(jti, now, g)).toEqual({ spend: 'spent', created: 'created' });
+      await raw.scriptFlush();
+      expect(await ledger.takeGrantUse(g.id, now + 1)).toMatchObject({ taken: true, usesLeft: 1 });
+      await raw.scriptFlush();
+      expect(await ledger.findGrants({ principal: 'ali:ce' }, now + 1)).toHaveLength(1);
+    } finally {
+      await raw.close();
+      await ledger.close();
+    }
+  });
+
+  describe('fails closed', () => {
+    /** Every grant and plan method, called once. */
+    const calls = (ledger: RedisLedger, now: number): Array<Promise<unknown>> => [
+      ledger.spendGranting(randomUUID(), now, grant(now)),
+      ledger.findGrants({}, now),
+      ledger.findGrants({ principal: 'ali:ce' }, now),
+      ledger.takeGrantUse(recordId(), now),
+      ledger.revokeGrant(recordId(), now),
+      ledger.spendPlanning(randomUUID(), now, plan(now)),
+      ledger.takePlanSlot(slotKey(), now),
+    ];
+
+    it('rejects every grant and plan method with ERR_CONFIRM_LEDGER_UNAVAILABLE on an unexpected reply', async () => {
+      for (const reply of [42, null, 'SPENT', 'ok', ['spent'], { spent: true }, '', 'spent|maybe', 'unknown|created', 'taken|x|y', '{"a":1}']) {
+        const ledger = new RedisLedger({ client: fakeClient(async () => reply) });
+        for (const call of calls(ledger, Date.now())) expectUnavailable(await rejection(call));
+      }
+    });
+
+    it('rejects every grant and plan method with ERR_CONFIRM_LEDGER_UNAVAILABLE when the client throws, rejects or never answers', async () => {
+      const throwing = new RedisLedger({
+        client: fakeClient(() => {
+          throw new Error('boom');
+        }),
+      });
+      const rejecting = new RedisLedger({ client: fakeClient(async () => Promise.reject(new Error('ERR something'))) });
+      const silent = new RedisLedger({ client: fakeClient(() => new Promise(() => {})), timeoutMs: 100 });
+      for (const ledger of [throwing, rejecting, silent]) for (const call of calls(ledger, Date.now())) expectUnavailable(await rejection(call));
+    });
+
+    it('rejects a take of a corrupted grant with ERR_CONFIRM_LEDGER_UNAVAILABLE', async () => {
+      const namespace = ns();
+      const ledger = await openLedger({ namespace });
+      const raw = await rawClient();
+      try {
+        const now = Date.now();
+        const jti = randomUUID();
+        await ledger.issue(jti, 'ali:ce', now + 60_000, now);
+        const g = grant(now);
+        await ledger.spendGranting(jti, now, g);
+        await raw.hSet(`mcp-confirm:{${namespace}}:gr:${g.id}`, 'left', 'many');
+        expectUnavailable(await rejection(ledger.takeGrantUse(g.id, now + 1)));
+      } finally {
+        await raw.close();
+        await ledger.close();
+      }
+    });
+
+    it('rejects every grant and plan method at once when the server is killed (not by the deadline), nothing taken before', async () => {
+      const server = startRedis();
+      try {
+        const ledger = await RedisLedger.open({ url: server.url, namespace: ns(), timeoutMs: 60_000 });
+        try {
+          const now = Date.now();
+          const jti = randomUUID();
+          await ledger.issue(jti, 'ali:ce', now + 60_000, now);
+          const g = grant(now);
+          await ledger.spendGranting(jti, now, g);
+          signalRedis(server, 'SIGKILL');
+          await waitPortClosed(server.port);
+          for (const call of [...calls(ledger, now), ledger.takeGrantUse(g.id, now)]) {
+            const error = await rejection(call);
+            expectUnavailable(error);
+            expect(((error as Error).cause as Error).name).not.toBe('DeadlineError');
+          }
+        } finally {
+          await ledger.close();
+        }
+      } finally {
+        signalRedis(server, 'SIGKILL');
+      }
+    });
+  });
+
+  for (const kind of ['grant', 'plan'] as const) {
+    it(`gives ${kind === 'grant' ? "a grant's last use" : 'one plan slot'} to exactly one of 4 processes x 250 concurrent takes, every round`, async () => {
+      const namespace = ns();
+      const creator = await openLedger({ namespace });
+      try {
+        const rounds = await raceTakes({ spec: { store: 'redis', url: redisUrl(), namespace }, creator, kind, processes: 4, attempts: 250, rounds: 5 });
+        expect(rounds).toHaveLength(5);
+        for (const r of rounds) {
+          expect(r.errors).toEqual([]);
+          expect(r.taken).toBe(1);
+          expect(r.refused).toEqual(kind === 'grant' ? { exhausted: 999 } : { none: 999 });
+        }
+      } finally {
+        await creator.close();
+      }
+    });
+  }
 });

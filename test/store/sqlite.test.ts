@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfirmLedgerUnavailableError } from '../../src/errors.js';
 import { SqliteLedger } from '../../src/store/sqlite.js';
 import { ledgerContract, type HeldStore } from './ledgerContract.js';
-import { raceIssues, raceSpends } from './race.js';
+import { grantStoreContract, recordId, slotKey } from './grantContract.js';
+import { raceIssues, raceSpends, raceTakes } from './race.js';
 import { holdWriteLock } from './sqliteLock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-sqlite-'));
@@ -26,6 +27,7 @@ const held: HeldStore = {
 };
 
 ledgerContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }), { held });
+grantStoreContract('SqliteLedger', (bounds) => new SqliteLedger({ path: freshPath(), ...bounds }));
 
 /** The next turn of the event loop's timers phase: fires only if nothing blocks the loop. */
 const timerTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
@@ -458,4 +460,168 @@ describe('SqliteLedger audit heads', () => {
     expect(await other.auditHead('/log/trail.jsonl')).toEqual(head);
     await other.close();
   });
+});
+
+describe('SqliteLedger grants and plans', () => {
+  const schemaOf = (path: string): Array<{ type: string; name: string; sql: string | null }> => {
+    const db = new Database(path, { readonly: true });
+    try {
+      return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{ type: string; name: string; sql: string | null }>;
+    } finally {
+      db.close();
+    }
+  };
+  const grant = (now: number) => ({
+    id: recordId(),
+    audience: 'files',
+    principal: 'alice',
+    tool: 'delete_file',
+    scope: '{"path":"any"}',
+    binding: '',
+    summary: 'any file',
+    policyDigest: slotKey(),
+    approver: 'client',
+    maxUses: 3,
+    createdAtMs: now,
+    expiresAtMs: now + 60_000,
+  });
+  const plan = (now: number) => ({
+    id: recordId(),
+    audience: 'files',
+    principal: 'alice',
+    slots: [{ key: slotKey(), tool: 'delete_file', identity: '{}' }],
+    approver: 'client',
+    createdAtMs: now,
+    expiresAtMs: now + 60_000,
+  });
+
+  it('keeps grants and plans in tables of their own (mcp_confirm_grants, mcp_confirm_plans, mcp_confirm_plan_slots), created on the first grant call; every other table stays exactly as it was', async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path });
+    const now = Date.now();
+    const jti = randomUUID();
+    await ledger.issue(jti, 'alice', now + 60_000, now);
+    const before = schemaOf(path);
+    const g = grant(now);
+    expect(await ledger.spendGranting(jti, now, g)).toEqual({ spend: 'spent', created: 'created' });
+    const after = schemaOf(path);
+    const ours = (o: { name: string }): boolean => /^(sqlite_autoindex_)?mcp_confirm_(grants|plans|plan_slots)(_|$)/.test(o.name);
+    expect(after.filter((o) => !ours(o))).toEqual(before);
+    expect(after.filter(ours).map((o) => [o.type, o.name])).toEqual([
+      ['index', 'mcp_confirm_grants_ended'],
+      ['index', 'mcp_confirm_grants_expiry'],
+      ['index', 'mcp_confirm_grants_live'],
+      ['index', 'mcp_confirm_grants_live_all'],
+      ['index', 'mcp_confirm_plan_slots_expiry'],
+      ['index', 'mcp_confirm_plan_slots_key'],
+      ['index', 'mcp_confirm_plans_expiry'],
+      ['index', 'mcp_confirm_plans_principal'],
+      ['index', 'sqlite_autoindex_mcp_confirm_grants_1'],
+      ['index', 'sqlite_autoindex_mcp_confirm_plan_slots_1'],
+      ['index', 'sqlite_autoindex_mcp_confirm_plans_1'],
+      ['table', 'mcp_confirm_grants'],
+      ['table', 'mcp_confirm_plan_slots'],
+      ['table', 'mcp_confirm_plans'],
+    ]);
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare('SELECT id, principal, uses_left, revoked FROM mcp_confirm_grants').all()).toEqual([{ id: g.id, principal: 'alice', uses_left: 2, revoked: 0 }]);
+    db.close();
+    await ledger.close();
+    // Another connection (another process's view) sees the grant and takes its uses.
+    const other = new SqliteLedger({ path });
+    expect(await other.takeGrantUse(g.id, now + 1)).toEqual({ taken: true, usesLeft: 1, expiresAtMs: g.expiresAtMs });
+    await other.close();
+  });
+
+  it('enforces the grant bounds across ledgers sharing one file', async () => {
+    const path = freshPath();
+    const a = new SqliteLedger({ path, maxGrantsPerPrincipal: 1 });
+    const b = new SqliteLedger({ path, maxGrantsPerPrincipal: 1 });
+    const now = Date.now();
+    const [j1, j2] = [randomUUID(), randomUUID()];
+    await a.issue(j1, 'alice', now + 60_000, now);
+    await a.issue(j2, 'alice', now + 60_000, now);
+    expect(await a.spendGranting(j1, now, grant(now))).toEqual({ spend: 'spent', created: 'created' });
+    expect(await b.spendGranting(j2, now, grant(now))).toEqual({ spend: 'spent', created: 'full' });
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('fails closed: every grant and plan method rejects with ERR_CONFIRM_LEDGER_UNAVAILABLE once their tables are gone (nothing spent) and after close', async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path });
+    const now = Date.now();
+    const setup = randomUUID();
+    await ledger.issue(setup, 'alice', now + 60_000, now);
+    const g = grant(now);
+    await ledger.spendGranting(setup, now, g);
+    const vandal = new Database(path);
+    vandal.exec('DROP TABLE mcp_confirm_grants; DROP TABLE mcp_confirm_plans; DROP TABLE mcp_confirm_plan_slots;');
+    vandal.close();
+    const jti = randomUUID();
+    await ledger.issue(jti, 'alice', now + 60_000, now);
+    expectUnavailable(await rejection(ledger.spendGranting(jti, now, grant(now))));
+    expectUnavailable(await rejection(ledger.spendPlanning(jti, now, plan(now))));
+    expectUnavailable(await rejection(ledger.findGrants({}, now)));
+    expectUnavailable(await rejection(ledger.takeGrantUse(g.id, now)));
+    expectUnavailable(await rejection(ledger.revokeGrant(g.id, now)));
+    expectUnavailable(await rejection(ledger.takePlanSlot(slotKey(), now)));
+    // The failed steps spent nothing: the confirmation is still outstanding.
+    expect(await ledger.spend(jti, now + 1)).toBe('spent');
+    await ledger.close();
+    expectUnavailable(await rejection(ledger.findGrants({}, now)));
+    expectUnavailable(await rejection(ledger.takeGrantUse(g.id, now)));
+    expectUnavailable(await rejection(ledger.spendGranting(randomUUID(), now, grant(now))));
+  });
+
+  it('while another process holds the write lock, a grant take waits without blocking and is refused at its deadline, nothing taken; after the lock the use is there', async () => {
+    const path = freshPath();
+    const ledger = new SqliteLedger({ path, timeoutMs: 200 });
+    const now = Date.now();
+    const jti = randomUUID();
+    await ledger.issue(jti, 'alice', now + 60_000, now);
+    const g = grant(now);
+    await ledger.spendGranting(jti, now, { ...g, maxUses: 2 });
+    const other = randomUUID();
+    await ledger.issue(other, 'alice', now + 60_000, now);
+    const lock = await holdWriteLock(path);
+    const events: string[] = [];
+    try {
+      const taking = rejection(ledger.takeGrantUse(g.id, now + 1)).then((e) => {
+        events.push('take refused');
+        return e;
+      });
+      const granting = rejection(ledger.spendGranting(other, now + 1, grant(now))).then((e) => {
+        events.push('spendGranting refused');
+        return e;
+      });
+      await timerTurn();
+      events.push('timer');
+      expectUnavailable(await taking);
+      expectUnavailable(await granting);
+    } finally {
+      await lock.release();
+    }
+    expect(events[0]).toBe('timer');
+    expect(await ledger.takeGrantUse(g.id, now + 2)).toEqual({ taken: true, usesLeft: 0, expiresAtMs: g.expiresAtMs });
+    expect(await ledger.spend(other, now + 2)).toBe('spent');
+    await ledger.close();
+  });
+
+  for (const kind of ['grant', 'plan'] as const) {
+    it(`gives ${kind === 'grant' ? "a grant's last use" : 'one plan slot'} to exactly one of 4 processes x 250 concurrent takes, every round`, async () => {
+      const path = freshPath();
+      const creator = new SqliteLedger({ path });
+      try {
+        const rounds = await raceTakes({ spec: { store: 'sqlite', path }, creator, kind, processes: 4, attempts: 250, rounds: 5 });
+        expect(rounds).toHaveLength(5);
+        for (const r of rounds) {
+          expect(r.errors).toEqual([]);
+          expect(r.taken).toBe(1);
+          expect(r.refused).toEqual(kind === 'grant' ? { exhausted: 999 } : { none: 999 });
+        }
+      } finally {
+        await creator.close();
+      }
+    });
+  }
 });

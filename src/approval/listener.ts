@@ -1,7 +1,7 @@
 /**
- * What the approval and enrolment pages share: a `node:http` listener bound on
- * both loopback addresses, the security headers, the `Origin` and `Host`
- * checks, small JSON bodies, HTML escaping, and the static script and style.
+ * The listener of the approval and enrolment pages: a `node:http` listener bound on both loopback
+ * addresses, the `Host` and `Origin` checks, reading small JSON bodies, and sending answers with
+ * the security headers. The HTML they send is in `html.ts`.
  *
  * Why both `127.0.0.1` and `::1` on one port: the browser resolves `localhost`
  * to either. Holding both means no other local process can answer for
@@ -12,8 +12,6 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { ConfigError } from '../errors.js';
-import { PAGE_CSS, PAGE_JS } from './assets.js';
-import { renderValue } from '../prompt/render.js';
 
 /** The Content-Security-Policy of every page: no inline script, nothing from elsewhere, never framed. */
 export const PAGE_CSP =
@@ -102,44 +100,20 @@ export async function listenLoopback(port: number, handler: (req: IncomingMessag
   throw listenError('found no port free on both 127.0.0.1 and ::1');
 }
 
-/** Escapes text for HTML element content and attribute values. */
 /**
- * The reason a WebAuthn library gave for refusing a ceremony, as it may be logged and answered:
- * rendered like any untrusted value (one line, no raw controls or escape sequences, at most 120
- * graphemes). \@simplewebauthn/server quotes the client's `clientDataJSON` (its `origin`, its
- * `type`) in its messages, and anyone holding an approval or enrolment URL can send one, so the
- * raw text could forge log lines (a line break, ANSI colours) on the server's stderr.
+ * Sends an answer with the security headers.
  *
- * @param e - what the library threw.
- * @returns e.g. `` `Unexpected authentication response origin "…", expected "http://localhost:1234"` ``.
+ * @param method - the request's method: for `HEAD` the body is left out (its length is still sent).
+ *   Defaults to none (the body is sent).
  */
-export function libraryReason(e: unknown): string {
-  const message = e instanceof Error ? e.message : String(e);
-  return renderValue(message, { maxGraphemes: 120 });
-}
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-/** Sends an answer with the security headers. */
-export function send(res: ServerResponse, status: number, type: string, body: string): void {
+export function send(res: ServerResponse, status: number, type: string, body: string, method?: string): void {
   res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
-  res.end(body);
+  res.end(method === 'HEAD' ? undefined : body);
 }
 
 /** Sends JSON. */
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   send(res, status, 'application/json; charset=utf-8', JSON.stringify(value));
-}
-
-/** Serves the static script and style; `true` when it answered. */
-export function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-  const asset = assetAt(path);
-  if (asset === undefined) return false;
-  send(res, 200, asset.type, asset.body);
-  return true;
 }
 
 /**
@@ -195,32 +169,4 @@ export async function readJson(body: AsyncIterable<Uint8Array> | null): Promise<
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, reason: 'not an object' };
   return { ok: true, value: value as Record<string, unknown> };
-}
-
-/** The static asset at `path` (`/assets/page.js`, `/assets/page.css`), or undefined. */
-export function assetAt(path: string): { type: string; body: string } | undefined {
-  if (path === '/assets/page.js') return { type: 'text/javascript; charset=utf-8', body: PAGE_JS };
-  if (path === '/assets/page.css') return { type: 'text/css; charset=utf-8', body: PAGE_CSS };
-  return undefined;
-}
-
-/** The surrounding HTML of every page. `bodyAttrs` are trusted; `main` is already escaped. */
-export function layout(title: string, bodyAttrs: string, main: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${escapeHtml(title)}</title>
-<link rel="stylesheet" href="/assets/page.css">
-<script src="/assets/page.js" defer></script>
-</head>
-<body ${bodyAttrs}>
-<main>
-${main}
-</main>
-</body>
-</html>
-`;
 }

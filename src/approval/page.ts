@@ -1,0 +1,342 @@
+/**
+ * The approval page: its routes and its HTML (MCP spec 2026-07-28, client/elicitation, URL mode).
+ * Approving requires a WebAuthn assertion with user verification (W3C Web Authentication Level 3,
+ * §7.2, checked in `webauthn.ts`) from an enrolled approver allowed for the calling principal.
+ *
+ * Routes, over stdio on the approval's own loopback listener (`listener.ts`), over `--http` on the
+ * server's listener behind the public URL (`PasskeyApproval.fetch`):
+ * - `GET /approve/ID`: the page. Shows the audience, principal, tool, question,
+ *   each value uncut, and the time left. Changes nothing.
+ * - `POST /approve/ID/options`: a single-use challenge (stored in the
+ *   {@link ApprovalStore}, so any replica can check it) and the allowed credentials.
+ * - `POST /approve/ID/assertion`: takes the challenge (once), verifies the
+ *   assertion (exact origin with port, RP ID, challenge, user verified) against the approvers
+ *   allowed for the principal, moves the signature counter forward atomically, then has the
+ *   approval recorded approved with the approver's name and credential id.
+ * - `POST /approve/ID/deny`: has it recorded declined.
+ * - `GET /assets/page.js`, `GET /assets/page.css`: the script and style (`html.ts`).
+ * Every POST needs `Origin` equal to the page origin, and every request `Host`
+ * equal to the page's host (behind a public URL: its host name, any port).
+ * No route asks for a bearer token: a browser opening the link has none, and the passkey
+ * assertion is the proof; the id lets one see the question and deny, never approve.
+ *
+ * The page reads approvals and keeps challenges and counters in the store; a decision goes
+ * through the approval that serves the page (`PageOptions.decide`), which wakes whoever waits for it.
+ *
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { approversFor, type ApproversFile } from './approvers.js';
+import { assetAt, escapeHtml, layout } from './html.js';
+import { hostnameMatches, readJson, SECURITY_HEADERS, send } from './listener.js';
+import { authenticationOptions, CHALLENGE_RE, CHALLENGE_TTL_MS, claimedChallenge, libraryReason, newChallenge, verifyAssertion } from './webauthn.js';
+import type { ApprovalRecord, ApprovalStore, DecideOutcome } from '../store/approvalStore.js';
+import { renderValue } from '../prompt/render.js';
+import { jwtPrincipalParts } from '../principals.js';
+
+/** What the page shows, stored with the approval as JSON text. All strings are already rendered (escaped) values. */
+export interface ApprovalView {
+  audience: string;
+  principal: string;
+  tool: string;
+  /** The rendered question, as the client's elicitation carries it (code spans in backticks). */
+  question: string;
+  /** Each value uncut and rendered, with a label (e.g. `file`, `requested as`). */
+  values: Array<{ label: string; text: string }>;
+}
+
+/** Something worth a line on stderr. Never carries secrets. */
+export type ApprovalEvent =
+  | { type: 'approval-approved'; approver: string }
+  | { type: 'approval-declined' }
+  | { type: 'approval-refused'; reason: string };
+
+/** A decision of the page: `approved` with the approver's name and credential id, or `declined` (both ''). */
+export type PageDecision = Parameters<ApprovalStore['decideApproval']>[1];
+
+/** What an {@link ApprovalPage} serves with. */
+export interface PageOptions {
+  /** Where approvals are read, challenges kept and signature counters moved. */
+  store: ApprovalStore;
+  /** The approvers, loaded once at start-up. */
+  approvers: ApproversFile;
+  /** The page origin (`scheme://host[:port]`): every POST's `Origin`, and the WebAuthn origin. */
+  origin: string;
+  /** The WebAuthn RP ID: the origin's host name. */
+  rpId: string;
+  /**
+   * Served on an HTTP server behind a public URL: `Host` is compared by host name (a TLS proxy in
+   * front may use another port). Otherwise (our own loopback listener) exactly.
+   */
+  behindPublicUrl: boolean;
+  /** The clock, Unix milliseconds. */
+  now: () => number;
+  /** Records a decision once (at the time of the call), and wakes whoever waits for it; the store's outcome. */
+  decide: (id: string, decision: PageDecision) => Promise<DecideOutcome>;
+  /** Diagnostics (stderr); must not throw. */
+  emit: (event: ApprovalEvent) => void;
+}
+
+const ID_RE = /^[A-Za-z0-9_-]{22,64}$/;
+
+/** Renders the question's code spans as `<code>`; everything escaped. Values inside carry no backtick (rendered). */
+function questionHtml(question: string): string {
+  return question
+    .split('`')
+    .map((part, i) => (i % 2 === 1 ? `<code>${escapeHtml(part)}</code>` : escapeHtml(part)))
+    .join('');
+}
+
+function minutes(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+}
+
+/**
+ * The approval page (one per `PasskeyApproval`): answers its routes over `node:http`
+ * ({@link ApprovalPage.handle}) or as a `fetch` handler ({@link ApprovalPage.fetch}). Every
+ * failure inside a route is answered 500 with nothing approved.
+ */
+export class ApprovalPage {
+  readonly #store: ApprovalStore;
+  readonly #approvers: ApproversFile;
+  readonly #origin: string;
+  readonly #rpId: string;
+  readonly #behindPublicUrl: boolean;
+  readonly #now: () => number;
+  readonly #decide: PageOptions['decide'];
+  readonly #emit: PageOptions['emit'];
+
+  constructor(options: PageOptions) {
+    this.#store = options.store;
+    this.#approvers = options.approvers;
+    this.#origin = options.origin;
+    this.#rpId = options.rpId;
+    this.#behindPublicUrl = options.behindPublicUrl;
+    this.#now = options.now;
+    this.#decide = options.decide;
+    this.#emit = options.emit;
+  }
+
+  /** Whether a request path belongs to the page (`/approve`, `/approve/…`, `/assets/page.js`, `/assets/page.css`). */
+  servesPath(pathname: string): boolean {
+    return pathname === '/approve' || pathname.startsWith('/approve/') || assetAt(pathname) !== undefined;
+  }
+
+  /** Answers one request of the page as a web-standard `fetch` handler (behind a public URL, on your HTTP server). */
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const answer = await this.#answerSafely({
+      method: request.method,
+      path: url.pathname,
+      host: request.headers.get('host'),
+      origin: request.headers.get('origin'),
+      body: () => readJson(request.body as AsyncIterable<Uint8Array> | null),
+    });
+    const headers = { ...SECURITY_HEADERS, 'Content-Type': answer.type };
+    return new Response(request.method === 'HEAD' ? null : answer.body, { status: answer.status, headers });
+  }
+
+  /** Answers one request of the page (`node:http`, the stdio loopback listener). */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const answer = await this.#answerSafely({
+      method: req.method ?? 'GET',
+      path: (req.url ?? '/').split('?')[0] ?? '/',
+      host: req.headers.host,
+      origin: req.headers.origin,
+      body: () => readJson(req),
+    });
+    send(res, answer.status, answer.type, answer.body, req.method);
+  }
+
+  async #answerSafely(req: PageRequest): Promise<Answer> {
+    try {
+      return await this.#answer(req);
+    } catch {
+      return json(500, { outcome: 'refused', message: 'internal error; nothing was approved' });
+    }
+  }
+
+  async #answer(req: PageRequest): Promise<Answer> {
+    // 1. Only our own host: a DNS-rebinding page (another name resolving to us) gets nothing. Over stdio the
+    //    exact `localhost:PORT`; behind a public URL its host name (a TLS proxy in front may use another port).
+    const hostOk = this.#behindPublicUrl ? hostnameMatches(req.host, this.#origin) : req.host === new URL(this.#origin).host;
+    if (!hostOk) return text(421, 'wrong host');
+    const path = req.path;
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      const asset = assetAt(path);
+      if (asset !== undefined) return { status: 200, ...asset };
+    }
+    const m = /^\/approve\/([^/]+)(\/options|\/assertion|\/deny)?$/.exec(path);
+    if (m === null) return text(404, 'not found');
+    const id = m[1]!;
+    const action = m[2];
+    if (action === undefined) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return text(405, 'method not allowed');
+      return this.#page(id);
+    }
+    if (req.method !== 'POST') return text(405, 'method not allowed');
+    // 2. Every POST comes from the page itself: Origin exactly ours (scheme, host and port), never absent.
+    if (req.origin !== this.#origin) return this.#refuse(403, 'this request did not come from the approval page');
+    const body = await req.body();
+    if (!body.ok) return this.#refuse(400, `bad request body (${body.reason})`);
+    if (!ID_RE.test(id)) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
+    if (action === '/options') return this.#options(id);
+    if (action === '/deny') return this.#deny(id);
+    return this.#assertion(id, body.value);
+  }
+
+  #refuse(status: number, reason: string): Answer {
+    this.#emit({ type: 'approval-refused', reason });
+    return json(status, { outcome: 'refused', message: `${reason}; nothing was approved` });
+  }
+
+  async #page(id: string): Promise<Answer> {
+    const nowMs = this.#now();
+    const record = ID_RE.test(id) ? await this.#store.approvalById(id, nowMs) : undefined;
+    if (record === undefined) {
+      return html(
+        404,
+        layout('Approval expired', '', '<h1>Approval</h1>\n<p id="outcome" class="outcome expired">expired: this approval is unknown or has expired; nothing can be approved here.</p>'),
+      );
+    }
+    const view = JSON.parse(record.view) as ApprovalView;
+    const decided =
+      record.status === 'approved'
+        ? `approved by ${escapeHtml(record.approver)}`
+        : record.status === 'declined'
+          ? 'denied: nothing will be done'
+          : '';
+    const values = view.values.map((v) => `<li>${escapeHtml(v.label)}: ${questionHtml(v.text)}</li>`).join('\n');
+    const main = `<h1>Approve this tool call?</h1>
+<dl class="facts">
+<dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
+<dt>Principal</dt><dd>${principalHtml(view.principal)}</dd>
+<dt>Tool</dt><dd>${questionHtml(renderValue(view.tool, UNCUT))}</dd>
+<dt>Time left</dt><dd id="time-left" data-seconds="${Math.max(0, Math.floor((record.expiresAtMs - nowMs) / 1000))}">${minutes(record.expiresAtMs - nowMs)}</dd>
+</dl>
+<p class="question" id="question">${questionHtml(view.question)}</p>
+<h2>Every value, uncut</h2>
+<ul class="values" id="values">
+${values}
+</ul>
+${
+  record.status === 'pending'
+    ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button">Deny</button></div>
+<p id="outcome" class="outcome" role="status"></p>
+<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it.</p>`
+    : `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>`
+}`;
+    return html(200, layout('Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main));
+  }
+
+  /** The approval when it is pending; else the answer to give. */
+  async #pending(id: string): Promise<ApprovalRecord | Answer> {
+    const record = await this.#store.approvalById(id, this.#now());
+    if (record === undefined) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
+    if (record.status !== 'pending') {
+      return json(409, { outcome: record.status === 'approved' ? 'approved' : 'denied', message: 'this approval was already decided' });
+    }
+    return record;
+  }
+
+  async #options(id: string): Promise<Answer> {
+    const record = await this.#pending(id);
+    if (!isRecord(record)) return record;
+    const allowed = approversFor(this.#approvers, record.principal);
+    if (allowed.length === 0) return this.#refuse(403, 'no approver is allowed for this principal');
+    const challenge = newChallenge();
+    const nowMs = this.#now();
+    await this.#store.putChallenge(challenge, id, Math.min(nowMs + CHALLENGE_TTL_MS, record.expiresAtMs), nowMs);
+    return json(200, { options: await authenticationOptions(this.#rpId, challenge, allowed) });
+  }
+
+  async #deny(id: string): Promise<Answer> {
+    const outcome = await this.#decide(id, { status: 'declined', approver: '', credentialId: '' });
+    if (outcome === 'decided') {
+      this.#emit({ type: 'approval-declined' });
+      return json(200, { outcome: 'denied', message: 'nothing will be done' });
+    }
+    if (outcome === 'already-decided') return json(409, { outcome: 'refused', message: 'this approval was already decided' });
+    return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired' });
+  }
+
+  async #assertion(id: string, body: Record<string, unknown>): Promise<Answer> {
+    // 1. The challenge the browser signed, read from clientDataJSON, must be one we issued for THIS id; taken once.
+    const challenge = claimedChallenge(body);
+    if (challenge === undefined || !CHALLENGE_RE.test(challenge)) return this.#refuse(400, 'no valid WebAuthn assertion');
+    const challengeFor = await this.#store.takeChallenge(challenge, this.#now());
+    if (challengeFor !== id) return this.#refuse(403, 'the assertion was not made for this approval (unknown, used or expired challenge)');
+    const record = await this.#pending(id);
+    if (!isRecord(record)) return record;
+    // 2. The credential must belong to an approver allowed for the principal who asked.
+    const approver = approversFor(this.#approvers, record.principal).find((a) => a.credentialId === body.id);
+    if (approver === undefined) return this.#refuse(403, 'this passkey is not an approver for this principal');
+    // 3. Signature, exact origin (scheme, host, port), RP ID, challenge, user verification.
+    let newCounter: number | undefined;
+    try {
+      newCounter = await verifyAssertion(body, { origin: this.#origin, rpId: this.#rpId, challenge }, approver);
+    } catch (e) {
+      return this.#refuse(403, `the passkey assertion did not verify (${libraryReason(e)})`);
+    }
+    if (newCounter === undefined) return this.#refuse(403, 'the passkey assertion did not verify');
+    // 4. The signature counter moves forward atomically (a replayed or cloned authenticator's does not).
+    if (!(await this.#store.advanceCounter(approver.credentialId, newCounter, approver.counter))) {
+      return this.#refuse(403, 'the signature counter did not move forward (a replayed assertion or a cloned authenticator)');
+    }
+    // 5. Only then: approved, once, with who approved.
+    const outcome = await this.#decide(id, { status: 'approved', approver: approver.name, credentialId: approver.credentialId });
+    if (outcome !== 'decided') return this.#refuse(409, 'this approval was already decided or has expired');
+    this.#emit({ type: 'approval-approved', approver: approver.name });
+    return json(200, { outcome: 'approved', message: `approved by ${approver.name}; the tool call runs once when the client retries it` });
+  }
+}
+
+/** One request of the page, whatever server carried it. */
+interface PageRequest {
+  method: string;
+  /** The path, without the query. */
+  path: string;
+  host: string | undefined | null;
+  origin: string | undefined | null;
+  body: () => ReturnType<typeof readJson>;
+}
+
+/** One answer of the page; the security headers are added when it is written. */
+interface Answer {
+  status: number;
+  type: string;
+  body: string;
+}
+
+function text(status: number, body: string): Answer {
+  return { status, type: 'text/plain; charset=utf-8', body };
+}
+
+function html(status: number, body: string): Answer {
+  return { status, type: 'text/html; charset=utf-8', body };
+}
+
+function json(status: number, value: unknown): Answer {
+  return { status, type: 'application/json; charset=utf-8', body: JSON.stringify(value) };
+}
+
+function isRecord(value: ApprovalRecord | Answer): value is ApprovalRecord {
+  return typeof (value as ApprovalRecord).jti === 'string';
+}
+
+/**
+ * Options that render a value whole (the page shows every value uncut; the question may cut).
+ * The tool name is rendered too: a proxied upstream's tool name is untrusted text.
+ */
+const UNCUT = { maxGraphemes: Number.MAX_SAFE_INTEGER };
+
+/**
+ * The principal as the page shows it: `local`, or for a verified token (`["jwt", iss, sub]`, see
+ * `jwtPrincipalFor`) the subject and its issuer. Escaped; never markup.
+ */
+function principalHtml(principal: string): string {
+  const jwt = jwtPrincipalParts(principal);
+  if (jwt === undefined) return escapeHtml(principal);
+  return `${questionHtml(renderValue(jwt.sub, UNCUT))} (issuer ${questionHtml(renderValue(jwt.iss, UNCUT))})`;
+}

@@ -1,0 +1,178 @@
+/**
+ * The passkey round: with passkey approval ({@link PasskeyApproval}), the human decides on the
+ * approval page, and the client's answer only says that they went there.
+ *
+ * Round 1 ({@link PasskeyRound.open}), after the `jti` was issued: opens an approval (a random id
+ * bound to the `jti` in the store) and asks with a URL-mode elicitation to its page, or, to a
+ * client without URL mode, a form elicitation carrying the URL. Round 2
+ * ({@link PasskeyRound.settle}), after the digests matched: an answer that is not an accept spends
+ * the `jti` and marks the approval declined; otherwise it waits for the page's decision: still
+ * pending → asked again with the same URL and state, nothing spent; decided → spent, then declined
+ * (nothing done) or approved (redeemable for {@link REDEEM_WITHIN_MS} after it was given).
+ *
+ * It decides; the flow (`confirmation.ts`) reports, writes the audit lines and acts. Imports only
+ * the types of the approval page, so a form-mode server never loads the WebAuthn library.
+ *
+ * @module
+ */
+import { inputRequired, type InputRequest, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
+// Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
+import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
+import { ConfirmApprovalExpiredError } from '../errors.js';
+import { renderValue } from '../prompt/render.js';
+import type { ConfirmClaims } from '../state/sealer.js';
+import { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
+import { CONFIRM_SCHEMA, notConfirmed, type Answer, type NotConfirmed } from './answer.js';
+import { clientCapabilities } from './capabilities.js';
+import { failClosed, type StoreCalls } from './storeCalls.js';
+
+/** The sentence after the question in a URL-mode elicitation (passkey approval). */
+export const URL_MODE_SENTENCE = 'Open the link to approve or deny this on the approval page with your passkey.';
+/** The sentence after the approval URL in a form elicitation to a client without URL mode (passkey approval). */
+export const FORM_FALLBACK_SENTENCE = 'Approve on that page with your passkey, then confirm here.';
+
+/** How round 2 with passkey approval settled ({@link PasskeyRound.settle}). */
+export type Settled =
+  /** No decision yet: ask again with this elicitation and the same state; nothing was spent. */
+  | { kind: 'pending'; request: InputRequest }
+  /** The `jti` is spent and nothing is to be done: the client's answer, or (`on: 'page'`) the page's decline. */
+  | { kind: 'not-confirmed'; answer: NotConfirmed; on?: 'page' }
+  /** The `jti` is spent and an enrolled approver approved on the page, in time: act. */
+  | { kind: 'approved'; approver: string };
+
+/** One tool's passkey round, made by {@link passkeyRound}. */
+export interface PasskeyRound<A, F> {
+  /**
+   * Round 1, after the `jti` was issued and the "asked" line written: opens the approval and
+   * returns the elicitation that sends the human to its page. When the approval cannot be opened,
+   * the `jti` is spent to free its slot, and the call is refused.
+   *
+   * @param call.question - the question as asked (the page shows it too).
+   * @param call.principal - who is asking (the principal string, not its sealed tag).
+   * @param nowMs - the caller's clock, Unix milliseconds.
+   * @throws {ConfirmError} the store's refusal, else `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
+   */
+  open(
+    call: { args: A; fingerprint: F; question: string; claims: ConfirmClaims; principal: string; ctx: ServerContext },
+    nowMs: number,
+  ): Promise<InputRequest>;
+  /**
+   * Round 2 with an answer, after the digests matched: settles the call by the page's record.
+   *
+   * @param call.state - the sealed `requestState` as received (`''`: never asked again with it).
+   * @param call.question - the question rendered now (it matched the sealed digest).
+   * @throws {ConfirmError} `ERR_CONFIRM_APPROVAL_EXPIRED` (no decision in time, or an approval past
+   *   its redemption window), a spend's refusal (`ERR_CONFIRM_SPENT`, …), or `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
+   */
+  settle(call: { claims: ConfirmClaims; state: string; question: string; answer: Exclude<Answer, { kind: 'missing' }>; ctx: ServerContext }): Promise<Settled>;
+}
+
+/**
+ * The passkey round of one tool.
+ *
+ * @param options.approval - the approval page (and, through `approval.store`, its records).
+ * @param options.server - the server the tool is on (its client's capabilities pick the elicitation).
+ * @param options.tool - the tool name the page shows.
+ * @param options.audience - this server's name the page shows.
+ * @param options.store - the guard's store calls (spending the `jti`).
+ * @param options.now - the clock, Unix milliseconds.
+ * @param options.nothingDone - the tail of the sentence when nothing is done.
+ * @param options.pageValues - the raw values the page shows uncut below the question, each with a
+ *   label. When absent or when it returns `undefined`: every top-level string argument, labelled by its name.
+ */
+export function passkeyRound<A, F>(options: {
+  approval: PasskeyApproval;
+  server: McpServer;
+  tool: string;
+  audience: string;
+  store: StoreCalls;
+  now: () => number;
+  nothingDone: string;
+  pageValues?: (args: A, fingerprint: F) => Array<{ label: string; value: string }> | undefined;
+}): PasskeyRound<A, F> {
+  const { approval, server, store, now } = options;
+
+  /** The elicitation that sends the human to the approval page: URL mode when the client has it, else a form carrying the URL. */
+  const approvalRequest = (question: string, url: string, id: string, ctx: ServerContext): InputRequest => {
+    const can = clientCapabilities(server, ctx);
+    if (can.url) {
+      const request = inputRequired.elicitUrl({ message: `${question}\n\n${URL_MODE_SENTENCE}`, url });
+      // 2025-era connections: our approval id as the elicitationId, so notifications/elicitation/complete can name it.
+      if (can.era === 'legacy') (request as { params: Record<string, unknown> }).params.elicitationId = id;
+      return request;
+    }
+    return inputRequired.elicit({
+      message: `${question}\n\nApproval page: ${renderValue(url)}\n${FORM_FALLBACK_SENTENCE}`,
+      requestedSchema: CONFIRM_SCHEMA,
+    });
+  };
+
+  /** The page's view of one call: every value uncut. */
+  const pageView = (args: A, fingerprint: F, question: string, principal: string): ApprovalView => {
+    const raw =
+      options.pageValues?.(args, fingerprint) ??
+      Object.entries(args as Record<string, unknown>)
+        .filter((e): e is [string, string] => typeof e[1] === 'string')
+        .map(([label, value]) => ({ label, value }));
+    return {
+      audience: options.audience,
+      principal,
+      tool: options.tool,
+      question,
+      values: raw.map((v) => ({ label: v.label, text: renderValue(v.value, { maxGraphemes: Number.MAX_SAFE_INTEGER, segments: '/' }) })),
+    };
+  };
+
+  /** Tells a 2025-era URL-mode client that the page was decided (spec 2025-11-25, notifications/elicitation/complete). */
+  const notifyOnDecision = (id: string, ctx: ServerContext, expiresAtMs: number): void => {
+    const can = clientCapabilities(server, ctx);
+    if (can.era === 'modern' || !can.url) return;
+    let notify: () => Promise<void>;
+    try {
+      notify = server.server.createElicitationCompletionNotifier(id);
+    } catch {
+      return;
+    }
+    approval.onDecided(id, () => void notify().catch(() => {}), Math.max(0, expiresAtMs - now()));
+  };
+
+  const open: PasskeyRound<A, F>['open'] = async ({ args, fingerprint, question, claims, principal, ctx }, nowMs) => {
+    let opened: { id: string; url: string };
+    try {
+      opened = await failClosed(() =>
+        approval.open({ jti: claims.jti, principal, view: pageView(args, fingerprint, question, principal), expiresAtMs: claims.exp * 1000 }, nowMs),
+      );
+    } catch (e) {
+      // Free the store slot of a question that can never be approved.
+      await store.release(claims.jti, nowMs);
+      throw e;
+    }
+    notifyOnDecision(opened.id, ctx, claims.exp * 1000);
+    return approvalRequest(question, opened.url, opened.id, ctx);
+  };
+
+  const settle: PasskeyRound<A, F>['settle'] = async ({ claims, state, question, answer, ctx }) => {
+    // The client's accept means only that the human opened the page (URL mode) or says they approved there (form fallback).
+    if (answer.kind !== 'confirmed') {
+      // Decline, cancel or anything else: spend, nothing done; the page shows it as denied.
+      await store.spend(claims.jti, now());
+      const record = await approval.store.approvalByJti(claims.jti, now()).catch(() => undefined);
+      if (record?.status === 'pending') await approval.store.decideApproval(record.id, { status: 'declined', approver: '', credentialId: '' }, now()).catch(() => {});
+      return { kind: 'not-confirmed', answer };
+    }
+    // 1. Wait for the page's decision (up to the approval's wait); reading it changes nothing.
+    const record = await failClosed(() => approval.waitForDecision(claims.jti, ctx.mcpReq.signal));
+    // 2. Still pending: ask again with the same URL and the same state; nothing is spent.
+    if (record?.status === 'pending' && state !== '') return { kind: 'pending', request: approvalRequest(question, approval.urlFor(record.id), record.id, ctx) };
+    // 3. Decided (or gone): the jti is spent atomically now, whatever the decision.
+    const nowMs = now();
+    await store.spend(claims.jti, nowMs);
+    if (record === undefined || record.status === 'pending') throw new ConfirmApprovalExpiredError();
+    if (record.status === 'declined') return { kind: 'not-confirmed', answer: notConfirmed('decline', options.nothingDone), on: 'page' };
+    // 4. An approval is redeemable for REDEEM_WITHIN_MS after it was given (and, by the state's TTL, never after expiry).
+    if (nowMs >= record.decidedAtMs + REDEEM_WITHIN_MS || nowMs >= record.expiresAtMs) throw new ConfirmApprovalExpiredError();
+    return { kind: 'approved', approver: record.approver };
+  };
+
+  return { open, settle };
+}
