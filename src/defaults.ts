@@ -1,6 +1,7 @@
 /**
- * Defaults shared by the library and the command line, in one place so the two never drift
- * (the CLI's `--help` text and its parsing read the same constants the library's options default to).
+ * Defaults and bounds shared by the library and the command line, in one place so the two never
+ * drift (the CLI's `--help` text and its parsing read the same constants the library's options
+ * default to, and the refusals' sentences state the bounds they enforce).
  *
  * Imports nothing, so the CLI can read it before anything else loads (cold start).
  *
@@ -25,3 +26,15 @@ export const DEFAULT_ENROLL_TIMEOUT_SECONDS = 300;
  * client whose human has not approved yet is asked again rather than timing out.
  */
 export const DEFAULT_APPROVAL_WAIT_SECONDS = 45;
+
+/** The most bytes a proxied call's arguments may have as canonical JSON (RFC 8785) when no bound is given: 1,048,576 (1 MiB). */
+export const DEFAULT_MAX_ARGUMENT_BYTES = 1_048_576;
+
+/** How long the proxy waits for one upstream request when no deadline is given, in seconds: 120 (two minutes). */
+export const DEFAULT_UPSTREAM_TIMEOUT_SECONDS = 120;
+
+/**
+ * How long a passkey approval stays redeemable after it is given, in milliseconds: 120,000 (two
+ * minutes), and never past the confirmation's TTL (`ERR_CONFIRM_APPROVAL_EXPIRED` states it).
+ */
+export const REDEEM_WITHIN_MS = 120_000;

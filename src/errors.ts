@@ -1,5 +1,7 @@
 /**
- * Refusals of mcp-confirm: one class per kind, each with a stable string code.
+ * The two error families of mcp-confirm, each with stable string codes and fixed sentences:
+ * {@link ConfirmError} (`ERR_CONFIRM_*`, one subclass per code: the refusals that cross the wire)
+ * and {@link ConfigError} (`ERR_CONFIG_*`: start-up and configuration refusals, never on the wire).
  *
  * A refusal crosses the wire as a `CallToolResult` with `isError: true` whose
  * text starts with the code in brackets, e.g. `[ERR_CONFIRM_SPENT] This
@@ -11,13 +13,15 @@
  * (a path) or an OS reason. They never echo a `requestState`, a key, a `jti`
  * or an answer's content.
  *
- * Codes are never reused for another meaning; the catalogue is in the README, "Refusals".
+ * Codes are never reused for another meaning; the catalogue is in the README, "Refusals", and
+ * docs/errors.md. Sentences take their numbers from the constants they state.
  *
  * @module
  */
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import { REDEEM_WITHIN_MS } from './defaults.js';
 
-/** Every code this package can answer with. */
+/** Every code this package can answer with: the `code` of {@link AnyConfirmError}. */
 export type ConfirmErrorCode =
   | 'ERR_CONFIRM_MISMATCH'
   | 'ERR_CONFIRM_SPENT'
@@ -42,7 +46,11 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_AUDIT_UNAVAILABLE'
   | 'ERR_CONFIRM_APPROVAL_EXPIRED';
 
-/** Base class of every refusal. `code` is stable; `message` is a fixed sentence. */
+/**
+ * Base class of every refusal. `code` is stable; `message` is a fixed sentence. Each code has its
+ * own subclass whose `code` is that literal, so a `switch (error.code)` over an
+ * {@link AnyConfirmError} narrows to the subclass.
+ */
 export class ConfirmError extends Error {
   readonly code: ConfirmErrorCode;
   constructor(code: ConfirmErrorCode, message: string, options?: { cause?: unknown }) {
@@ -54,6 +62,7 @@ export class ConfirmError extends Error {
 
 /** The requestState was minted for another tool or other arguments. The `jti` is not spent. */
 export class ConfirmMismatchError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_MISMATCH';
   constructor() {
     super(
       'ERR_CONFIRM_MISMATCH',
@@ -64,6 +73,7 @@ export class ConfirmMismatchError extends ConfirmError {
 
 /** The `jti` was already redeemed (accepted, declined or cancelled). */
 export class ConfirmSpentError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_SPENT';
   constructor() {
     super('ERR_CONFIRM_SPENT', 'This confirmation was already used; nothing was done. Call the tool again to be asked again.');
   }
@@ -71,6 +81,7 @@ export class ConfirmSpentError extends ConfirmError {
 
 /** The `jti` is not outstanding in this ledger: used, swept after expiry, or issued by another process. */
 export class ConfirmUnknownError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_UNKNOWN';
   constructor(hint = '') {
     super(
       'ERR_CONFIRM_UNKNOWN',
@@ -82,6 +93,7 @@ export class ConfirmUnknownError extends ConfirmError {
 
 /** The ledger found the confirmation past its expiry (TTL). */
 export class ConfirmExpiredError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_EXPIRED';
   constructor() {
     super('ERR_CONFIRM_EXPIRED', 'This confirmation has expired; nothing was done. Call the tool again to be asked again.');
   }
@@ -89,6 +101,7 @@ export class ConfirmExpiredError extends ConfirmError {
 
 /** Too many confirmations outstanding (per principal or in total); round 1 is refused rather than grow. */
 export class ConfirmCapacityError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_CAPACITY';
   constructor(scope: 'principal' | 'total') {
     super(
       'ERR_CONFIRM_CAPACITY',
@@ -101,6 +114,7 @@ export class ConfirmCapacityError extends ConfirmError {
 
 /** The ledger could not be reached or did not answer cleanly; fails closed. */
 export class ConfirmLedgerUnavailableError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_LEDGER_UNAVAILABLE';
   constructor(options?: { cause?: unknown }) {
     super('ERR_CONFIRM_LEDGER_UNAVAILABLE', 'The confirmation ledger is unavailable; nothing was done. Try again later.', options);
   }
@@ -108,6 +122,7 @@ export class ConfirmLedgerUnavailableError extends ConfirmError {
 
 /** An argument was refused before asking (empty, NUL, not well-formed UTF-16, not canonicalisable). */
 export class ConfirmBadArgumentError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_BAD_ARGUMENT';
   constructor(detail: string) {
     super('ERR_CONFIRM_BAD_ARGUMENT', `Bad argument: ${detail}; nothing was asked and nothing was done.`);
   }
@@ -115,6 +130,7 @@ export class ConfirmBadArgumentError extends ConfirmError {
 
 /** The path resolves outside every root fixed at start-up. */
 export class ConfirmOutsideRootsError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_OUTSIDE_ROOTS';
   constructor(detail = 'the path is outside the allowed roots') {
     super('ERR_CONFIRM_OUTSIDE_ROOTS', `Refused: ${detail}; nothing was done.`);
   }
@@ -122,6 +138,7 @@ export class ConfirmOutsideRootsError extends ConfirmError {
 
 /** The path names a directory, FIFO, socket, device or anything but a regular file. */
 export class ConfirmNotRegularFileError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_NOT_REGULAR_FILE';
   constructor(kind: string) {
     super('ERR_CONFIRM_NOT_REGULAR_FILE', `Refused: the path names a ${kind}, not a regular file; nothing was done.`);
   }
@@ -129,6 +146,7 @@ export class ConfirmNotRegularFileError extends ConfirmError {
 
 /** The path, or a directory on the way to it, is a symbolic link. */
 export class ConfirmSymlinkError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_SYMLINK';
   constructor(detail = 'the path is a symbolic link') {
     super('ERR_CONFIRM_SYMLINK', `Refused: ${detail}; nothing was done.`);
   }
@@ -136,6 +154,7 @@ export class ConfirmSymlinkError extends ConfirmError {
 
 /** The resource is no longer the one the human saw. */
 export class ConfirmChangedError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_CHANGED';
   constructor(detail = '') {
     super(
       'ERR_CONFIRM_CHANGED',
@@ -146,6 +165,7 @@ export class ConfirmChangedError extends ConfirmError {
 
 /** The resource no longer exists (or did not exist when asked). */
 export class ConfirmGoneError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_GONE';
   constructor(when: 'before' | 'after' = 'after') {
     super(
       'ERR_CONFIRM_GONE',
@@ -158,6 +178,7 @@ export class ConfirmGoneError extends ConfirmError {
 
 /** The operating system refused the action; `osCode` is e.g. `EACCES`. */
 export class ConfirmOsError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_OS';
   readonly osCode: string;
   constructor(osCode: string, what: string, options?: { cause?: unknown }) {
     super('ERR_CONFIRM_OS', `The operating system refused to ${what}: ${osCode}${describeOsCode(osCode)}; nothing was deleted.`, options);
@@ -167,6 +188,7 @@ export class ConfirmOsError extends ConfirmError {
 
 /** The client cannot answer a form elicitation (a 2025-era client without the capability). */
 export class ConfirmNoElicitationError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_NO_ELICITATION';
   constructor() {
     super(
       'ERR_CONFIRM_NO_ELICITATION',
@@ -177,6 +199,7 @@ export class ConfirmNoElicitationError extends ConfirmError {
 
 /** Proxy: the policy denies this tool (it is not listed either). */
 export class ConfirmPolicyDeniedError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_POLICY_DENIED';
   constructor() {
     super('ERR_CONFIRM_POLICY_DENIED', 'The proxy\'s policy denies this tool; nothing was forwarded.');
   }
@@ -188,6 +211,7 @@ export class ConfirmPolicyDeniedError extends ConfirmError {
  * client disconnects. `detail` is the proxy's own description (exit code or signal).
  */
 export class ConfirmUpstreamDownError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_UPSTREAM_DOWN';
   constructor(detail: string) {
     super('ERR_CONFIRM_UPSTREAM_DOWN', `The upstream server is down (${detail}); nothing was forwarded. The proxy does not restart it: restart the proxy.`);
   }
@@ -201,6 +225,7 @@ export class ConfirmUpstreamDownError extends ConfirmError {
  * description (see `describeFailure` in src/proxy/upstream.ts: never an HTTP response body).
  */
 export class ConfirmUpstreamFailedError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_UPSTREAM_FAILED';
   constructor(detail: string, options?: { cause?: unknown; request?: string }) {
     const request = options?.request ?? 'tools/call';
     super(
@@ -219,6 +244,7 @@ export class ConfirmUpstreamFailedError extends ConfirmError {
  * upstream acted is unknown; for any other request (`request`, e.g. `tools/list`) it does not.
  */
 export class ConfirmUpstreamTimeoutError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_UPSTREAM_TIMEOUT';
   constructor(deadlineSeconds: number, options?: { request?: string }) {
     const request = options?.request ?? 'tools/call';
     super(
@@ -232,6 +258,7 @@ export class ConfirmUpstreamTimeoutError extends ConfirmError {
 
 /** Proxy: the tool is not in the upstream's current list (it was removed after the question was asked, or never existed). */
 export class ConfirmUpstreamToolGoneError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_UPSTREAM_TOOL_GONE';
   constructor() {
     super('ERR_CONFIRM_UPSTREAM_TOOL_GONE', 'The upstream server does not list this tool (any more); nothing was forwarded.');
   }
@@ -243,6 +270,7 @@ export class ConfirmUpstreamToolGoneError extends ConfirmError {
  * the upstream may pose as the proxy's question.
  */
 export class ConfirmUpstreamInputError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_UPSTREAM_INPUT';
   constructor() {
     super(
       'ERR_CONFIRM_UPSTREAM_INPUT',
@@ -252,15 +280,17 @@ export class ConfirmUpstreamInputError extends ConfirmError {
 }
 
 /**
- * `ERR_CONFIRM_APPROVAL_EXPIRED`: with passkey approval, the approval was given more than 120 s before
- * the retry that would redeem it, or the approval page's record is gone (expired with the TTL,
- * or kept by another store). The confirmation is spent; nothing was done.
+ * `ERR_CONFIRM_APPROVAL_EXPIRED`: with passkey approval, the approval was given more than
+ * {@link REDEEM_WITHIN_MS} (120 s) before the retry that would redeem it, or the approval page's
+ * record is gone (expired with the TTL, or kept by another store). The confirmation is spent;
+ * nothing was done.
  */
 export class ConfirmApprovalExpiredError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_APPROVAL_EXPIRED';
   constructor() {
     super(
       'ERR_CONFIRM_APPROVAL_EXPIRED',
-      'The passkey approval has expired (it must be redeemed within 120 seconds of being given, and before the confirmation expires); nothing was done. Call the tool again to be asked again.',
+      `The passkey approval has expired (it must be redeemed within ${REDEEM_WITHIN_MS / 1000} seconds of being given, and before the confirmation expires); nothing was done. Call the tool again to be asked again.`,
     );
   }
 }
@@ -271,8 +301,103 @@ export class ConfirmApprovalExpiredError extends ConfirmError {
  * confirmed action whose "confirmed" line cannot be written is not done.
  */
 export class ConfirmAuditUnavailableError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_AUDIT_UNAVAILABLE';
   constructor(options?: { cause?: unknown }) {
     super('ERR_CONFIRM_AUDIT_UNAVAILABLE', 'The audit trail could not be written, so nothing was done (a decision is never left unrecorded). Try again later.', options);
+  }
+}
+
+/**
+ * Every refusal this package throws, one subclass per code: narrow a caught {@link ConfirmError}
+ * with `switch ((error as AnyConfirmError).code)`.
+ *
+ * @example
+ * if (error instanceof ConfirmError) {
+ *   const refusal = error as AnyConfirmError;
+ *   if (refusal.code === 'ERR_CONFIRM_OS') console.error(refusal.osCode); // narrowed to ConfirmOsError
+ * }
+ */
+export type AnyConfirmError =
+  | ConfirmMismatchError
+  | ConfirmSpentError
+  | ConfirmUnknownError
+  | ConfirmExpiredError
+  | ConfirmCapacityError
+  | ConfirmLedgerUnavailableError
+  | ConfirmBadArgumentError
+  | ConfirmOutsideRootsError
+  | ConfirmNotRegularFileError
+  | ConfirmSymlinkError
+  | ConfirmChangedError
+  | ConfirmGoneError
+  | ConfirmOsError
+  | ConfirmNoElicitationError
+  | ConfirmPolicyDeniedError
+  | ConfirmUpstreamDownError
+  | ConfirmUpstreamFailedError
+  | ConfirmUpstreamTimeoutError
+  | ConfirmUpstreamToolGoneError
+  | ConfirmUpstreamInputError
+  | ConfirmAuditUnavailableError
+  | ConfirmApprovalExpiredError;
+
+// Every code has its subclass, and every subclass a code of the list: checked at compile time.
+const EVERY_CODE_HAS_ITS_CLASS: [ConfirmErrorCode] extends [AnyConfirmError['code']] ? ([AnyConfirmError['code']] extends [ConfirmErrorCode] ? true : never) : never = true;
+void EVERY_CODE_HAS_ITS_CLASS;
+
+/**
+ * Every code of a start-up or configuration refusal ({@link ConfigError}). Stable: never reused for
+ * another meaning. The catalogue with meanings is docs/errors.md.
+ */
+export type ConfigErrorCode =
+  | 'ERR_CONFIG_ROOT'
+  | 'ERR_CONFIG_APPROVERS_FILE'
+  | 'ERR_CONFIG_APPROVERS_MISSING'
+  | 'ERR_CONFIG_APPROVER_NAME'
+  | 'ERR_CONFIG_APPROVER_EXISTS'
+  | 'ERR_CONFIG_RP_ID'
+  | 'ERR_CONFIG_ENROLL_TIMEOUT'
+  | 'ERR_CONFIG_LISTEN'
+  | 'ERR_CONFIG_PUBLIC_URL'
+  | 'ERR_CONFIG_BIND_ADDRESS'
+  | 'ERR_CONFIG_ALLOWED_HOSTS'
+  | 'ERR_CONFIG_JWKS'
+  | 'ERR_CONFIG_POLICY';
+
+/**
+ * A start-up or configuration refusal: a root that cannot be served, an approvers file that cannot
+ * be used, a port that cannot be bound, a public URL, bind address, JWK set or proxy policy that
+ * is not usable, an enrolment that saved nothing. It never crosses the wire (that is
+ * {@link ConfirmError}); the command line prints it and exits with code 2 (an enrolment, 1).
+ *
+ * `code` is stable; `message` is a fixed sentence naming what is wrong, which never names a
+ * command-line flag or command: the command line adds its own wording (see `subject`).
+ * Malformed option values of the library's functions (a number out of range, a wrong type) are
+ * `TypeError` or `RangeError` instead.
+ *
+ * @example
+ * try {
+ *   await Roots.open([dir]);
+ * } catch (e) {
+ *   if (e instanceof ConfigError && e.code === 'ERR_CONFIG_ROOT') console.error(e.message, e.value);
+ * }
+ */
+export class ConfigError extends Error {
+  readonly code: ConfigErrorCode;
+  /**
+   * The words the message begins with when it is about one setting a command line gives by a flag
+   * (`the public URL`, `the bind address`, `jwks`, `allowed hosts`): the command line puts its flag
+   * in their place. Undefined otherwise.
+   */
+  readonly subject: string | undefined;
+  /** The value refused, exactly as given (a root, a file's path), when the message names one. */
+  readonly value: string | undefined;
+  constructor(code: ConfigErrorCode, message: string, options?: { subject?: string; value?: string; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.name = 'ConfigError';
+    this.subject = options?.subject;
+    this.value = options?.value;
   }
 }
 

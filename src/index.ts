@@ -71,10 +71,10 @@ export {
 } from './audit/chain.js';
 
 // Files: roots fixed at start-up, identity captured in round 1, the verified delete.
-export { Roots, RootError, type PinnedRoot } from './fs/roots.js';
+export { Roots, type PinnedRoot } from './fs/roots.js';
 export { inspectFile, deleteVerified, findQuarantineLeftovers, type FileFingerprint } from './fs/target.js';
 
-// Refusals: one class per stable ERR_CONFIRM_* code, and the mapping to a tool result.
+// Refusals on the wire: one class per stable ERR_CONFIRM_* code, their union, and the mapping to a tool result.
 export {
   ConfirmError,
   ConfirmMismatchError,
@@ -101,4 +101,8 @@ export {
   ConfirmApprovalExpiredError,
   toToolError,
   type ConfirmErrorCode,
+  type AnyConfirmError,
 } from './errors.js';
+
+// Start-up and configuration refusals: one class with stable ERR_CONFIG_* codes.
+export { ConfigError, type ConfigErrorCode } from './errors.js';

@@ -57,8 +57,10 @@ describe('package exports', () => {
         // the audit trail
         'AuditLog', 'AuditKeys', 'verifyAuditTrail', 'AUDIT_GENESIS',
         // files
-        'Roots', 'RootError', 'inspectFile', 'deleteVerified', 'findQuarantineLeftovers',
-        // refusals
+        'Roots', 'inspectFile', 'deleteVerified', 'findQuarantineLeftovers',
+        // start-up and configuration refusals
+        'ConfigError',
+        // refusals on the wire
         'ConfirmError', 'ConfirmMismatchError', 'ConfirmSpentError', 'ConfirmUnknownError', 'ConfirmExpiredError', 'ConfirmCapacityError',
         'ConfirmLedgerUnavailableError', 'ConfirmBadArgumentError', 'ConfirmOutsideRootsError', 'ConfirmNotRegularFileError', 'ConfirmSymlinkError',
         'ConfirmChangedError', 'ConfirmGoneError', 'ConfirmOsError', 'ConfirmNoElicitationError', 'ConfirmPolicyDeniedError', 'ConfirmUpstreamDownError',
@@ -104,9 +106,13 @@ describe('package exports', () => {
   });
 
   it('resolves mcp-confirm/approval, and the root import does not reach the WebAuthn library', async () => {
-    const { PasskeyApproval, loadApproversForServer } = await import('mcp-confirm/approval');
+    const approval = await import('mcp-confirm/approval');
+    const { PasskeyApproval, loadApproversForServer } = approval;
     expect(typeof PasskeyApproval.start).toBe('function');
     expect(typeof loadApproversForServer).toBe('function');
+    // Its refusals are the root's ConfigError (the classes it replaced are gone).
+    expect(approval.ConfigError).toBe((await import('mcp-confirm')).ConfigError);
+    expect(Object.keys(approval).filter((k) => /^(ApproversFile|Enroll|Listen|PublicUrl)Error$/.test(k))).toEqual([]);
     const { bare } = importGraph(join(DIST, 'index.js'));
     expect([...bare].filter((b) => b.startsWith('@simplewebauthn/'))).toEqual([]);
     // Control: the walker sees it from the subpath's entry.

@@ -16,6 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { dirname, join, relative, isAbsolute, sep } from 'node:path';
+import { ConfigError } from '../errors.js';
 
 /** One enrolled approver. */
 export interface Approver {
@@ -43,18 +44,18 @@ export interface ApproversFile {
   approvers: Approver[];
 }
 
-/** An approvers file that cannot be used; the message names the file and why. */
-export class ApproversFileError extends Error {
-  override name = 'ApproversFileError';
+/** A {@link ConfigError} `ERR_CONFIG_APPROVERS_FILE`: the approvers file at `path` cannot be used; the message names it and why. */
+function fileError(path: string, message: string): ConfigError {
+  return new ConfigError('ERR_CONFIG_APPROVERS_FILE', message, { value: path });
 }
 
 const NAME_RE = /^[\p{L}\p{N}._@ -]{1,64}$/u;
 const B64URL_RE = /^[A-Za-z0-9_-]+$/;
 
-/** Checks an approver name. @throws {ApproversFileError} when it is not 1–64 letters, digits, `. _ @ -` or spaces. */
+/** Checks an approver name. @throws {ConfigError} `ERR_CONFIG_APPROVER_NAME` when it is not 1–64 letters, digits, `. _ @ -` or spaces. */
 export function checkApproverName(name: string): string {
   if (typeof name !== 'string' || !NAME_RE.test(name) || name.trim() !== name) {
-    throw new ApproversFileError('an approver name is 1 to 64 letters, digits, spaces or . _ @ - (no leading or trailing space)');
+    throw new ConfigError('ERR_CONFIG_APPROVER_NAME', 'an approver name is 1 to 64 letters, digits, spaces or . _ @ - (no leading or trailing space)', { value: String(name) });
   }
   return name;
 }
@@ -64,11 +65,11 @@ function parse(text: string, path: string): ApproversFile {
   try {
     data = JSON.parse(text);
   } catch {
-    throw new ApproversFileError(`approvers file ${path} is not valid JSON`);
+    throw fileError(path, `approvers file ${path} is not valid JSON`);
   }
   const o = data as Partial<ApproversFile> | null;
   if (typeof o !== 'object' || o === null || o.version !== 1 || typeof o.rpId !== 'string' || !Array.isArray(o.approvers)) {
-    throw new ApproversFileError(`approvers file ${path} is not an mcp-confirm approvers file ({"version":1,"rpId":…,"approvers":[…]})`);
+    throw fileError(path, `approvers file ${path} is not an mcp-confirm approvers file ({"version":1,"rpId":…,"approvers":[…]})`);
   }
   for (const a of o.approvers as unknown[]) {
     const ap = a as Partial<Approver> | null;
@@ -88,7 +89,7 @@ function parse(text: string, path: string): ApproversFile {
       Array.isArray(ap.principals) &&
       ap.principals.every((p) => typeof p === 'string') &&
       typeof ap.enrolledAt === 'string';
-    if (!ok) throw new ApproversFileError(`approvers file ${path} has a malformed approver entry`);
+    if (!ok) throw fileError(path, `approvers file ${path} has a malformed approver entry`);
   }
   return o as ApproversFile;
 }
@@ -96,7 +97,7 @@ function parse(text: string, path: string): ApproversFile {
 /**
  * Reads an approvers file for enrolment or listing: a missing file is an empty list.
  *
- * @throws {ApproversFileError} when the file exists but cannot be read or parsed.
+ * @throws {ConfigError} `ERR_CONFIG_APPROVERS_FILE` when the file exists but cannot be read or parsed.
  */
 export async function readApprovers(path: string, rpId = 'localhost'): Promise<ApproversFile> {
   let text: string;
@@ -104,7 +105,7 @@ export async function readApprovers(path: string, rpId = 'localhost'): Promise<A
     text = await fs.readFile(path, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, rpId, approvers: [] };
-    throw new ApproversFileError(`cannot read approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw fileError(path, `cannot read approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
   }
   return parse(text, path);
 }
@@ -115,8 +116,9 @@ export async function readApprovers(path: string, rpId = 'localhost'): Promise<A
  *
  * @param path - the file.
  * @param rootRealPaths - the server's roots (real paths): the file must not be inside one, or the tool could delete or replace it.
- * @throws {ApproversFileError} naming the file when it is missing, not a regular file, writable by group or others,
- *   inside a root, malformed, or holds no approver.
+ * @throws {ConfigError} naming the file: `ERR_CONFIG_APPROVERS_MISSING` when it does not exist;
+ *   `ERR_CONFIG_APPROVERS_FILE` when it cannot be opened, is not a regular file, is writable by group
+ *   or others, is inside a root, is malformed, or holds no approver.
  */
 export async function loadApproversForServer(path: string, rootRealPaths: readonly string[]): Promise<ApproversFile> {
   let real: string;
@@ -124,28 +126,27 @@ export async function loadApproversForServer(path: string, rootRealPaths: readon
     real = await fs.realpath(path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new ApproversFileError(
-      code === 'ENOENT' ? `approvers file ${path} does not exist (enrol one with: mcp-confirm approvers enroll --approvers ${path} --name NAME)` : `cannot open approvers file ${path}: ${code ?? 'error'}`,
-    );
+    if (code === 'ENOENT') throw new ConfigError('ERR_CONFIG_APPROVERS_MISSING', `approvers file ${path} does not exist`, { value: path });
+    throw fileError(path, `cannot open approvers file ${path}: ${code ?? 'error'}`);
   }
   const st = await fs.stat(real);
-  if (!st.isFile()) throw new ApproversFileError(`approvers file ${path} is not a regular file`);
-  if ((st.mode & 0o022) !== 0) throw new ApproversFileError(`approvers file ${path} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
+  if (!st.isFile()) throw fileError(path, `approvers file ${path} is not a regular file`);
+  if ((st.mode & 0o022) !== 0) throw fileError(path, `approvers file ${path} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
   for (const root of rootRealPaths) {
     const rel = relative(root, real);
     if (rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))) {
-      throw new ApproversFileError(`approvers file ${path} is inside the root ${root}; keep it outside every root`);
+      throw fileError(path, `approvers file ${path} is inside the root ${root}; keep it outside every root`);
     }
   }
   const file = parse(await fs.readFile(real, 'utf8'), path);
-  if (file.approvers.length === 0) throw new ApproversFileError(`approvers file ${path} holds no approver`);
+  if (file.approvers.length === 0) throw fileError(path, `approvers file ${path} holds no approver`);
   return file;
 }
 
 /**
  * Writes the approvers file atomically with mode 0600 (temporary file in the same directory, then rename).
  *
- * @throws {ApproversFileError} when it cannot be written.
+ * @throws {ConfigError} `ERR_CONFIG_APPROVERS_FILE` when it cannot be written.
  */
 export async function writeApprovers(path: string, file: ApproversFile): Promise<void> {
   const tmp = join(dirname(path), `.${randomBytes(8).toString('hex')}.approvers.tmp`);
@@ -161,7 +162,7 @@ export async function writeApprovers(path: string, file: ApproversFile): Promise
     await fs.rename(tmp, path);
   } catch (e) {
     await fs.rm(tmp, { force: true }).catch(() => {});
-    throw new ApproversFileError(`cannot write approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw fileError(path, `cannot write approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
 }
 

@@ -14,6 +14,7 @@
 import { DEFAULT_ENROLL_TIMEOUT_SECONDS } from '../defaults.js';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ConfigError } from '../errors.js';
 import { MemoryLedger } from '../store/memory.js';
 import { checkApproverName, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
 import { describePrincipal } from '../principals.js';
@@ -21,11 +22,6 @@ import { assetAt, escapeHtml, layout } from './html.js';
 import { hostMatches, hostnameMatches, listenLoopback, originMatches, readJson, send, sendJson } from './listener.js';
 import { authenticationOptions, CHALLENGE_TTL_MS, claimedChallenge, libraryReason, newChallenge, registrationOptions, verifyAssertion, verifyRegistration } from './webauthn.js';
 import { parsePublicUrl } from './publicUrl.js';
-
-/** Enrolment did not save a passkey: refused before starting, timed out, or the listener failed. */
-export class EnrollError extends Error {
-  override name = 'EnrollError';
-}
 
 /** Options of {@link enrollApprover}. */
 export interface EnrollOptions {
@@ -47,7 +43,7 @@ export interface EnrollOptions {
    * 127.0.0.1). Defaults to none: `http://localhost:PORT`, RP ID `localhost` (stdio).
    */
   publicUrl?: string | URL;
-  /** How long to wait for the registration, in whole seconds. Defaults to 300. */
+  /** How long to wait for the registration, in whole seconds, 1 to 86,400. Defaults to {@link DEFAULT_ENROLL_TIMEOUT_SECONDS} (300). */
   timeoutSeconds?: number;
   /**
    * The principals the approver may approve for: `local` (stdio, or `--http` without tokens) or, for a
@@ -64,42 +60,34 @@ export interface EnrollOptions {
  * Runs one enrolment to its end.
  *
  * @returns the saved approver.
- * @throws {EnrollError} when `--name` exists without `replace`, the file is unusable, the port is taken, or no
- *   registration arrived within `timeoutSeconds`.
+ * @throws {ConfigError} when nothing was enrolled: `ERR_CONFIG_APPROVER_NAME` (a bad `name`),
+ *   `ERR_CONFIG_PUBLIC_URL`, `ERR_CONFIG_APPROVERS_FILE` (the file cannot be read),
+ *   `ERR_CONFIG_RP_ID` (the file was made for another RP ID), `ERR_CONFIG_APPROVER_EXISTS` (`name`
+ *   exists without `replace`), `ERR_CONFIG_LISTEN` (the port is taken), `ERR_CONFIG_ENROLL_TIMEOUT`
+ *   (no registration arrived within `timeoutSeconds`).
+ * @throws {RangeError} when `principals` is empty or holds an empty string, or `timeoutSeconds` is
+ *   not a whole number from 1 to 86,400.
  */
 export async function enrollApprover(options: EnrollOptions): Promise<Approver> {
-  let name: string;
-  try {
-    name = checkApproverName(options.name);
-  } catch (e) {
-    throw new EnrollError((e as Error).message);
-  }
-  let publicUrl: URL | undefined;
-  try {
-    publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
-  } catch (e) {
-    throw new EnrollError((e as Error).message);
-  }
+  const name = checkApproverName(options.name);
+  const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
   const RP_ID = publicUrl?.hostname ?? 'localhost';
   const principals = options.principals ?? ['local'];
-  if (principals.length === 0 || principals.some((p) => typeof p !== 'string' || p === '')) throw new EnrollError('an approver needs at least one principal');
+  if (principals.length === 0 || principals.some((p) => typeof p !== 'string' || p === '')) throw new RangeError('an approver needs at least one principal');
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_ENROLL_TIMEOUT_SECONDS;
   if (!Number.isSafeInteger(timeoutSeconds) || timeoutSeconds <= 0 || timeoutSeconds > 86_400) {
-    throw new EnrollError('--timeout must be a whole number of seconds from 1 to 86400');
+    throw new RangeError('timeoutSeconds must be a whole number of seconds from 1 to 86400');
   }
-  let existing: ApproversFile;
-  try {
-    existing = await readApprovers(options.approversPath, RP_ID);
-  } catch (e) {
-    throw new EnrollError((e as Error).message);
-  }
+  const existing: ApproversFile = await readApprovers(options.approversPath, RP_ID);
   if (existing.rpId !== RP_ID) {
-    throw new EnrollError(
-      `the approvers file ${options.approversPath} was made for RP ID ${JSON.stringify(existing.rpId)}, not ${JSON.stringify(RP_ID)}${publicUrl ? ` (from --public-url ${publicUrl.origin})` : ' (stdio: localhost)'}; use another file for this RP ID`,
+    throw new ConfigError(
+      'ERR_CONFIG_RP_ID',
+      `the approvers file ${options.approversPath} was made for RP ID ${JSON.stringify(existing.rpId)}, not ${JSON.stringify(RP_ID)}${publicUrl ? ` (from the public URL ${publicUrl.origin})` : ' (stdio: localhost)'}; use another file for this RP ID`,
+      { value: options.approversPath },
     );
   }
   if (existing.approvers.some((a) => a.name === name) && options.replace !== true) {
-    throw new EnrollError(`an approver named ${JSON.stringify(name)} already exists in ${options.approversPath}; use --replace to replace it`);
+    throw new ConfigError('ERR_CONFIG_APPROVER_EXISTS', `an approver named ${JSON.stringify(name)} already exists in ${options.approversPath}`, { value: name });
   }
   const log = options.onLog ?? (() => {});
   const secret = randomBytes(24).toString('base64url');
@@ -107,8 +95,8 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   // With approvers already enrolled, one of them must approve this enrolment first.
   let authorized = existing.approvers.length === 0;
   let registering = false;
-  let finish!: (result: { ok: true; approver: Approver } | { ok: false; error: EnrollError }) => void;
-  const finished = new Promise<{ ok: true; approver: Approver } | { ok: false; error: EnrollError }>((resolve) => (finish = resolve));
+  let finish!: (result: { ok: true; approver: Approver } | { ok: false; error: ConfigError }) => void;
+  const finished = new Promise<{ ok: true; approver: Approver } | { ok: false; error: ConfigError }>((resolve) => (finish = resolve));
   let origin = '';
 
   const secretMatches = (given: string): boolean => {
@@ -213,21 +201,16 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
     }
   };
 
-  let listener;
-  try {
-    const port = options.port ?? (publicUrl ? Number(publicUrl.port || (publicUrl.protocol === 'https:' ? 443 : 80)) : 0);
-    listener = await listenLoopback(port, (req, res) => {
-      void handle(req, res).catch((e: unknown) => {
-        log(`internal error: ${(e as Error).message}`);
-        if (!res.headersSent) sendJson(res, 500, { outcome: 'refused', message: 'internal error; nothing was enrolled' });
-      });
+  const port = options.port ?? (publicUrl ? Number(publicUrl.port || (publicUrl.protocol === 'https:' ? 443 : 80)) : 0);
+  const listener = await listenLoopback(port, (req, res) => {
+    void handle(req, res).catch((e: unknown) => {
+      log(`internal error: ${(e as Error).message}`);
+      if (!res.headersSent) sendJson(res, 500, { outcome: 'refused', message: 'internal error; nothing was enrolled' });
     });
-  } catch (e) {
-    throw new EnrollError((e as Error).message);
-  }
+  });
   origin = publicUrl?.origin ?? listener.origin;
   const timer = setTimeout(
-    () => finish({ ok: false, error: new EnrollError(`no passkey was enrolled within ${timeoutSeconds} s; nothing was saved`) }),
+    () => finish({ ok: false, error: new ConfigError('ERR_CONFIG_ENROLL_TIMEOUT', `no passkey was enrolled within ${timeoutSeconds} s; nothing was saved`) }),
     timeoutSeconds * 1000,
   );
   options.onUrl(`${origin}/enroll/${secret}`, listener.port);

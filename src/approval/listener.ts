@@ -11,6 +11,7 @@
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { ConfigError } from '../errors.js';
 
 /** The Content-Security-Policy of every page: no inline script, nothing from elsewhere, never framed. */
 export const PAGE_CSP =
@@ -39,9 +40,9 @@ export interface LoopbackListener {
   close(): Promise<void>;
 }
 
-/** Start-up could not bind the port on one of the loopback addresses. */
-export class ListenError extends Error {
-  override name = 'ListenError';
+/** A {@link ConfigError} `ERR_CONFIG_LISTEN`: start-up could not bind the port on one of the loopback addresses. */
+function listenError(message: string): ConfigError {
+  return new ConfigError('ERR_CONFIG_LISTEN', message);
 }
 
 function listenOne(server: Server, port: number, host: string): Promise<number> {
@@ -67,7 +68,7 @@ function closeOne(server: Server): Promise<void> {
  *
  * @param port - the port; 0 picks a random free port (the same one on both addresses; retried a few times
  *   when the second address has it taken).
- * @throws {ListenError} naming the address when `port` is given and either address has it taken, or no
+ * @throws {ConfigError} `ERR_CONFIG_LISTEN` naming the address when `port` is given and either address has it taken, or no
  *   common free port was found.
  */
 export async function listenLoopback(port: number, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<LoopbackListener> {
@@ -79,14 +80,14 @@ export async function listenLoopback(port: number, handler: (req: IncomingMessag
     try {
       bound = await listenOne(v4, port, '127.0.0.1');
     } catch (e) {
-      throw new ListenError(`cannot listen on 127.0.0.1:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw listenError(`cannot listen on 127.0.0.1:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
     try {
       await listenOne(v6, bound, '::1');
     } catch (e) {
       await closeOne(v4);
       if (port === 0 && (e as NodeJS.ErrnoException).code === 'EADDRINUSE') continue;
-      throw new ListenError(`cannot listen on [::1]:${bound}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw listenError(`cannot listen on [::1]:${bound}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
     return {
       port: bound,
@@ -96,7 +97,7 @@ export async function listenLoopback(port: number, handler: (req: IncomingMessag
       },
     };
   }
-  throw new ListenError('found no port free on both 127.0.0.1 and ::1');
+  throw listenError('found no port free on both 127.0.0.1 and ::1');
 }
 
 /**

@@ -27,6 +27,7 @@ import { parsePublicUrl } from './publicUrl.js';
 import type { ApprovalRecord, DecideOutcome } from '../store/approvalStore.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
+import { ConfigError } from '../errors.js';
 
 // The page's types, where the guard and the CLI take them from with PasskeyApproval.
 export type { ApprovalEvent, ApprovalView };
@@ -123,10 +124,11 @@ export class PasskeyApproval {
    * RP ID `localhost`); with `publicUrl`, without a listener, for your HTTP server to route to
    * {@link PasskeyApproval.fetch} (origin and RP ID from the public URL).
    *
-   * @throws {RangeError} when `waitSeconds` is not a whole number from 0 to 3,600, `port` is given with
-   *   `publicUrl`, or the approvers were enrolled for another RP ID (the message names them).
-   * @throws {PublicUrlError} when `publicUrl` is not an http(s) origin with a DNS host name.
-   * @throws {ListenError} naming the address when either loopback address is taken.
+   * @throws {RangeError} when `waitSeconds` is not a whole number from 0 to 3,600, or `port` is given
+   *   with `publicUrl`.
+   * @throws {ConfigError} `ERR_CONFIG_RP_ID` when the approvers were enrolled for another RP ID (the
+   *   message names them); `ERR_CONFIG_PUBLIC_URL` when `publicUrl` is not an http(s) origin with a
+   *   DNS host name; `ERR_CONFIG_LISTEN` naming the address when either loopback address is taken.
    * @example
    * const approval = await PasskeyApproval.start({ store, approvers: await loadApproversForServer(path, roots) });
    * const confirmation = await createConfirmation({ approval }); // its jtis in approval.store too
@@ -138,9 +140,10 @@ export class PasskeyApproval {
     const rpId = publicUrl?.hostname ?? 'localhost';
     if (options.approvers.rpId !== rpId) {
       const names = options.approvers.approvers.map((a) => JSON.stringify(a.name)).join(', ');
-      throw new RangeError(
+      throw new ConfigError(
+        'ERR_CONFIG_RP_ID',
         `the approvers file's approvers (${names}) were enrolled for RP ID ${JSON.stringify(options.approvers.rpId)}, but this page's RP ID is ${JSON.stringify(rpId)}` +
-          (publicUrl ? ` (from the public URL ${publicUrl.origin}); enrol them again with: mcp-confirm approvers enroll --public-url ${publicUrl.origin} …` : ' (over stdio); enrol them again without --public-url'),
+          (publicUrl ? ` (from the public URL ${publicUrl.origin})` : ' (over stdio)'),
       );
     }
     if (publicUrl !== undefined) {

@@ -9,9 +9,8 @@
 import { allowedHostnames } from '../http/bind.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
-import { UsageError } from './common.js';
-import { parseAuditFlag } from './auditArgs.js';
-import { parseHttpSpec, type HttpSpec } from './httpArgs.js';
+import { asUsageError, UsageError } from './common.js';
+import type { HttpSpec } from './httpArgs.js';
 
 /** The `parseArgs` option table of the approval flags (`--public-url` is also `approvers enroll`'s). */
 export const APPROVAL_OPTIONS = {
@@ -31,7 +30,7 @@ export interface ApprovalFlags {
   approvers: string | undefined;
   /** Over stdio, the page's port on 127.0.0.1 and ::1 (0: a random free port). */
   approvalPort: number;
-  /** How long a retry waits for the page's decision, in seconds (0 to 3600; default 60). */
+  /** How long a retry waits for the page's decision, in seconds (0 to 3600; default {@link DEFAULT_APPROVAL_WAIT_SECONDS}, 45). */
   approvalWaitSeconds: number;
   /** `--public-url` (with `--http` and passkey approval): the page's origin; its host name is the RP ID. */
   publicUrl: URL | undefined;
@@ -56,9 +55,9 @@ export function wholeNumber(flag: string, text: string, min: number, max: number
  */
 export function checkedPublicUrl(text: string): URL {
   try {
-    return parsePublicUrl(text, '--public-url');
+    return parsePublicUrl(text);
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw asUsageError(e);
   }
 }
 
@@ -109,25 +108,4 @@ export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | unde
     approvalWaitSeconds: values['approval-wait'] === undefined ? DEFAULT_APPROVAL_WAIT_SECONDS : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
     publicUrl,
   };
-}
-
-/**
- * The serving flags `mcp-confirm` and `mcp-confirm proxy` share, in the order they are checked:
- * `--http` and its auth flags, `--audit` (with `--key-file`), then the approval flags (which depend
- * on `--http`).
- *
- * @throws {UsageError} (exit 2) naming the first bad flag.
- */
-export function parseServingFlags(
-  values: Parameters<typeof parseHttpSpec>[0] & Parameters<typeof parseAuditFlag>[0] & ApprovalValues,
-): { http: HttpSpec | undefined; audit: string | undefined; approval: ApprovalFlags } {
-  let http: HttpSpec | undefined;
-  let audit: string | undefined;
-  try {
-    http = parseHttpSpec(values);
-    audit = parseAuditFlag(values);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  return { http, audit, approval: parseApprovalFlags(values, http) };
 }

@@ -8,12 +8,11 @@
  * @module
  */
 import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
-import { ApproversFileError, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
+import { loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { describePrincipal } from '../principals.js';
-import { ListenError } from '../approval/listener.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
-import { UsageError } from './common.js';
+import { asUsageError, UsageError } from './common.js';
 import type { ApprovalFlags } from './approvalArgs.js';
 
 /** What {@link startPasskeyApproval} needs besides the flags. */
@@ -81,7 +80,7 @@ export async function startPasskeyApproval(flags: ApprovalFlags, options: Approv
     }
     return await PasskeyApproval.start({ ...common, port: flags.approvalPort });
   } catch (e) {
-    if (e instanceof ApproversFileError || e instanceof ListenError || e instanceof RangeError) throw new UsageError(`--approval passkey: ${e.message}`);
-    throw e;
+    if (e instanceof RangeError) throw new UsageError(`--approval passkey: ${e.message}`);
+    throw asUsageError(e, '--approval passkey: ', flags.publicUrl);
   }
 }

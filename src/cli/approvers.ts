@@ -7,11 +7,13 @@
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ApproversFileError, checkApproverName, readApprovers, writeApprovers } from '../approval/approvers.js';
+import { checkApproverName, readApprovers, writeApprovers } from '../approval/approvers.js';
 import { describePrincipal } from '../principals.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
-import { EnrollError, enrollApprover } from '../approval/enroll.js';
-import { EXIT_USAGE, type Command } from './args.js';
+import { enrollApprover } from '../approval/enroll.js';
+import { ConfigError } from '../errors.js';
+import type { ApproversCommand } from './approversArgs.js';
+import { configMessage, EXIT_USAGE } from './common.js';
 
 /** True when `dir` is a directory this process may create files in. */
 function isWritableDirectory(dir: string): boolean {
@@ -23,8 +25,6 @@ function isWritableDirectory(dir: string): boolean {
     return false;
   }
 }
-
-type ApproversCommand = Extract<Command, { kind: 'approvers-enroll' | 'approvers-list' | 'approvers-remove' }>;
 
 /** Runs one approvers command; returns the exit code (0 done, 1 refused or timed out, 2 usage). */
 export async function runApprovers(command: ApproversCommand): Promise<number> {
@@ -94,9 +94,11 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
       }
     }
   } catch (e) {
-    if (e instanceof EnrollError || e instanceof ApproversFileError) {
-      err(e.message);
-      return e instanceof ApproversFileError && command.kind !== 'approvers-enroll' ? EXIT_USAGE : 1;
+    // Enrolment that saved nothing: 1; an approvers file list or remove cannot use: 2.
+    if (e instanceof ConfigError) {
+      const enrolling = command.kind === 'approvers-enroll';
+      err(configMessage(e, enrolling ? command.publicUrl : undefined));
+      return enrolling ? 1 : EXIT_USAGE;
     }
     throw e;
   }

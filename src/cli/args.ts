@@ -1,20 +1,29 @@
 /**
- * Command-line arguments of `mcp-confirm`, parsed with `node:util` `parseArgs`.
+ * The command line of `mcp-confirm`: the usage, and the dispatcher. Every command has its own option
+ * table (serving `delete_file` here with the serving flags of `servingArgs.ts`; `demo`, `keygen`;
+ * `audit verify` in `auditArgs.ts`; `approvers enroll|list|remove` in `approversArgs.ts`; `proxy` in
+ * `proxyArgs.ts`), so a flag of another command is refused by name, as an unknown one is.
  *
  * @module
  */
-import { DEFAULT_ENROLL_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS } from '../defaults.js';
-import { parseArgs } from 'node:util';
-import { checkAudience, parseArgsUsageError, UsageError, wholeSeconds } from './common.js';
-import { HTTP_OPTIONS, HTTP_USAGE, type HttpSpec } from './httpArgs.js';
-import { jwtPrincipalFor } from '../principals.js';
-import { APPROVAL_OPTIONS, checkedPublicUrl, parseServingFlags, wholeNumber, type ApprovalFlags } from './approvalArgs.js';
-import { AUDIT_OPTIONS, AUDIT_USAGE, parseAuditCommand, type AuditVerifyCommand } from './auditArgs.js';
+import { DEFAULT_APPROVAL_WAIT_SECONDS, DEFAULT_AUDIENCE, DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS } from '../defaults.js';
+import { EXIT_USAGE, parseFlags, UsageError, type ArgToken, type FlagValues, type OptionTable } from './common.js';
+import { HTTP_USAGE } from './httpArgs.js';
+import { AUDIT_USAGE, AUDIT_VERIFY_OPTIONS, auditVerifyForeign, parseAuditVerify, type AuditVerifyCommand } from './auditArgs.js';
+import {
+  APPROVERS_ENROLL_OPTIONS,
+  APPROVERS_LIST_OPTIONS,
+  APPROVERS_REMOVE_OPTIONS,
+  approversForeign,
+  parseApproversEnroll,
+  parseApproversList,
+  parseApproversRemove,
+  type ApproversCommand,
+} from './approversArgs.js';
+import { parseServingFlags, SERVING_OPTIONS, type ServingFlags } from './servingArgs.js';
+import { parseProxyCommand, type ProxyCommand } from './proxyArgs.js';
 
-export { UsageError };
-
-/** Exit code for a usage or start-up configuration error. */
-export const EXIT_USAGE = 2;
+export { EXIT_USAGE, UsageError };
 
 export const USAGE = `Usage:
   mcp-confirm --root DIR [--root DIR ...] [--audience NAME] [--ttl SECONDS]
@@ -41,8 +50,8 @@ Options:
   --root DIR        A directory the server may delete files in (repeatable; the first is the
                     base of relative paths). Must exist, be a directory, not be a symbolic link.
   --audience NAME   The audience sealed in every requestState (1-200 characters, no { } or
-                    control characters). Default: mcp-confirm.
-  --ttl SECONDS     How long a question stays answerable, in whole seconds (1 to 86400). Default: 300.
+                    control characters). Default: ${DEFAULT_AUDIENCE}.
+  --ttl SECONDS     How long a question stays answerable, in whole seconds (1 to ${MAX_TTL_SECONDS}). Default: ${DEFAULT_TTL_SECONDS}.
   --key-file PATH   Key ring shared by replicas: {"keys":[{"kid":"k2","k":"<base64url 32 bytes>"}]};
                     the first key seals, every key opens. Default: one random key per process.
   --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
@@ -56,7 +65,7 @@ Options:
                     RP ID, and must be an allowed host (--resource's, --allowed-hosts or the bind's).
   --principal ISS SUB  (approvers enroll, repeatable) A token issuer and subject the approver may
                     approve for over --http with --auth-issuer. Default: local (stdio, or --http without tokens).
-  --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: 45
+  --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: ${DEFAULT_APPROVAL_WAIT_SECONDS}
                            (below the 60 s request timeout of the MCP SDKs' clients).
   --yes             (demo) Answer the confirmation with yes without asking.
   --version         Print the package version and exit.
@@ -66,6 +75,12 @@ ${HTTP_USAGE}
 
 ${AUDIT_USAGE}`;
 
+/** `mcp-confirm --root DIR …`: serve `delete_file`. */
+export interface ServeCommand extends ServingFlags {
+  kind: 'serve';
+  roots: string[];
+}
+
 /** What the command line asks for. */
 export type Command =
   | { kind: 'help' }
@@ -73,74 +88,124 @@ export type Command =
   | { kind: 'demo'; yes: boolean }
   | { kind: 'keygen'; kid: string }
   | AuditVerifyCommand
-  | {
-      kind: 'approvers-enroll';
-      approvers: string;
-      name: string;
-      /** 0: a random free port (stdio), or the public URL's port. */
-      port: number | undefined;
-      timeoutSeconds: number;
-      replace: boolean;
-      /** `--public-url`: the origin and RP ID of the server the approver is for (undefined: localhost). */
-      publicUrl: URL | undefined;
-      /** The principal strings the approver may approve for (`local` without `--principal`). */
-      principals: string[];
-    }
-  | { kind: 'approvers-list'; approvers: string }
-  | { kind: 'approvers-remove'; approvers: string; name: string }
-  | ({
-      kind: 'serve';
-      roots: string[];
-      audience: string;
-      ttlSeconds: number;
-      keyFile: string | undefined;
-      ledger: string;
-      /** Serve Streamable HTTP instead of stdio (undefined: stdio). */
-      http: HttpSpec | undefined;
-      /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
-      audit: string | undefined;
-    } & ApprovalFlags);
+  | ApproversCommand
+  | ServeCommand
+  | ProxyCommand;
+
+/** `--help` and `--version`: taken by every command but `proxy`, and answered before anything else is checked. */
+const GLOBAL_OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+} as const;
+
+/** The option table of serving `delete_file`: `--root` and the serving flags. */
+const SERVE_OPTIONS = { root: { type: 'string', multiple: true }, ...SERVING_OPTIONS } as const;
+const DEMO_OPTIONS = { yes: { type: 'boolean' } } as const;
+const KEYGEN_OPTIONS = { kid: { type: 'string' } } as const;
 
 /**
- * Parses `argv` (without the node and script paths).
- *
- * @throws {UsageError} on unknown options, missing `--root`, or a bad `--ttl`.
+ * Where a flag of another command belongs, for the refusals that name it (serving `delete_file`
+ * refuses every flag of another command this way); undefined for the serving flags.
  */
-export function parseCommand(argv: readonly string[]): Command {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        root: { type: 'string', multiple: true },
-        audience: { type: 'string' },
-        ttl: { type: 'string' },
-        'key-file': { type: 'string' },
-        ledger: { type: 'string' },
-        yes: { type: 'boolean' },
-        kid: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean' },
-        ...HTTP_OPTIONS,
-        ...AUDIT_OPTIONS,
-        ...APPROVAL_OPTIONS,
-        principal: { type: 'string', multiple: true },
-        name: { type: 'string' },
-        port: { type: 'string' },
-        timeout: { type: 'string' },
-        replace: { type: 'boolean' },
+function belongsTo(flag: string): string | undefined {
+  if (flag === 'yes') return '--yes belongs to the demo command';
+  if (flag === 'kid') return '--kid belongs to the keygen command';
+  if (Object.hasOwn(APPROVERS_ENROLL_OPTIONS, flag) && flag !== 'approvers' && flag !== 'public-url') return `--${flag} belongs to approvers enroll`;
+  return undefined;
+}
+
+/**
+ * One command: its option table, the message for a flag it does not take, and its parser, given
+ * its flags, the words after its name, and the `--principal ISS SUB` pairs.
+ */
+interface CommandSpec<O extends OptionTable> {
+  options: O;
+  /** How many words may follow the command's name. */
+  words: number;
+  foreign(flag: string): string | undefined;
+  parse(values: FlagValues<O>, words: string[], principals: Array<[string, string]>): Command;
+}
+
+function command<O extends OptionTable>(spec: CommandSpec<O>): CommandSpec<OptionTable> {
+  return spec as unknown as CommandSpec<OptionTable>;
+}
+
+/** Serving `delete_file`: the command named by no word. */
+const SERVE = command({
+  options: SERVE_OPTIONS,
+  words: 0,
+  foreign: belongsTo,
+  parse: (values) => {
+    const roots = values.root ?? [];
+    if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
+    return { kind: 'serve', roots, ...parseServingFlags(values) };
+  },
+});
+
+/** The commands named by one word. */
+const COMMANDS = new Map<string, CommandSpec<OptionTable>>([
+  [
+    'demo',
+    command({
+      options: DEMO_OPTIONS,
+      words: 0,
+      foreign: (flag) => (flag === 'kid' ? undefined : belongsTo(flag)) ?? 'demo takes only --yes',
+      parse: (values) => ({ kind: 'demo', yes: values.yes ?? false }),
+    }),
+  ],
+  [
+    'keygen',
+    command({
+      options: KEYGEN_OPTIONS,
+      words: 0,
+      foreign: (flag) => (flag === 'yes' ? undefined : belongsTo(flag)) ?? 'keygen takes only --kid',
+      parse: (values) => {
+        const kid = values.kid ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
+        if (!/^[A-Za-z0-9._-]{1,64}$/.test(kid)) throw new UsageError(`--kid must be 1-64 characters of A-Z a-z 0-9 . _ -, got ${JSON.stringify(kid)}`);
+        return { kind: 'keygen', kid };
       },
-      tokens: true,
-    });
-  } catch (e) {
-    throw parseArgsUsageError(e);
-  }
-  const { values, tokens } = parsed;
-  // `--principal ISS SUB` takes two values: parseArgs gives ISS as the option's value; SUB is the
-  // positional right after it.
-  const principalPairs: Array<[string, string]> = [];
+    }),
+  ],
+]);
+
+/** The commands named by two words, by their first, with the refusal for a missing or unknown second word. */
+const FAMILIES = new Map<string, { commands: Map<string, CommandSpec<OptionTable>>; refusal: (action: string | undefined) => string }>([
+  [
+    'audit',
+    {
+      commands: new Map([['verify', command({ options: AUDIT_VERIFY_OPTIONS, words: 1, foreign: auditVerifyForeign, parse: parseAuditVerify })]]),
+      refusal: (action) => (action === undefined ? 'audit needs a command: audit verify FILE --key-file PATH' : `unknown audit command: ${action}`),
+    },
+  ],
+  [
+    'approvers',
+    {
+      commands: new Map([
+        ['enroll', command({ options: APPROVERS_ENROLL_OPTIONS, words: 0, foreign: approversForeign('enroll'), parse: (values, _words, principals) => parseApproversEnroll(values, principals) })],
+        ['list', command({ options: APPROVERS_LIST_OPTIONS, words: 0, foreign: approversForeign('list'), parse: parseApproversList })],
+        ['remove', command({ options: APPROVERS_REMOVE_OPTIONS, words: 0, foreign: approversForeign('remove'), parse: parseApproversRemove })],
+      ]),
+      refusal: () => 'approvers takes enroll, list or remove',
+    },
+  ],
+]);
+
+/** Every flag of every command but `proxy`: read first, so that an unknown flag is named as such before a flag of another command. */
+const ALL_OPTIONS: OptionTable = Object.assign(
+  {},
+  GLOBAL_OPTIONS,
+  SERVE.options,
+  ...[...COMMANDS.values(), ...[...FAMILIES.values()].flatMap((f) => [...f.commands.values()])].map((c) => c.options),
+);
+
+/**
+ * The words of the command line, without the SUB of each `--principal ISS SUB` (`parseArgs` gives
+ * ISS as the option's value; SUB is the positional right after it), and those pairs.
+ *
+ * @throws {UsageError} for a `--principal` without its SUB.
+ */
+function wordsAndPrincipals(tokens: readonly ArgToken[]): { words: string[]; principals: Array<[string, string]> } {
+  const principals: Array<[string, string]> = [];
   const consumed = new Set<number>();
   for (const t of tokens) {
     if (t.kind !== 'option' || t.name !== 'principal') continue;
@@ -148,97 +213,38 @@ export function parseCommand(argv: readonly string[]): Command {
     const sub = tokens.find((u) => u.kind === 'positional' && u.index === subIndex);
     if (sub === undefined || sub.kind !== 'positional' || t.value === undefined) throw new UsageError('--principal takes two values: the token issuer and subject (--principal ISS SUB)');
     consumed.add(subIndex);
-    principalPairs.push([t.value, sub.value]);
+    principals.push([t.value, sub.value]);
   }
-  const positionals = tokens.filter((t) => t.kind === 'positional' && !consumed.has(t.index)).map((t) => (t as { value: string }).value);
+  const words = tokens.flatMap((t) => (t.kind === 'positional' && !consumed.has(t.index) ? [t.value] : []));
+  return { words, principals };
+}
+
+/**
+ * Parses `argv` (without the node and script paths): `proxy …` by its own parser
+ * ({@link parseProxyCommand}: the upstream command follows its options); any other command line
+ * first against every command's flags (an unknown flag, a missing value), then `--help` and
+ * `--version`, then the command its words name, strictly against that command's own table (a flag
+ * of another command is refused by name), then its words and values.
+ *
+ * @throws {UsageError} on unknown options, a flag of another command, missing `--root`, or a bad value.
+ */
+export function parseCommand(argv: readonly string[]): Command {
+  if (argv[0] === 'proxy') return parseProxyCommand(argv.slice(1));
+  const { values, tokens } = parseFlags(argv, ALL_OPTIONS);
+  const { words, principals } = wordsAndPrincipals(tokens);
   if (values.help) return { kind: 'help' };
   if (values.version) return { kind: 'version' };
-  const [sub, ...rest] = positionals;
-  if (sub === 'audit') {
-    try {
-      return parseAuditCommand(rest, values);
-    } catch (e) {
-      throw new UsageError((e as Error).message);
-    }
+  const [first, second] = words;
+  let spec = SERVE;
+  let after: string[] = [];
+  if (first !== undefined) {
+    const family = FAMILIES.get(first);
+    const found = family ? (second === undefined ? undefined : family.commands.get(second)) : COMMANDS.get(first);
+    if (found === undefined) throw new UsageError(family ? family.refusal(second) : `unknown command: ${first}`);
+    spec = found;
+    after = words.slice(family ? 2 : 1);
   }
-  const serveOnly = ['approval', 'approval-port', 'approval-wait'] as const;
-  const approversOnly = ['name', 'port', 'timeout', 'replace', 'principal'] as const;
-  if (sub === 'approvers') {
-    const [action, ...extra] = rest;
-    if (extra.length > 0) throw new UsageError(`unexpected argument: ${extra[0]}`);
-    for (const k of ['root', 'audience', 'ttl', 'key-file', 'ledger', 'yes', 'kid', ...serveOnly] as const) {
-      if (values[k] !== undefined) throw new UsageError(`approvers ${action ?? ''} does not take --${k}`);
-    }
-    const approvers = values.approvers;
-    if (approvers === undefined || approvers === '') throw new UsageError('approvers needs --approvers PATH');
-    if (action === 'enroll') {
-      if (values.name === undefined) throw new UsageError('approvers enroll needs --name NAME');
-      const principals = principalPairs.map(([iss, sub]) => {
-        let url: URL | undefined;
-        try {
-          url = new URL(iss);
-        } catch {
-          url = undefined;
-        }
-        if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-          throw new UsageError(`--principal ISS SUB: ISS is the token issuer, an http(s) URL equal to the server's --auth-issuer, got ${JSON.stringify(iss)}`);
-        }
-        if (sub === '' || !sub.isWellFormed()) throw new UsageError('--principal ISS SUB: SUB is the token subject, a non-empty string');
-        return jwtPrincipalFor(iss, sub);
-      });
-      return {
-        kind: 'approvers-enroll',
-        approvers,
-        name: values.name,
-        port: values.port === undefined ? undefined : wholeNumber('--port', values.port, 1, 65_535),
-        timeoutSeconds: values.timeout === undefined ? DEFAULT_ENROLL_TIMEOUT_SECONDS : wholeNumber('--timeout', values.timeout, 1, 86_400),
-        replace: values.replace ?? false,
-        publicUrl: values['public-url'] === undefined ? undefined : checkedPublicUrl(values['public-url']),
-        principals: principals.length > 0 ? [...new Set(principals)] : ['local'],
-      };
-    }
-    if (values.port !== undefined || values.timeout !== undefined || values.replace !== undefined || values.principal !== undefined || values['public-url'] !== undefined) {
-      throw new UsageError('--port, --timeout, --replace, --public-url and --principal belong to approvers enroll');
-    }
-    if (action === 'list') {
-      if (values.name !== undefined) throw new UsageError('approvers list does not take --name');
-      return { kind: 'approvers-list', approvers };
-    }
-    if (action === 'remove') {
-      if (values.name === undefined) throw new UsageError('approvers remove needs --name NAME');
-      return { kind: 'approvers-remove', approvers, name: values.name };
-    }
-    throw new UsageError('approvers takes enroll, list or remove');
-  }
-  for (const k of approversOnly) if (values[k] !== undefined) throw new UsageError(`--${k} belongs to approvers enroll`);
-  if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
-  if (sub === 'demo') {
-    if (values.root || values.audience || values.ttl || values['key-file'] || values.ledger || values.kid || values.http || values.audit) {
-      throw new UsageError('demo takes only --yes');
-    }
-    return { kind: 'demo', yes: values.yes ?? false };
-  }
-  if (sub === 'keygen') {
-    const kid = values.kid ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
-    if (!/^[A-Za-z0-9._-]{1,64}$/.test(kid)) throw new UsageError(`--kid must be 1-64 characters of A-Z a-z 0-9 . _ -, got ${JSON.stringify(kid)}`);
-    return { kind: 'keygen', kid };
-  }
-  if (sub !== undefined) throw new UsageError(`unknown command: ${sub}`);
-  if (values.yes) throw new UsageError('--yes belongs to the demo command');
-  const roots = values.root ?? [];
-  if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
-  const ttlSeconds = values.ttl === undefined ? DEFAULT_TTL_SECONDS : wholeSeconds('--ttl', values.ttl);
-  const audience = checkAudience(values.audience);
-  const { http, audit, approval } = parseServingFlags(values);
-  return {
-    kind: 'serve',
-    roots,
-    audience,
-    ttlSeconds,
-    keyFile: values['key-file'],
-    ledger: values.ledger ?? 'memory',
-    http,
-    audit,
-    ...approval,
-  };
+  const { values: own } = parseFlags(argv, { ...GLOBAL_OPTIONS, ...spec.options }, spec.foreign);
+  if (after.length > spec.words) throw new UsageError(`unexpected argument: ${after[spec.words]}`);
+  return spec.parse(own, after, principals);
 }

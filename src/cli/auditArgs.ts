@@ -1,11 +1,11 @@
 /**
- * The audit flags of `mcp-confirm`: `--audit PATH` when serving, and the
- * `audit verify FILE --key-file PATH` command. Kept apart from `args.ts` so
- * that other serving options merge easily.
+ * The audit flags of `mcp-confirm`: `--audit PATH` when serving (one of the serving flags,
+ * `servingArgs.ts`), and the `audit verify FILE --key-file PATH` command with its own option table.
  *
  * @module
  */
 import { DEFAULT_AUDIENCE } from '../defaults.js';
+import { UsageError, type FlagValues } from './common.js';
 
 /** The `parseArgs` option table of the audit flags. */
 export const AUDIT_OPTIONS = {
@@ -43,31 +43,33 @@ export interface AuditVerifyCommand {
   audience: string;
 }
 
-const VERIFY_FLAGS = new Set(['key-file', 'ledger', 'audience']);
+/** The option table of `audit verify`. */
+export const AUDIT_VERIFY_OPTIONS = {
+  'key-file': { type: 'string' },
+  ledger: { type: 'string' },
+  audience: { type: 'string' },
+} as const;
+
+/** The message for a flag `audit verify` does not take. */
+export function auditVerifyForeign(flag: string): string {
+  return `audit verify takes only --key-file, --ledger and --audience, not --${flag}`;
+}
 
 /**
- * Parses the words after `audit` and the flags given with them.
+ * Builds `audit verify` from its flags and the words after `audit verify`.
  *
- * @param words - positionals after `audit`, e.g. `['verify', FILE]`.
- * @param values - every flag given; only `--key-file`, `--ledger` and `--audience` may be.
- * @throws {TypeError} naming what is wrong (the caller turns it into a usage error, exit 2).
+ * @param words - the positionals after `audit verify`: `[FILE]`.
+ * @throws {UsageError} naming what is wrong (exit 2).
  */
-export function parseAuditCommand(words: readonly string[], values: Record<string, unknown>): AuditVerifyCommand {
-  const [verb, file, ...extra] = words;
-  if (verb !== 'verify') throw new TypeError(verb === undefined ? 'audit needs a command: audit verify FILE --key-file PATH' : `unknown audit command: ${verb}`);
-  if (file === undefined) throw new TypeError('audit verify needs the trail FILE');
-  if (extra.length > 0) throw new TypeError(`unexpected argument: ${extra[0]}`);
-  const stray = Object.keys(values).find((k) => !VERIFY_FLAGS.has(k) && values[k] !== undefined);
-  if (stray) throw new TypeError(`audit verify takes only --key-file, --ledger and --audience, not --${stray}`);
-  const keyFile = values['key-file'];
-  if (typeof keyFile !== 'string') throw new TypeError('audit verify needs --key-file PATH (the key file the trail was written with)');
-  const ledger = values['ledger'];
-  const audience = values['audience'];
-  if (ledger !== undefined && typeof ledger !== 'string') throw new TypeError('--ledger needs a SPEC');
-  if (ledger === 'memory') throw new TypeError('audit verify --ledger needs a shared store (sqlite:PATH or redis://HOST:PORT[/DB]): a memory ledger lived only in the process that wrote the trail');
-  if (audience !== undefined && ledger === undefined) throw new TypeError('audit verify takes --audience only with --ledger (it names the Redis namespace the server used)');
-  if (audience !== undefined && (typeof audience !== 'string' || audience === '')) throw new TypeError('--audience needs a NAME');
-  return { kind: 'audit-verify', file, keyFile, ledger, audience: (audience as string | undefined) ?? DEFAULT_AUDIENCE };
+export function parseAuditVerify(values: FlagValues<typeof AUDIT_VERIFY_OPTIONS>, words: readonly string[]): AuditVerifyCommand {
+  const [file] = words;
+  if (file === undefined) throw new UsageError('audit verify needs the trail FILE');
+  const { 'key-file': keyFile, ledger, audience } = values;
+  if (keyFile === undefined) throw new UsageError('audit verify needs --key-file PATH (the key file the trail was written with)');
+  if (ledger === 'memory') throw new UsageError('audit verify --ledger needs a shared store (sqlite:PATH or redis://HOST:PORT[/DB]): a memory ledger lived only in the process that wrote the trail');
+  if (audience !== undefined && ledger === undefined) throw new UsageError('audit verify takes --audience only with --ledger (it names the Redis namespace the server used)');
+  if (audience === '') throw new UsageError('--audience needs a NAME');
+  return { kind: 'audit-verify', file, keyFile, ledger, audience: audience ?? DEFAULT_AUDIENCE };
 }
 
 /**

@@ -13,7 +13,7 @@ import { AuditLog, auditHeadKey } from '../audit/auditLog.js';
 import { verifyAuditTrail, type AuditTrailInfo, type AuditVerdict } from '../audit/chain.js';
 import { isAuditHeadStore, type AuditHead, type AuditHeadStore } from '../store/auditHeads.js';
 import type { Ledger } from '../store/ledger.js';
-import { EXIT_USAGE, UsageError } from './args.js';
+import { EXIT_USAGE, UsageError } from './common.js';
 import { EXIT_AUDIT_BROKEN, EXIT_AUDIT_LEGACY, EXIT_AUDIT_OPEN, type AuditVerifyCommand } from './auditArgs.js';
 
 /** The UTC time of a trail file's name: `yyyymmddThhmmssSSSZ`. */

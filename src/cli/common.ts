@@ -5,7 +5,9 @@
  * @module
  */
 
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_AUDIENCE, MAX_TTL_SECONDS } from '../defaults.js';
+import { ConfigError } from '../errors.js';
 import type { KeyRing } from '../state/keyRing.js';
 
 /**
@@ -19,6 +21,60 @@ export const UNKNOWN_HINT =
 /** A usage error: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}
 
+/** Exit code for a usage or start-up configuration error. */
+export const EXIT_USAGE = 2;
+
+/** The flag that gives the setting a {@link ConfigError}'s `subject` names, by code. */
+const FLAG_OF: Partial<Record<ConfigError['code'], string>> = {
+  ERR_CONFIG_PUBLIC_URL: '--public-url',
+  ERR_CONFIG_BIND_ADDRESS: '--http',
+  ERR_CONFIG_ALLOWED_HOSTS: '--allowed-hosts',
+  ERR_CONFIG_JWKS: '--auth-jwks',
+};
+
+/**
+ * The command line's sentence for a {@link ConfigError}: the library's sentence, which never names a
+ * flag or a command, with the flag in place of its subject (`--public-url must be …`), and the
+ * command that helps where there is one (enrolling an approver, `--replace`, `--public-url`).
+ *
+ * @param publicUrl - the `--public-url` given, if any (named by an `ERR_CONFIG_RP_ID` refusal).
+ */
+export function configMessage(error: ConfigError, publicUrl?: URL): string {
+  const { code, message, subject, value } = error;
+  const flag = FLAG_OF[code];
+  if (flag !== undefined && subject !== undefined && message.startsWith(subject)) return `${flag}${message.slice(subject.length)}`;
+  switch (code) {
+    case 'ERR_CONFIG_APPROVERS_MISSING':
+      return `${message} (enrol one with: mcp-confirm approvers enroll --approvers ${value} --name NAME)`;
+    case 'ERR_CONFIG_APPROVER_EXISTS':
+      return `${message}; use --replace to replace it`;
+    case 'ERR_CONFIG_RP_ID': {
+      const origin = publicUrl?.origin;
+      const fromUrl = ` (from the public URL ${origin})`;
+      // Enrolment (it names the approvers file, its value): the public URL is the flag's.
+      if (value !== undefined) return origin === undefined ? message : message.replace(fromUrl, ` (from --public-url ${origin})`);
+      // The approval page: how to enrol them again for this server.
+      return origin === undefined ? `${message}; enrol them again without --public-url` : `${message}; enrol them again with: mcp-confirm approvers enroll --public-url ${origin} …`;
+    }
+    default:
+      return message;
+  }
+}
+
+/**
+ * A {@link ConfigError} as the {@link UsageError} the command line reports (exit 2), in its own
+ * wording ({@link configMessage}) after `prefix`; anything else as it is.
+ */
+export function asUsageError(error: unknown, prefix = '', publicUrl?: URL): unknown {
+  return error instanceof ConfigError ? new UsageError(`${prefix}${configMessage(error, publicUrl)}`) : error;
+}
+
+/** Any error as a {@link UsageError} (exit 2): a {@link ConfigError} in the command line's wording, anything else by its message. */
+export function toUsageError(error: unknown): UsageError {
+  const usage = asUsageError(error);
+  return usage instanceof UsageError ? usage : new UsageError(error instanceof Error ? error.message : String(error));
+}
+
 /**
  * A {@link UsageError} for a `node:util` `parseArgs` failure: an unknown option is named plainly
  * (`unknown option --frobnicate`), without Node's advice about positional arguments after `--`
@@ -29,6 +85,36 @@ export function parseArgsUsageError(error: unknown): UsageError {
   const message = error instanceof Error ? error.message : String(error);
   const unknown = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']*)'/.exec(message) : null;
   return new UsageError(unknown ? `unknown option ${unknown[1]}` : message);
+}
+
+/** A `parseArgs` option table: one per command (`args.ts`, `approversArgs.ts`, `auditArgs.ts`, `proxyArgs.ts`). */
+export type OptionTable = NonNullable<ParseArgsConfig['options']>;
+
+/** What `parseArgs` gives for a table's options: a boolean, a string or (repeatable) strings, each absent when not given. */
+export type FlagValues<O extends OptionTable> = {
+  [K in keyof O]?: O[K] extends { type: 'boolean' } ? boolean : O[K] extends { multiple: true } ? string[] : string;
+};
+
+/** One token of `parseArgs` (`tokens: true`). */
+export type ArgToken = NonNullable<ReturnType<typeof parseArgs>['tokens']>[number];
+
+/**
+ * Parses `argv` strictly against one option table, positionals allowed.
+ *
+ * @param foreign - the message for an option the table does not have, given its name without `--`
+ *   (a flag of another command). Without it, or when it returns undefined, the option is refused
+ *   as unknown ({@link parseArgsUsageError}).
+ * @throws {UsageError} for an option not in the table, a missing value, or a value given to a boolean.
+ */
+export function parseFlags<O extends OptionTable>(argv: readonly string[], options: O, foreign?: (flag: string) => string | undefined): { values: FlagValues<O>; tokens: ArgToken[] } {
+  try {
+    const { values, tokens } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true, tokens: true });
+    return { values: values as FlagValues<O>, tokens };
+  } catch (e) {
+    const name = (e as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '--([^']*)'/.exec((e as Error).message)?.[1] : undefined;
+    const message = name === undefined ? undefined : foreign?.(name);
+    throw message === undefined ? parseArgsUsageError(e) : new UsageError(message);
+  }
 }
 
 /**

@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { Client, ProtocolError, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { EXIT_USAGE } from './args.js';
+import { EXIT_USAGE } from './common.js';
 
 /**
  * The SDK's stdio transport, probing in place. The base `StdioClientTransport` runs the

@@ -8,7 +8,7 @@
  */
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { MemoryLedger } from '../store/memory.js';
-import { UsageError } from './args.js';
+import { UsageError } from './common.js';
 
 /** How long start-up waits for a first Redis connection before serving anyway, in milliseconds. */
 const STARTUP_WAIT_MS = 3_000;

@@ -1,6 +1,7 @@
 /**
  * `mcp-confirm --http HOST:PORT` and `mcp-confirm proxy --http HOST:PORT`: serving over Streamable
- * HTTP. Loaded with a dynamic `import()` only when `--http` is given, so stdio start-up never
+ * HTTP (the listener and its routes; the runtime, `runtime.ts`, stops and drains it). Loaded with a
+ * dynamic `import()` only when `--http` is given, so stdio start-up never
  * loads the HTTP, Node-adapter or token-verification modules.
  *
  * @module
@@ -14,7 +15,7 @@ import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.
 import type { Ledger } from '../store/ledger.js';
 import type { HttpSpec } from './httpArgs.js';
 import type { PasskeyApproval } from '../approval/passkey.js';
-import { UsageError } from './common.js';
+import { asUsageError, toUsageError, UsageError } from './common.js';
 
 export { jwtPrincipal as principal };
 
@@ -35,7 +36,7 @@ export async function checkHttpAuth(spec: HttpSpec): Promise<void> {
   try {
     await createJwtVerifier({ issuer: spec.auth.issuer, jwks: spec.auth.jwks, resource: spec.resource ?? new URL(`http://${spec.bind.urlHost}/`) });
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw toUsageError(e);
   }
 }
 
@@ -58,17 +59,17 @@ export interface HttpServeOptions {
 /**
  * Listens on `spec.bind`, serves MCP at `/mcp` with the main application ({@link createHttpApp}:
  * Host/Origin checks, RFC 9728 metadata, bearer JWTs, 2025-era sessions bound to their principal),
- * the approval page (`/approve/…`, `/assets/…`, no token) and `/healthz`, `/metrics` (no token),
- * until SIGTERM/SIGINT; then drains in-flight requests for up to `spec.drainMs`, awaits
- * `onStopped` and exits 0 (see README, "Serving over HTTP"). One implementation for
- * `mcp-confirm --http` and `mcp-confirm proxy --http`. The serving line on stderr reads
+ * the approval page (`/approve/…`, `/assets/…`, no token) and `/healthz`, `/metrics` (no token), and
+ * writes the serving line (see README, "Serving over HTTP"). One implementation for
+ * `mcp-confirm --http` and `mcp-confirm proxy --http`; the runtime (`runtime.ts`) runs it until
+ * stopped and drains it. The serving line on stderr reads
  * `serving SERVED over Streamable HTTP at http://HOST:PORT/mcp; resource URL; auth …; [DETAILS; ]approval …`.
  *
  * @param factory - builds one server (per 2026-07-28 request, per 2025-era session).
- * @param onStopped - closes what the caller opened (audit trail, approval page, upstream, ledger).
+ * @returns the listener (its `close(drainMs)` drains in-flight requests).
  * @throws {UsageError} when the address cannot be bound or the resource host is not allowed.
  */
-export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: HttpServeOptions, onStopped: () => Promise<void>): Promise<Listening> {
+export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: HttpServeOptions): Promise<Listening> {
   const { log } = ops;
   let app: HttpApp | undefined;
   const onerror = (e: Error): void => log(e.message);
@@ -108,19 +109,11 @@ export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: H
     ops.metrics.legacySessions = () => built.legacySessions;
   } catch (e) {
     await listening.close(0);
-    throw new UsageError(e instanceof TypeError ? e.message : String(e));
+    // The JWK set refused (a ConfigError) in the command line's wording; anything else as before.
+    const usage = asUsageError(e);
+    throw usage instanceof UsageError ? usage : new UsageError(e instanceof TypeError ? e.message : String(e));
   }
   if (!spec.auth) log('warning: no --auth-issuer/--auth-jwks: every caller is the same principal "local" (loopback only)');
-  const stop = async (signal: string): Promise<void> => {
-    log(`${signal}: no longer accepting; draining in-flight requests (up to ${spec.drainMs / 1000}s)`);
-    const drained = await listening.close(spec.drainMs);
-    if (!drained) log('drain deadline reached; remaining requests were cut off');
-    await onStopped().catch((e: unknown) => log(`closing failed: ${(e as Error).message}`));
-    log('stopped');
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
   const approval = ops.approval ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})` : 'form';
   log(
     `serving ${ops.served} over Streamable HTTP at http://${spec.bind.urlHost}:${port}${MCP_PATH}; resource ${resource.href}; auth ${spec.auth ? `issuer ${JSON.stringify(spec.auth.issuer)}` : 'none'}; ${ops.details !== undefined ? `${ops.details}; ` : ''}approval ${approval}`,

@@ -92,7 +92,7 @@ export interface DemoServerOptions extends ConfirmationOptions {
  * Builds everything once (roots, keys, ledger) and returns the per-connection
  * factory to hand to `serveStdio` or `createMcpHandler`.
  *
- * @throws {RootError} when a root does not exist, is not a directory, or is a symbolic link.
+ * @throws {ConfigError} `ERR_CONFIG_ROOT` when a root does not exist, is not a directory, or is a symbolic link.
  * @throws {RangeError} when `ttlSeconds` is not a positive whole number.
  */
 export async function createDemoServer(

@@ -11,21 +11,16 @@
  * @module
  */
 import { isAbsolute, resolve, sep } from 'node:path';
+import { ConfigError } from '../errors.js';
 import { errnoCode, withDefaults, type FsOps } from './ops.js';
 
 /**
- * A root refused at start-up. `message` names the root as given (rendered with
- * `renderValue`: one line, hidden and bidi characters escaped) and what is wrong;
- * the CLI prints it and exits with code 2.
+ * A root refused at start-up: a {@link ConfigError} `ERR_CONFIG_ROOT` whose `message` names the root
+ * as given (rendered with `renderValue`: one line, hidden and bidi characters escaped) and what is
+ * wrong, and whose `value` is the root exactly as given; the CLI prints it and exits with code 2.
  */
-export class RootError extends Error {
-  /** The root exactly as it was given. */
-  readonly root: string;
-  constructor(root: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'RootError';
-    this.root = root;
-  }
+function rootError(root: string, message: string, cause?: unknown): ConfigError {
+  return new ConfigError('ERR_CONFIG_ROOT', message, { value: root, ...(cause === undefined ? {} : { cause }) });
 }
 
 /** One root, resolved once and pinned by identity. */
@@ -63,7 +58,7 @@ export class Roots {
    * @param paths - root directories, absolute or relative to the working directory. At least one.
    * @param options - see {@link RootsOptions}.
    * @returns the pinned roots, in the given order.
-   * @throws {RootError} naming the first bad root: empty, contains NUL, not well-formed UTF-16,
+   * @throws {ConfigError} `ERR_CONFIG_ROOT` naming the first bad root: empty, contains NUL, not well-formed UTF-16,
    *   does not exist, is a symbolic link, is not a directory, or cannot be inspected (OS code
    *   named). Also thrown when `paths` is empty.
    *
@@ -73,7 +68,7 @@ export class Roots {
    */
   static async open(paths: readonly string[], options: RootsOptions = {}): Promise<Roots> {
     const ops = withDefaults(options.ops);
-    if (paths.length === 0) throw new RootError('', 'No root was given; at least one root directory is needed.');
+    if (paths.length === 0) throw rootError('', 'No root was given; at least one root directory is needed.');
     const list: PinnedRoot[] = [];
     for (const given of paths) list.push(await pinRoot(given, ops));
     return new Roots(list);
@@ -91,12 +86,12 @@ export class Roots {
 
 async function pinRoot(given: string, ops: FsOps): Promise<PinnedRoot> {
   // Refuse names that cannot denote the directory the operator meant.
-  if (typeof given !== 'string' || given.length === 0) throw new RootError(String(given), 'A root path is empty.');
+  if (typeof given !== 'string' || given.length === 0) throw rootError(String(given), 'A root path is empty.');
   // The name is shown escaped (one line, bidi and other hidden characters visible), never raw. The
   // renderer and its Unicode tables load only for a refusal: serving a good root does not need them.
-  const refusal = async (what: string, cause?: unknown): Promise<RootError> => {
+  const refusal = async (what: string, cause?: unknown): Promise<ConfigError> => {
     const { renderPath } = await import('../prompt/render.js');
-    return new RootError(given, `Root ${renderPath(given)} ${what}`, cause === undefined ? undefined : { cause });
+    return rootError(given, `Root ${renderPath(given)} ${what}`, cause);
   };
   if (given.includes('\0')) throw await refusal('contains a NUL character.');
   if (!given.isWellFormed()) throw await refusal('is not well-formed Unicode text.');

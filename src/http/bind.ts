@@ -8,6 +8,7 @@
  * @module
  */
 import { BlockList, isIP } from 'node:net';
+import { ConfigError } from '../errors.js';
 
 /** A parsed `--http HOST:PORT`. */
 export interface BindAddress {
@@ -23,6 +24,19 @@ export interface BindAddress {
   loopback: boolean;
 }
 
+/** The words the refusals of {@link parseBindAddress} begin with (a command line names its flag instead). */
+const BIND_SUBJECT = 'the bind address';
+/** The words the refusals of {@link parseAllowedHosts} begin with. */
+const ALLOWED_HOSTS_SUBJECT = 'allowed hosts';
+
+function bindError(rest: string): ConfigError {
+  return new ConfigError('ERR_CONFIG_BIND_ADDRESS', `${BIND_SUBJECT}${rest}`, { subject: BIND_SUBJECT });
+}
+
+function allowedHostsError(rest: string): ConfigError {
+  return new ConfigError('ERR_CONFIG_ALLOWED_HOSTS', `${ALLOWED_HOSTS_SUBJECT}${rest}`, { subject: ALLOWED_HOSTS_SUBJECT });
+}
+
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
@@ -30,19 +44,20 @@ LOOPBACK.addAddress('::1', 'ipv6');
 /**
  * Parses `HOST:PORT` (`127.0.0.1:8080`, `[::1]:8080`, `localhost:0`, `0.0.0.0:443`).
  *
- * @throws {TypeError} naming what is wrong: no port, a port out of 0..65535, an empty or malformed host.
+ * @throws {ConfigError} `ERR_CONFIG_BIND_ADDRESS` naming what is wrong (`subject`: `the bind address`): no
+ *   port, a port out of 0..65535, an empty or malformed host.
  */
 export function parseBindAddress(spec: string): BindAddress {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]/]+)):([0-9]{1,5})$/.exec(spec);
-  if (!m) throw new TypeError(`--http must be HOST:PORT (IPv6 in brackets, e.g. [::1]:8080), got ${JSON.stringify(spec)}`);
+  if (!m) throw bindError(` must be HOST:PORT (IPv6 in brackets, e.g. [::1]:8080), got ${JSON.stringify(spec)}`);
   const port = Number(m[3]);
-  if (port > 65_535) throw new TypeError(`--http port must be 0 to 65535, got ${m[3]}`);
+  if (port > 65_535) throw bindError(` port must be 0 to 65535, got ${m[3]}`);
   const v6 = m[1];
   const host = (v6 ?? m[2] ?? '').toLowerCase();
   const family = isIP(host);
-  if (v6 !== undefined && family !== 6) throw new TypeError(`--http: ${JSON.stringify(v6)} in brackets is not an IPv6 address`);
+  if (v6 !== undefined && family !== 6) throw bindError(`: ${JSON.stringify(v6)} in brackets is not an IPv6 address`);
   if (family === 0 && !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/.test(host)) {
-    throw new TypeError(`--http host must be an IP address or a DNS name, got ${JSON.stringify(host)}`);
+    throw bindError(` host must be an IP address or a DNS name, got ${JSON.stringify(host)}`);
   }
   const wildcard = host === '0.0.0.0' || (family === 6 && normalizeV6(host) === '::');
   const loopback =
@@ -74,7 +89,8 @@ export function allowedHostnames(bind: BindAddress, resourceUrl: URL | undefined
  * Parses `--allowed-hosts a.example,b.example`: comma-separated hostnames
  * without scheme or port (IPv6 in brackets).
  *
- * @throws {TypeError} naming an entry that is not a bare hostname.
+ * @throws {ConfigError} `ERR_CONFIG_ALLOWED_HOSTS` naming an entry that is not a bare hostname (`subject`:
+ *   `allowed hosts`).
  */
 export function parseAllowedHosts(spec: string): string[] {
   return spec.split(',').map((raw) => {
@@ -86,7 +102,7 @@ export function parseAllowedHosts(spec: string): string[] {
       parsed = undefined;
     }
     if (name === '' || !parsed || parsed.hostname !== name || parsed.port !== '') {
-      throw new TypeError(`--allowed-hosts entries must be bare hostnames (no scheme, port or path), got ${JSON.stringify(raw)}`);
+      throw allowedHostsError(` entries must be bare hostnames (no scheme, port or path), got ${JSON.stringify(raw)}`);
     }
     return name;
   });

@@ -33,6 +33,7 @@ import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader
 import { OAuthError, OAuthErrorCode, type AuthInfo, type OAuthTokenVerifier, type ServerContext } from '@modelcontextprotocol/server';
 // One definition of the principal string: the approvers file (passkey approval) stores the same.
 import { jwtPrincipalFor } from '../principals.js';
+import { ConfigError } from '../errors.js';
 import { renderValue } from '../prompt/render.js';
 
 /** Clock skew allowed on `nbf` and `iat`, in seconds. */
@@ -94,9 +95,9 @@ export interface TokenRefusal {
  * Every failure is an `OAuthError` `invalid_token` with one fixed message (the
  * token and the reason are never echoed to the client).
  *
- * @throws {TypeError} at construction: an unreadable or malformed JWK set, a set
- *   with a symmetric (`oct`) key or an HMAC/`none` `alg`, a plain-`http` JWKS URL
- *   on a non-loopback host.
+ * @throws {ConfigError} `ERR_CONFIG_JWKS` at construction (`subject`: `jwks`): an unreadable or
+ *   malformed JWK set, a set with a symmetric (`oct`) key, a private key or an HMAC/`none` `alg`, a
+ *   plain-`http` JWKS URL on a non-loopback host.
  */
 export async function createJwtVerifier(options: JwtVerifierOptions): Promise<OAuthTokenVerifier> {
   const keys = await loadKeySet(options.jwks);
@@ -222,16 +223,24 @@ function shownClaim(value: unknown): string {
   return `${renderValue(JSON.stringify(value) ?? String(value), { maxGraphemes: REFUSAL_VALUE_MAX_GRAPHEMES })} (not a string)`;
 }
 
+/** The word the refusals of the JWK set begin with: the option's name (a command line names its flag instead). */
+const JWKS_SUBJECT = 'jwks';
+
+/** A {@link ConfigError} `ERR_CONFIG_JWKS`: `jwks`, then what is wrong with it. */
+function jwksError(rest: string): ConfigError {
+  return new ConfigError('ERR_CONFIG_JWKS', `${JWKS_SUBJECT}${rest}`, { subject: JWKS_SUBJECT });
+}
+
 async function loadKeySet(jwks: string | JSONWebKeySet): Promise<JWTVerifyGetKey> {
   if (typeof jwks === 'string' && /^https?:\/\//i.test(jwks)) {
     let url: URL;
     try {
       url = new URL(jwks);
     } catch {
-      throw new TypeError('--auth-jwks is not a valid URL');
+      throw jwksError(' is not a valid URL');
     }
     const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-    if (url.protocol !== 'https:' && !loopback) throw new TypeError('--auth-jwks URL must be https (plain http only on a loopback host)');
+    if (url.protocol !== 'https:' && !loopback) throw jwksError(' URL must be https (plain http only on a loopback host)');
     return createRemoteJWKSet(url);
   }
   let set: unknown = jwks;
@@ -240,24 +249,24 @@ async function loadKeySet(jwks: string | JSONWebKeySet): Promise<JWTVerifyGetKey
     try {
       text = await readFile(jwks, 'utf8');
     } catch (e) {
-      throw new TypeError(`--auth-jwks: cannot read ${JSON.stringify(jwks)} (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw jwksError(`: cannot read ${JSON.stringify(jwks)} (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
     }
     try {
       set = JSON.parse(text);
     } catch {
-      throw new TypeError(`--auth-jwks: ${JSON.stringify(jwks)} is not JSON`);
+      throw jwksError(`: ${JSON.stringify(jwks)} is not JSON`);
     }
   }
   const keys = (set as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(keys) || keys.length === 0) throw new TypeError('--auth-jwks must be a JWK set: {"keys":[…]} with at least one key');
+  if (!Array.isArray(keys) || keys.length === 0) throw jwksError(' must be a JWK set: {"keys":[…]} with at least one key');
   for (const [i, key] of keys.entries()) {
     const k = key as { kty?: unknown; alg?: unknown; d?: unknown };
-    if (typeof k !== 'object' || k === null || typeof k.kty !== 'string') throw new TypeError(`--auth-jwks: keys[${i}] has no kty`);
-    if (k.kty === 'oct') throw new TypeError(`--auth-jwks: keys[${i}] is a symmetric (oct) key; only public keys are accepted`);
+    if (typeof k !== 'object' || k === null || typeof k.kty !== 'string') throw jwksError(`: keys[${i}] has no kty`);
+    if (k.kty === 'oct') throw jwksError(`: keys[${i}] is a symmetric (oct) key; only public keys are accepted`);
     if (k.alg !== undefined && (typeof k.alg !== 'string' || !ASYMMETRIC_ALGORITHMS.includes(k.alg))) {
-      throw new TypeError(`--auth-jwks: keys[${i}] names alg ${JSON.stringify(k.alg)}; only ${ASYMMETRIC_ALGORITHMS.join(', ')} are accepted`);
+      throw jwksError(`: keys[${i}] names alg ${JSON.stringify(k.alg)}; only ${ASYMMETRIC_ALGORITHMS.join(', ')} are accepted`);
     }
-    if (k.d !== undefined) throw new TypeError(`--auth-jwks: keys[${i}] holds a private key (d); publish only the public part`);
+    if (k.d !== undefined) throw jwksError(`: keys[${i}] holds a private key (d); publish only the public part`);
   }
   return createLocalJWKSet(set as JSONWebKeySet);
 }

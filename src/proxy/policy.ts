@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { ConfigError } from '../errors.js';
 
 /** What the proxy does with one tool. */
 export type Decision = 'deny' | 'confirm' | 'allow';
@@ -26,8 +27,10 @@ export interface Policy {
 /** The empty policy: every tool follows the annotation defaults. */
 export const EMPTY_POLICY: Policy = { confirm: [], allow: [], deny: [] };
 
-/** A policy that cannot be used; `message` names the bad entry (`deny[2]`, the key, …). */
-export class PolicyError extends Error {}
+/** A policy that cannot be used: a {@link ConfigError} `ERR_CONFIG_POLICY` whose `message` names the bad entry (`deny[2]`, the key, …). */
+function policyError(message: string): ConfigError {
+  return new ConfigError('ERR_CONFIG_POLICY', message);
+}
 
 const LISTS = ['confirm', 'allow', 'deny'] as const;
 /** Longest glob, in UTF-16 code units. */
@@ -40,32 +43,32 @@ const MAX_GLOBS = 1000;
  *
  * @param value - the parsed JSON.
  * @returns the {@link Policy}.
- * @throws {PolicyError} naming the bad entry: not an object, an unknown key, a list that is not
+ * @throws {ConfigError} `ERR_CONFIG_POLICY` naming the bad entry: not an object, an unknown key, a list that is not
  *   an array of strings, an empty glob, a glob with a control character or not well-formed
  *   UTF-16, a glob longer than 256 code units, more than 1000 globs in a list.
  */
 export function validatePolicy(value: unknown): Policy {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new PolicyError('the policy must be a JSON object with the keys confirm, allow and deny (each optional)');
+    throw policyError('the policy must be a JSON object with the keys confirm, allow and deny (each optional)');
   }
   for (const key of Object.keys(value)) {
     if (!(LISTS as readonly string[]).includes(key)) {
-      throw new PolicyError(`unknown key ${JSON.stringify(key)}: the policy has only confirm, allow and deny`);
+      throw policyError(`unknown key ${JSON.stringify(key)}: the policy has only confirm, allow and deny`);
     }
   }
   const out: Record<(typeof LISTS)[number], string[]> = { confirm: [], allow: [], deny: [] };
   for (const list of LISTS) {
     const entries = (value as Record<string, unknown>)[list];
     if (entries === undefined) continue;
-    if (!Array.isArray(entries)) throw new PolicyError(`${list} must be an array of tool-name globs`);
-    if (entries.length > MAX_GLOBS) throw new PolicyError(`${list} has more than ${MAX_GLOBS} globs`);
+    if (!Array.isArray(entries)) throw policyError(`${list} must be an array of tool-name globs`);
+    if (entries.length > MAX_GLOBS) throw policyError(`${list} has more than ${MAX_GLOBS} globs`);
     entries.forEach((glob: unknown, i) => {
       const where = `${list}[${i}]`;
-      if (typeof glob !== 'string') throw new PolicyError(`${where} must be a string (a tool-name glob), got ${glob === null ? 'null' : typeof glob}`);
-      if (glob === '') throw new PolicyError(`${where} is empty`);
-      if (glob.length > MAX_GLOB_LENGTH) throw new PolicyError(`${where} is longer than ${MAX_GLOB_LENGTH} characters`);
-      if (!glob.isWellFormed()) throw new PolicyError(`${where} is not well-formed UTF-16 (a lone surrogate)`);
-      if (/\p{Cc}/u.test(glob)) throw new PolicyError(`${where} contains a control character`);
+      if (typeof glob !== 'string') throw policyError(`${where} must be a string (a tool-name glob), got ${glob === null ? 'null' : typeof glob}`);
+      if (glob === '') throw policyError(`${where} is empty`);
+      if (glob.length > MAX_GLOB_LENGTH) throw policyError(`${where} is longer than ${MAX_GLOB_LENGTH} characters`);
+      if (!glob.isWellFormed()) throw policyError(`${where} is not well-formed UTF-16 (a lone surrogate)`);
+      if (/\p{Cc}/u.test(glob)) throw policyError(`${where} contains a control character`);
       out[list].push(glob);
     });
   }
@@ -75,14 +78,14 @@ export function validatePolicy(value: unknown): Policy {
 /**
  * Parses and validates a policy file's text.
  *
- * @throws {PolicyError} when the text is not JSON, or see {@link validatePolicy}.
+ * @throws {ConfigError} `ERR_CONFIG_POLICY` when the text is not JSON, or see {@link validatePolicy}.
  */
 export function parsePolicy(text: string): Policy {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new PolicyError(`not valid JSON (${(e as Error).message})`);
+    throw policyError(`not valid JSON (${(e as Error).message})`);
   }
   return validatePolicy(value);
 }

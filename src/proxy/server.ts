@@ -56,6 +56,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
+import { DEFAULT_MAX_ARGUMENT_BYTES } from '../defaults.js';
 import { ConfirmBadArgumentError, ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
 import { ChangedBeforeActingError, OpenedState, type Confirmation, type ConfirmableTool } from '../guard/confirmation.js';
 import { ArgumentChecker } from './argumentSchema.js';
@@ -102,8 +103,8 @@ function withoutMeta(params: unknown): Record<string, unknown> | undefined {
   return rest;
 }
 
-/** Default bound on a call's arguments (their canonical JSON, UTF-8): 1 MiB. */
-export const DEFAULT_MAX_ARGUMENT_BYTES = 1_048_576;
+/** Default bound on a call's arguments (their canonical JSON, UTF-8): 1 MiB (defined in `src/defaults.ts`, shared with the CLI). */
+export { DEFAULT_MAX_ARGUMENT_BYTES };
 
 /**
  * Checks a call's arguments against the size bound.

@@ -50,6 +50,7 @@ import {
   ConfirmUpstreamInputError,
   ConfirmUpstreamTimeoutError,
 } from '../errors.js';
+import { DEFAULT_UPSTREAM_TIMEOUT_SECONDS } from '../defaults.js';
 import { renderValue } from '../prompt/render.js';
 import { canonicalDigest } from '../state/digest.js';
 
@@ -157,8 +158,8 @@ export const UPSTREAM_INPUT_REFUSAL =
 /** Least deadline of the upstream's start-up handshake (a cold `npx -y` can take a while): one minute. */
 export const HANDSHAKE_TIMEOUT_MS = 60_000;
 
-/** Default deadline of one upstream request: two minutes. */
-export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
+/** Default deadline of one upstream request: two minutes ({@link DEFAULT_UPSTREAM_TIMEOUT_SECONDS}, shared with the CLI). */
+export const DEFAULT_CALL_TIMEOUT_MS = DEFAULT_UPSTREAM_TIMEOUT_SECONDS * 1000;
 
 /**
  * The parts of a tool's definition its digest covers: what the human's decision depends on

@@ -20,8 +20,8 @@
  * @module
  */
 
-/** An approval must be redeemed within this many milliseconds of being given (and before the TTL). */
-export const REDEEM_WITHIN_MS = 120_000;
+/** An approval must be redeemed within this many milliseconds of being given (and before the TTL); defined in `src/defaults.ts`. */
+export { REDEEM_WITHIN_MS } from '../defaults.js';
 
 /** What the page decided. */
 export type ApprovalStatus = 'pending' | 'approved' | 'declined';

@@ -1,7 +1,8 @@
 import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { componentsBelow, RootError, Roots } from '../../src/fs/roots.js';
+import { ConfigError } from '../../src/errors.js';
+import { componentsBelow, Roots } from '../../src/fs/roots.js';
 import { renderValue } from '../../src/prompt/render.js';
 import { makeSandbox, symlink, type Sandbox } from './helpers.js';
 
@@ -11,13 +12,15 @@ beforeEach(() => {
 });
 afterEach(() => sb.cleanup());
 
-async function rootError(paths: string[]): Promise<RootError> {
+/** The refusal of a root: a ConfigError ERR_CONFIG_ROOT. */
+async function rootError(paths: string[]): Promise<ConfigError> {
   const error = await Roots.open(paths).then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(RootError);
-  return error as RootError;
+  expect(error).toBeInstanceOf(ConfigError);
+  expect((error as ConfigError).code).toBe('ERR_CONFIG_ROOT');
+  return error as ConfigError;
 }
 
 describe('Roots.open', () => {
@@ -50,24 +53,24 @@ describe('Roots.open', () => {
     expect(roots.list[0]).toMatchObject({ given, absolute: sb.allowed, realPath: sb.allowed });
   });
 
-  it('refuses a root that does not exist with a RootError naming it', async () => {
+  it('refuses a root that does not exist with ERR_CONFIG_ROOT naming it', async () => {
     const missing = join(sb.R, 'no-such-dir');
     const error = await rootError([sb.allowed, missing]);
-    expect(error.root).toBe(missing);
+    expect(error.value).toBe(missing);
     expect(error.message).toContain(missing);
     expect(error.message).toContain('does not exist');
   });
 
-  it('refuses a root that is a regular file with a RootError naming it', async () => {
+  it('refuses a root that is a regular file with ERR_CONFIG_ROOT naming it', async () => {
     const file = join(sb.R, 'file.txt');
     writeFileSync(file, 'x');
     const error = await rootError([file]);
-    expect(error.root).toBe(file);
+    expect(error.value).toBe(file);
     expect(error.message).toContain(file);
     expect(error.message).toContain('is not a directory');
   });
 
-  it('refuses a root below a regular file with a RootError naming it', async () => {
+  it('refuses a root below a regular file with ERR_CONFIG_ROOT naming it', async () => {
     const file = join(sb.R, 'file.txt');
     writeFileSync(file, 'x');
     const error = await rootError([join(file, 'sub')]);
@@ -75,11 +78,11 @@ describe('Roots.open', () => {
     expect(error.message).toContain('is not a directory');
   });
 
-  it('refuses a root that is a symbolic link to a directory with a RootError naming it', async () => {
+  it('refuses a root that is a symbolic link to a directory with ERR_CONFIG_ROOT naming it', async () => {
     const link = join(sb.R, 'link-to-allowed');
     symlink(sb.allowed, link);
     const error = await rootError([link]);
-    expect(error.root).toBe(link);
+    expect(error.value).toBe(link);
     expect(error.message).toContain(link);
     expect(error.message).toContain('is a symbolic link');
   });
@@ -91,7 +94,7 @@ describe('Roots.open', () => {
     expect(error.message).toContain('is a symbolic link');
   });
 
-  it('refuses an empty list, an empty path, a NUL and a lone surrogate with a RootError', async () => {
+  it('refuses an empty list, an empty path, a NUL and a lone surrogate with ERR_CONFIG_ROOT', async () => {
     expect((await rootError([])).message).toContain('No root');
     expect((await rootError([''])).message).toContain('empty');
     expect((await rootError([`${sb.allowed}\0x`])).message).toContain('NUL');

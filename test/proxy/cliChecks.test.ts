@@ -1,7 +1,7 @@
 /** `--audience` and `--ttl`: one check shared by `mcp-confirm` and `mcp-confirm proxy`, same messages. */
 import { describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
-import { parseProxyCommand, splitUpstreamCommand } from '../../src/cli/proxy.js';
+import { parseProxyCommand, splitUpstreamCommand } from '../../src/cli/proxyArgs.js';
 
 const serve = (flags: string[]) => () => parseCommand(['--root', '/tmp', ...flags]);
 const proxy = (flags: string[]) => () => parseProxyCommand([...flags, '--', 'node', 'x.js']);

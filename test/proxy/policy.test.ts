@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decide, globMatches, validatePolicy, PolicyError } from '../../src/proxy/policy.js';
+import { ConfigError } from '../../src/errors.js';
+import { decide, globMatches, validatePolicy } from '../../src/proxy/policy.js';
 
 describe('policy globs', () => {
   it('* and ? match within the whole name, case-sensitively; every other character is literal', () => {
@@ -36,7 +37,7 @@ describe('policy globs', () => {
   });
 
   it('validation names the bad entry', () => {
-    expect(() => validatePolicy({ allow: ['ok', null] })).toThrow(new PolicyError('allow[1] must be a string (a tool-name glob), got null'));
+    expect(() => validatePolicy({ allow: ['ok', null] })).toThrow(new ConfigError('ERR_CONFIG_POLICY', 'allow[1] must be a string (a tool-name glob), got null'));
     expect(() => validatePolicy({ deny: ['\uD800'] })).toThrow('deny[0] is not well-formed UTF-16');
     expect(() => validatePolicy({ confirm: ['x'.repeat(257)] })).toThrow('confirm[0] is longer than 256 characters');
   });
