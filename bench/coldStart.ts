@@ -41,7 +41,8 @@ async function spawnToFirstAnswer(args: string[]): Promise<number> {
       if (!out.includes('\n')) return;
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       child.kill('SIGKILL');
-      if (!/"id":1\b/.test(out) || !out.includes('"result"')) reject(new Error(`unexpected first answer: ${out.slice(0, 200)}`));
+      if (!/"id":1\b/.test(out) || !out.includes('"result"'))
+        reject(new Error(`unexpected first answer: ${out.slice(0, 200)}`));
       else resolve(ms);
     });
     child.on('error', reject);
@@ -77,7 +78,11 @@ export async function benchColdStart(options: { runs?: number } = {}): Promise<F
     rmSync(root, { recursive: true, force: true });
   }
   return [
-    { name: 'cold start: bare SDK server with one tool, spawn to first answer', value: median(samples.bare), unit: 'ms' },
+    {
+      name: 'cold start: bare SDK server with one tool, spawn to first answer',
+      value: median(samples.bare),
+      unit: 'ms',
+    },
     { name: 'cold start: mcp-confirm --root DIR, spawn to first answer', value: median(samples.ours), unit: 'ms' },
     { name: 'cold start / bare SDK server', value: median(ratios), unit: 'ratio', target: 1.15, targetKind: 'max' },
   ];

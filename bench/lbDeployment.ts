@@ -21,7 +21,8 @@ export const REPO = ((): string => {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const pkg = join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'mcp-confirm') return dir;
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'mcp-confirm')
+      return dir;
     const up = dirname(dir);
     if (up === dir) throw new Error('cannot find the mcp-confirm repository above ' + fileURLToPath(import.meta.url));
     dir = up;
@@ -157,12 +158,18 @@ export async function startDeployment(o: DeploymentOptions): Promise<Deployment>
   const lbPort = await freePort(LB_HOST);
   const url = new URL(`http://${LB_HOST}:${lbPort}/mcp`);
   const args = [
-    '--root', o.root,
-    '--key-file', o.keyFile,
-    '--ledger', o.redisUrl,
-    '--audience', o.audience,
-    '--http', '127.0.0.1:0',
-    '--resource', url.href,
+    '--root',
+    o.root,
+    '--key-file',
+    o.keyFile,
+    '--ledger',
+    o.redisUrl,
+    '--audience',
+    o.audience,
+    '--http',
+    '127.0.0.1:0',
+    '--resource',
+    url.href,
     ...(o.auth ? ['--auth-issuer', o.auth.issuer, '--auth-jwks', o.auth.jwksPath] : []),
     ...(o.extraArgs ?? []),
   ];
@@ -184,7 +191,10 @@ export async function startDeployment(o: DeploymentOptions): Promise<Deployment>
       MCP_REPLICA_1: replicas[0]!.url.host,
       MCP_REPLICA_2: replicas[1]!.url.host,
     };
-    const lb = track(spawn(haproxy, ['-db', '-f', HAPROXY_CFG], { env, stdio: ['ignore', 'ignore', 'pipe'] }), 'haproxy');
+    const lb = track(
+      spawn(haproxy, ['-db', '-f', HAPROXY_CFG], { env, stdio: ['ignore', 'ignore', 'pipe'] }),
+      'haproxy',
+    );
     started.push(lb);
     await waitHealthy(url, lb);
     return { url, replicas, haproxy: lb, stop: stopAll };

@@ -105,7 +105,10 @@ async function sideBySide(ledger: Run, bare: Run, runs: number): Promise<SideByS
 
 /** A fresh MemoryLedger, `pairs` pairs (fewer tombstones than its `maxTotal`). */
 async function memoryFreshRun(pairs: number): Promise<number> {
-  return sequentialPairs(new MemoryLedger(), Array.from({ length: pairs }, () => randomUUID()));
+  return sequentialPairs(
+    new MemoryLedger(),
+    Array.from({ length: pairs }, () => randomUUID()),
+  );
 }
 
 /**
@@ -140,7 +143,10 @@ async function benchMemorySteady(): Promise<number> {
   }
   const runs: number[] = [];
   for (let run = 0; run < 4; run++) {
-    const rate = await sequentialPairs(ledger, Array.from({ length: 20_000 }, () => randomUUID()));
+    const rate = await sequentialPairs(
+      ledger,
+      Array.from({ length: 20_000 }, () => randomUUID()),
+    );
     if (run > 0) runs.push(rate);
   }
   return median(runs);
@@ -151,7 +157,10 @@ async function sqliteRun(path: string, pairs: number): Promise<number> {
   const { SqliteLedger } = await import('../src/store/sqlite.js');
   const ledger = new SqliteLedger({ path });
   try {
-    return await sequentialPairs(ledger, Array.from({ length: pairs }, () => randomUUID()));
+    return await sequentialPairs(
+      ledger,
+      Array.from({ length: pairs }, () => randomUUID()),
+    );
   } finally {
     await ledger.close();
   }
@@ -231,7 +240,9 @@ async function sqliteProcessesOnce(path: string, processes: number, pairsEach: n
   } finally {
     for (const c of children) if (c.connected) c.send({ type: 'exit' });
     await Promise.all(
-      children.map((c) => (c.exitCode !== null ? undefined : new Promise<void>((resolve) => c.once('exit', () => resolve())))),
+      children.map((c) =>
+        c.exitCode !== null ? undefined : new Promise<void>((resolve) => c.once('exit', () => resolve())),
+      ),
     );
   }
 }
@@ -269,13 +280,19 @@ async function concurrentPairs(pairsEach: number, pair: () => Promise<void>): Pr
  * @returns rows `{ name, value, unit, target }`.  Takes about 1–3 minutes on 2 cores.
  * @throws when a store fails (e.g. Redis unreachable: `ERR_CONFIRM_LEDGER_UNAVAILABLE`).
  */
-export async function benchLedger(opts: { redisUrl?: string; runs?: number; only?: ReadonlyArray<'memory' | 'sqlite' | 'redis'> } = {}): Promise<BenchFigure[]> {
+export async function benchLedger(
+  opts: { redisUrl?: string; runs?: number; only?: ReadonlyArray<'memory' | 'sqlite' | 'redis'> } = {},
+): Promise<BenchFigure[]> {
   const runs = opts.runs ?? 7;
   const only = new Set(opts.only ?? ['memory', 'sqlite', 'redis']);
   const figures: BenchFigure[] = [];
   if (only.has('memory')) {
     const pairs = 50_000;
-    const m = await sideBySide(() => memoryFreshRun(pairs), () => baselineMapRun(pairs), runs);
+    const m = await sideBySide(
+      () => memoryFreshRun(pairs),
+      () => baselineMapRun(pairs),
+      runs,
+    );
     figures.push({ name: 'ledger: memory, issue+spend (fresh)', value: m.ledger, unit: UNIT, target: 1_000_000 });
     figures.push({ name: 'baseline: bare Map set+get+delete, awaited like the ledger', value: m.bare, unit: UNIT });
     figures.push({ name: 'ledger memory / bare Map', value: m.ratio, unit: 'ratio', target: 0.8 });
@@ -296,7 +313,11 @@ export async function benchLedger(opts: { redisUrl?: string; runs?: number; only
         runs,
       );
       figures.push({ name: 'ledger: sqlite, 1 process, issue+spend', value: s.ledger, unit: UNIT, target: 20_000 });
-      figures.push({ name: 'baseline: bare SQLite INSERT + DELETE…RETURNING, 1 process (no bounds, no tombstones)', value: s.bare, unit: UNIT });
+      figures.push({
+        name: 'baseline: bare SQLite INSERT + DELETE…RETURNING, 1 process (no bounds, no tombstones)',
+        value: s.bare,
+        unit: UNIT,
+      });
       figures.push({ name: 'ledger sqlite / bare statements', value: s.ratio, unit: 'ratio', target: 0.7 });
       figures.push({
         name: 'ledger: sqlite, 4 processes on one file (aggregate), issue+spend',
@@ -334,8 +355,17 @@ export async function benchLedger(opts: { redisUrl?: string; runs?: number; only
           }),
         runs,
       );
-      figures.push({ name: 'ledger: redis, 64 concurrent in 1 process, issue+spend', value: r.ledger, unit: UNIT, target: 100_000 });
-      figures.push({ name: 'baseline: bare Redis SET NX PX + GETDEL, 64 concurrent (no bounds, no tombstones)', value: r.bare, unit: UNIT });
+      figures.push({
+        name: 'ledger: redis, 64 concurrent in 1 process, issue+spend',
+        value: r.ledger,
+        unit: UNIT,
+        target: 100_000,
+      });
+      figures.push({
+        name: 'baseline: bare Redis SET NX PX + GETDEL, 64 concurrent (no bounds, no tombstones)',
+        value: r.bare,
+        unit: UNIT,
+      });
       figures.push({ name: 'ledger redis / bare SET NX PX + GETDEL', value: r.ratio, unit: 'ratio', target: 0.7 });
     } finally {
       await ledger.close();
@@ -350,7 +380,8 @@ async function sqliteWorker(): Promise<void> {
   const { SqliteLedger } = await import('../src/store/sqlite.js');
   let ledger: InstanceType<typeof SqliteLedger> | undefined;
   process.on('message', (raw) => {
-    const m = raw as { type: 'open'; path: string } | { type: 'go'; startAtMs: number; pairs: number } | { type: 'exit' };
+    const m = raw as
+      { type: 'open'; path: string } | { type: 'go'; startAtMs: number; pairs: number } | { type: 'exit' };
     if (m.type === 'open') {
       try {
         // A long deadline: under a heavily loaded machine a worker can wait for the write lock longer than the
@@ -358,7 +389,10 @@ async function sqliteWorker(): Promise<void> {
         const l = new SqliteLedger({ path: m.path, timeoutMs: 30_000 });
         ledger = l;
         // Warm up the JIT and the statements before the measured run.
-        void sequentialPairs(l, Array.from({ length: 500 }, () => randomUUID())).then(
+        void sequentialPairs(
+          l,
+          Array.from({ length: 500 }, () => randomUUID()),
+        ).then(
           () => process.send?.({ type: 'ready' }),
           (error: unknown) => process.send?.({ error: String(error) }),
         );

@@ -14,7 +14,13 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client, ProtocolError, StreamableHTTPClientTransport, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolError,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type InputRequiredResult,
+} from '@modelcontextprotocol/client';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { KeyRing } from '../src/state/keyRing.js';
 import { REPO, rssKiB, startDeployment } from './lbDeployment.js';
@@ -34,7 +40,8 @@ type Outcome = 'deleted' | 'spent' | string;
 /** `deleted`, `spent`, or what else it was: an `ERR_CONFIRM_*` code, a JSON-RPC error code, `input_required`. */
 function outcomeOf(r: CallToolResult | InputRequiredResult | Error): Outcome {
   if (r instanceof ProtocolError) return `JSON-RPC ${r.code}`;
-  if (r instanceof Error) return `error: ${r.message.slice(0, 60)}${r.cause ? ` (${String((r.cause as { code?: string }).code ?? r.cause)})` : ''}`;
+  if (r instanceof Error)
+    return `error: ${r.message.slice(0, 60)}${r.cause ? ` (${String((r.cause as { code?: string }).code ?? r.cause)})` : ''}`;
   if ((r as InputRequiredResult).resultType === 'input_required') return 'input_required';
   const text = ((r as CallToolResult).content ?? []).map((c) => (c.type === 'text' ? c.text : '')).join(' ');
   if ((r as CallToolResult).isError !== true && text.startsWith('Deleted ')) return 'deleted';
@@ -55,8 +62,18 @@ export async function benchLoadBalancer(opts: { redisUrl: string }): Promise<LbF
   writeFileSync(keyFile, JSON.stringify({ keys: [KeyRing.generateSpec('bench')] }), { mode: 0o600 });
   const pair = await generateKeyPair('ES256');
   const jwksPath = join(dir, 'jwks.json');
-  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'b1', alg: 'ES256' }] }));
-  const deployment = await startDeployment({ root, keyFile, redisUrl: opts.redisUrl, audience: `bench-lb-${randomUUID()}`, auth: { issuer: ISSUER, jwksPath }, main });
+  writeFileSync(
+    jwksPath,
+    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'b1', alg: 'ES256' }] }),
+  );
+  const deployment = await startDeployment({
+    root,
+    keyFile,
+    redisUrl: opts.redisUrl,
+    audience: `bench-lb-${randomUUID()}`,
+    auth: { issuer: ISSUER, jwksPath },
+    main,
+  });
   try {
     const nowS = Math.floor(Date.now() / 1000);
     const token = await new SignJWT({ client_id: 'bench' })
@@ -69,13 +86,24 @@ export async function benchLoadBalancer(opts: { redisUrl: string }): Promise<LbF
       .sign(pair.privateKey);
     const client = new Client(
       { name: 'bench-lb', version: '0' },
-      { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+      {
+        capabilities: { elicitation: { form: {} } },
+        versionNegotiation: { mode: { pin: '2026-07-28' } },
+        inputRequired: { autoFulfill: false },
+      },
     );
-    await client.connect(new StreamableHTTPClientTransport(deployment.url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(deployment.url, {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
     const call = (params: Record<string, unknown>): Promise<CallToolResult | InputRequiredResult | Error> =>
-      (client.request({ method: 'tools/call', params } as never, { allowInputRequired: true, timeout: 600_000 } as never) as Promise<CallToolResult | InputRequiredResult>).catch(
-        (e: unknown) => (e instanceof ProtocolError || e instanceof Error ? e : new Error(String(e))),
-      );
+      (
+        client.request(
+          { method: 'tools/call', params } as never,
+          { allowInputRequired: true, timeout: 600_000 } as never,
+        ) as Promise<CallToolResult | InputRequiredResult>
+      ).catch((e: unknown) => (e instanceof ProtocolError || e instanceof Error ? e : new Error(String(e))));
     for (let i = 0; i < FLOWS; i++) writeFileSync(join(root, `f${i}.txt`), `file ${i}`);
     const before = deployment.replicas.map((r) => rssKiB(r.pid));
     const durationsMs: number[] = [];
@@ -96,7 +124,11 @@ export async function benchLoadBalancer(opts: { redisUrl: string }): Promise<LbF
           other(`round 1: ${outcomeOf(r1)}`);
           return;
         }
-        const pair = await Promise.all([0, 1].map(() => call({ name: 'delete_file', arguments: { path }, inputResponses: ACCEPT, requestState: state })));
+        const pair = await Promise.all(
+          [0, 1].map(() =>
+            call({ name: 'delete_file', arguments: { path }, inputResponses: ACCEPT, requestState: state }),
+          ),
+        );
         durationsMs.push(performance.now() - start);
         const outcomes = pair.map(outcomeOf);
         const dels = outcomes.filter((o) => o === 'deleted').length;
@@ -119,9 +151,17 @@ export async function benchLoadBalancer(opts: { redisUrl: string }): Promise<LbF
       { name: `${label}: throughput`, value: FLOWS / elapsedS, unit: 'flows/s' },
       { name: `${label}: flow duration p50`, value: percentile(durationsMs, 50), unit: 'ms' },
       { name: `${label}: flow duration p99`, value: percentile(durationsMs, 99), unit: 'ms' },
-      { name: `${label}: each redeemed twice at once, one deleted + one ERR_CONFIRM_SPENT`, value: `${deleted} of ${FLOWS} (other: ${others}${otherOutcomes.size ? ` [${[...otherOutcomes].map(([k, v]) => `${k} ×${v}`).join(', ')}]` : ''}; files left: ${left})`, unit: 'flows' },
+      {
+        name: `${label}: each redeemed twice at once, one deleted + one ERR_CONFIRM_SPENT`,
+        value: `${deleted} of ${FLOWS} (other: ${others}${otherOutcomes.size ? ` [${[...otherOutcomes].map(([k, v]) => `${k} ×${v}`).join(', ')}]` : ''}; files left: ${left})`,
+        unit: 'flows',
+      },
       { name: `${label}: double deletes`, value: String(doubleDeletes), unit: 'flows' },
-      ...deployment.replicas.map((r, i) => ({ name: `${label}: replica ${r.name} RSS before → after`, value: `${mb(before[i]!)} → ${mb(after[i]!)}`, unit: 'MiB' })),
+      ...deployment.replicas.map((r, i) => ({
+        name: `${label}: replica ${r.name} RSS before → after`,
+        value: `${mb(before[i]!)} → ${mb(after[i]!)}`,
+        unit: 'MiB',
+      })),
     ];
   } finally {
     await deployment.stop();

@@ -36,7 +36,9 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 function startRedis(): { url: string; stop: () => void } | undefined {
   if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: () => {} };
   try {
-    const [port, pid] = execFileSync('bash', ['scripts/start-redis.sh'], { cwd: REPO, encoding: 'utf8' }).trim().split(/\s+/);
+    const [port, pid] = execFileSync('bash', ['scripts/start-redis.sh'], { cwd: REPO, encoding: 'utf8' })
+      .trim()
+      .split(/\s+/);
     return { url: `redis://127.0.0.1:${port}`, stop: () => process.kill(Number(pid)) };
   } catch {
     return undefined;

@@ -6,7 +6,13 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { Client, InMemoryTransport, ProtocolError } from '@modelcontextprotocol/client';
-import { McpServer, createRequestStateCodec, inputRequired, inputResponse, type CallToolResult } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  createRequestStateCodec,
+  inputRequired,
+  inputResponse,
+  type CallToolResult,
+} from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 import { createConfirmation } from '../src/guard/confirmation.js';
@@ -25,7 +31,11 @@ export interface Figure {
 }
 
 const Input = z.strictObject({ path: z.string() });
-const SCHEMA = { type: 'object' as const, properties: { confirmed: { type: 'boolean' as const } }, required: ['confirmed'] };
+const SCHEMA = {
+  type: 'object' as const,
+  properties: { confirmed: { type: 'boolean' as const } },
+  required: ['confirmed'],
+};
 const done = (path: string): CallToolResult => ({ content: [{ type: 'text', text: `deleted ${path}` }] });
 
 export function bareServer(): McpServer {
@@ -33,7 +43,12 @@ export function bareServer(): McpServer {
   server.registerTool('delete_file', { inputSchema: Input }, async ({ path }, ctx) => {
     const a = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
     if (ctx.mcpReq.requestState() !== undefined && a.kind === 'elicit' && a.action === 'accept') return done(path);
-    return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: `Permanently delete ${path}?`, requestedSchema: SCHEMA }) }, requestState: 'round-1' });
+    return inputRequired({
+      inputRequests: {
+        confirm: inputRequired.elicit({ message: `Permanently delete ${path}?`, requestedSchema: SCHEMA }),
+      },
+      requestState: 'round-1',
+    });
   });
   return server;
 }
@@ -46,7 +61,9 @@ export function codecServerFactory(): () => McpServer {
       const a = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
       if (ctx.mcpReq.requestState() !== undefined && a.kind === 'elicit' && a.action === 'accept') return done(path);
       return inputRequired({
-        inputRequests: { confirm: inputRequired.elicit({ message: `Permanently delete ${path}?`, requestedSchema: SCHEMA }) },
+        inputRequests: {
+          confirm: inputRequired.elicit({ message: `Permanently delete ${path}?`, requestedSchema: SCHEMA }),
+        },
         requestState: await codec.mint({ path }, ctx),
       });
     });
@@ -58,10 +75,15 @@ export async function confirmedServerFactory(): Promise<() => McpServer> {
   const confirmation = await createConfirmation({ store: undefined });
   return () => {
     const server = new McpServer({ name: 'confirmed', version: '0' }, { ...confirmation.serverOptions });
-    confirmation.register(server, 'delete_file', { inputSchema: Input }, {
-      question: (args) => question`Permanently delete ${args.path}?`,
-      act: (args) => done(args.path),
-    });
+    confirmation.register(
+      server,
+      'delete_file',
+      { inputSchema: Input },
+      {
+        question: (args) => question`Permanently delete ${args.path}?`,
+        act: (args) => done(args.path),
+      },
+    );
     return server;
   };
 }
@@ -71,7 +93,11 @@ export async function connectTo(factory: () => McpServer): Promise<Client> {
   serveStdio(factory, { transport: s });
   const client = new Client(
     { name: 'bench', version: '0' },
-    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+    {
+      capabilities: { elicitation: { form: {} } },
+      versionNegotiation: { mode: { pin: '2026-07-28' } },
+      inputRequired: { autoFulfill: false },
+    },
   );
   await client.connect(c);
   return client;
@@ -79,13 +105,21 @@ export async function connectTo(factory: () => McpServer): Promise<Client> {
 
 export async function twoRounds(client: Client, i: number): Promise<void> {
   const args = { path: `/data/file-${i}.txt` };
-  const r1 = (await client.request({ method: 'tools/call', params: { name: 'delete_file', arguments: args } } as never, { allowInputRequired: true } as never)) as {
+  const r1 = (await client.request(
+    { method: 'tools/call', params: { name: 'delete_file', arguments: args } } as never,
+    { allowInputRequired: true } as never,
+  )) as {
     requestState?: string;
   };
   const r2 = (await client.request(
     {
       method: 'tools/call',
-      params: { name: 'delete_file', arguments: args, inputResponses: { confirm: { action: 'accept', content: { confirmed: true } } }, requestState: r1.requestState },
+      params: {
+        name: 'delete_file',
+        arguments: args,
+        inputResponses: { confirm: { action: 'accept', content: { confirmed: true } } },
+        requestState: r1.requestState,
+      },
     } as never,
     { allowInputRequired: true } as never,
   )) as CallToolResult;
@@ -177,7 +211,8 @@ export async function roundOne(client: Client, i: number): Promise<string | unde
 export function tamperedCopies(state: string, count: number): string[] {
   const parts = state.split('.');
   const ct = parts[3] ?? '';
-  if (parts.length !== 5 || ct.length < count) throw new Error('bench expected a compact JWE with a long enough ciphertext');
+  if (parts.length !== 5 || ct.length < count)
+    throw new Error('bench expected a compact JWE with a long enough ciphertext');
   return Array.from({ length: count }, (_, k) => {
     const i = Math.floor((k * ct.length) / count);
     const copy = [...parts];
@@ -246,7 +281,8 @@ export async function benchGarbage(options: { calls?: number; runs?: number } = 
   for (let r = 0; r < runs; r++) {
     const order = r % 2 === 0 ? (['bare', 'garbage', 'floor'] as const) : (['floor', 'garbage', 'bare'] as const);
     const rate: Record<(typeof order)[number], number> = { bare: 0, garbage: 0, floor: 0 };
-    for (const side of order) rate[side] = await batch(side === 'bare' ? bareCall : side === 'garbage' ? garbageCall : floorCall);
+    for (const side of order)
+      rate[side] = await batch(side === 'bare' ? bareCall : side === 'garbage' ? garbageCall : floorCall);
     bareRates.push(rate.bare);
     garbageRates.push(rate.garbage);
     floorRates.push(rate.floor);
@@ -258,8 +294,16 @@ export async function benchGarbage(options: { calls?: number; runs?: number } = 
     { name: 'round-1 tools/call, bare SDK (no state)', value: median(bareRates), unit: 'calls/s' },
     { name: 'round-2 call with a tampered state, refused with -32602', value: median(garbageRates), unit: 'calls/s' },
     { name: 'tampered round 2 refused / bare round trip', value: median(ratios), unit: 'ratio', target: 0.8 },
-    { name: 'the same round 2, refused by a verify hook that opens nothing (the SDK\'s own refusal path)', value: median(floorRates), unit: 'calls/s' },
-    { name: 'refused by a hook that opens nothing / bare round trip (the floor of the row above)', value: median(floorRatios), unit: 'ratio' },
+    {
+      name: "the same round 2, refused by a verify hook that opens nothing (the SDK's own refusal path)",
+      value: median(floorRates),
+      unit: 'calls/s',
+    },
+    {
+      name: 'refused by a hook that opens nothing / bare round trip (the floor of the row above)',
+      value: median(floorRatios),
+      unit: 'ratio',
+    },
   ];
 }
 
@@ -269,7 +313,14 @@ export async function benchSeal(options: { pairs?: number; runs?: number } = {})
   const runs = options.runs ?? 7;
   const keys = await KeyRing.random();
   const sealer = new Sealer({ keys, audience: 'bench', ttlSeconds: 300 });
-  const input = { tool: 'delete_file', args: 'A'.repeat(43), question: 'B'.repeat(43), fingerprint: { path: '/data/x', size: '12' }, principal: 'local', nowMs: Date.now() };
+  const input = {
+    tool: 'delete_file',
+    args: 'A'.repeat(43),
+    question: 'B'.repeat(43),
+    fingerprint: { path: '/data/x', size: '12' },
+    principal: 'local',
+    nowMs: Date.now(),
+  };
   const ours = (): number => {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < pairs; i++) {
@@ -315,7 +366,11 @@ export async function benchSeal(options: { pairs?: number; runs?: number } = {})
   }
   return [
     { name: 'seal+open', value: median(rates), unit: 'pairs/s', target: 50_000, targetKind: 'min' },
-    { name: 'node:crypto alone: AES-256-GCM seal + open of the same bytes, a new cipher context each (the floor of the row above)', value: median(floors), unit: 'pairs/s' },
+    {
+      name: 'node:crypto alone: AES-256-GCM seal + open of the same bytes, a new cipher context each (the floor of the row above)',
+      value: median(floors),
+      unit: 'pairs/s',
+    },
     { name: 'seal+open / its node:crypto floor', value: median(ratios), unit: 'ratio' },
   ];
 }

@@ -46,12 +46,50 @@ function lcg(seed: number): () => number {
 }
 
 const HOSTILE_PIECES = [
-  '\n', '\r', '\u001b[2K', '\u001b]8;;https://attacker.example/\u0007', '\b', '\u0085', '\u2028',
-  '\u202E', '\u2066', '\u2069', '\u200F', '\u061C', '\u200B', '\u200D', '\u00AD', '\uFE0F', '\u3164',
-  '\u{E0041}', '\u2800', '\u00A0', '  ', ' ', 'e\u0301', 'a\u0301\u0302\u0303\u0304\u0305\u0306',
-  'p\u0430yp\u0430l', 'שלום', 'مرحبا', '日本', '👨‍👩‍👧', '🇫🇷', '`', '``', '[x](https://attacker.example)',
-  '<img src=x onerror=alert(1)>', '\\', '⟨U+202E⟩', '\uD800', '\uDC00', '\u1100\u1161\u11A8', 'cache',
-  '.txt', '-', '_', '0123',
+  '\n',
+  '\r',
+  '\u001b[2K',
+  '\u001b]8;;https://attacker.example/\u0007',
+  '\b',
+  '\u0085',
+  '\u2028',
+  '\u202E',
+  '\u2066',
+  '\u2069',
+  '\u200F',
+  '\u061C',
+  '\u200B',
+  '\u200D',
+  '\u00AD',
+  '\uFE0F',
+  '\u3164',
+  '\u{E0041}',
+  '\u2800',
+  '\u00A0',
+  '  ',
+  ' ',
+  'e\u0301',
+  'a\u0301\u0302\u0303\u0304\u0305\u0306',
+  'p\u0430yp\u0430l',
+  'שלום',
+  'مرحبا',
+  '日本',
+  '👨‍👩‍👧',
+  '🇫🇷',
+  '`',
+  '``',
+  '[x](https://attacker.example)',
+  '<img src=x onerror=alert(1)>',
+  '\\',
+  '⟨U+202E⟩',
+  '\uD800',
+  '\uDC00',
+  '\u1100\u1161\u11A8',
+  'cache',
+  '.txt',
+  '-',
+  '_',
+  '0123',
 ];
 
 /** A hostile value of at least `bytes` UTF-8 bytes, ending with a file extension. */
@@ -105,8 +143,7 @@ function time(values: readonly string[], reps: number, runs: number, options: Re
   return median(samples);
 }
 
-const bytesOf = (values: readonly string[]): number =>
-  values.reduce((n, v) => n + Buffer.byteLength(v, 'utf8'), 0);
+const bytesOf = (values: readonly string[]): number => values.reduce((n, v) => n + Buffer.byteLength(v, 'utf8'), 0);
 
 /**
  * Measures rendering speed.
@@ -128,9 +165,13 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
   const controls = fill('\u0001');
   const mixedPath = fill('/p\u0430y');
   // Conjuncts with virama and vowel signs: स्त्री क्षेत्र हिन्दी.
-  const devanagari = fill('\u0938\u094D\u0924\u094D\u0930\u0940\u0915\u094D\u0937\u0947\u0924\u094D\u0930\u0939\u093F\u0928\u094D\u0926\u0940');
+  const devanagari = fill(
+    '\u0938\u094D\u0924\u094D\u0930\u0940\u0915\u094D\u0937\u0947\u0924\u094D\u0930\u0939\u093F\u0928\u094D\u0926\u0940',
+  );
   // Coeng (U+17D2) subscripts and vowel signs: ស្ត្រី ខ្មែរ ក្សត្រ.
-  const khmer = fill('\u179F\u17D2\u178F\u17D2\u179A\u17B8\u1781\u17D2\u1798\u17C2\u179A\u1780\u17D2\u179F\u178F\u17D2\u179A');
+  const khmer = fill(
+    '\u179F\u17D2\u178F\u17D2\u179A\u17B8\u1781\u17D2\u1798\u17C2\u179A\u1780\u17D2\u179F\u178F\u17D2\u179A',
+  );
   // Medials, asat and a stacked consonant (U+1039): မြန်မာ ကျွန်ုပ် သင်္ချိုင်း.
   const myanmar = fill(
     '\u1019\u103C\u1014\u103A\u1019\u102C\u1000\u103B\u103D\u1014\u103A\u102F\u1015\u103A' +
@@ -148,23 +189,56 @@ export async function benchPrompt(): Promise<PromptFigure[]> {
   const devanagariMs = time([devanagari], 1, 5);
   const khmerMs = time([khmer], 1, 5);
   const myanmarMs = time([myanmar], 1, 5);
-  const reported = (marks: number): string => `x${'\u0301'.repeat(marks / 2)}${'\u0316'.repeat(marks / 2)}/../cache.txt`;
+  const reported = (marks: number): string =>
+    `x${'\u0301'.repeat(marks / 2)}${'\u0316'.repeat(marks / 2)}/../cache.txt`;
   const linearRatio = time([reported(800_000)], 1, 7) / time([reported(200_000)], 1, 7);
   const mbps = (bytes: number, ms: number): string => (bytes / 1e6 / (ms / 1e3)).toFixed(1);
 
   return [
     { name: 'prompt: render ASCII file names', value: mbps(bytesOf(ascii) * 20, asciiMs), unit: 'MB/s' },
-    { name: 'prompt: render hostile names (64–288 B)', value: mbps(bytesOf(hostileNames) * 20, hostileMs), unit: 'MB/s' },
+    {
+      name: 'prompt: render hostile names (64–288 B)',
+      value: mbps(bytesOf(hostileNames) * 20, hostileMs),
+      unit: 'MB/s',
+    },
     { name: 'prompt: render hostile 4 KiB values', value: mbps(bytesOf(hostile4k) * 10, big4kMs), unit: 'MB/s' },
-    { name: 'prompt: one hostile 4 KiB value', value: ((big4kMs * 1e3) / (hostile4k.length * 10)).toFixed(1), unit: 'µs' },
-    { name: 'prompt: one 4 KiB value of letters from 18 scripts', value: ((scriptsMs * 1e3) / 200).toFixed(1), unit: 'µs' },
-    { name: 'prompt: one 1 MB value, 1,000,000 marks in reverse canonical order (reported DoS, was 27 s at 400 KB)', value: dosMs.toFixed(0), unit: 'ms' },
-    { name: 'prompt: one 1 MB value, runs of 30 reordering marks (longest run normalised)', value: marks30Ms.toFixed(0), unit: 'ms' },
+    {
+      name: 'prompt: one hostile 4 KiB value',
+      value: ((big4kMs * 1e3) / (hostile4k.length * 10)).toFixed(1),
+      unit: 'µs',
+    },
+    {
+      name: 'prompt: one 4 KiB value of letters from 18 scripts',
+      value: ((scriptsMs * 1e3) / 200).toFixed(1),
+      unit: 'µs',
+    },
+    {
+      name: 'prompt: one 1 MB value, 1,000,000 marks in reverse canonical order (reported DoS, was 27 s at 400 KB)',
+      value: dosMs.toFixed(0),
+      unit: 'ms',
+    },
+    {
+      name: 'prompt: one 1 MB value, runs of 30 reordering marks (longest run normalised)',
+      value: marks30Ms.toFixed(0),
+      unit: 'ms',
+    },
     { name: 'prompt: one 1 MB value, 1,000,000 controls (escapes)', value: controlsMs.toFixed(0), unit: 'ms' },
-    { name: 'prompt: one 1 MB path, 250,000 mixed-script components (segments "/")', value: pathMs.toFixed(0), unit: 'ms' },
-    { name: 'prompt: one 1 MB value of Devanagari conjuncts with virama and vowel signs', value: devanagariMs.toFixed(0), unit: 'ms' },
+    {
+      name: 'prompt: one 1 MB path, 250,000 mixed-script components (segments "/")',
+      value: pathMs.toFixed(0),
+      unit: 'ms',
+    },
+    {
+      name: 'prompt: one 1 MB value of Devanagari conjuncts with virama and vowel signs',
+      value: devanagariMs.toFixed(0),
+      unit: 'ms',
+    },
     { name: 'prompt: one 1 MB value of Khmer clusters with coeng subscripts', value: khmerMs.toFixed(0), unit: 'ms' },
-    { name: 'prompt: one 1 MB value of Myanmar clusters (medials, asat, stacked consonants)', value: myanmarMs.toFixed(0), unit: 'ms' },
+    {
+      name: 'prompt: one 1 MB value of Myanmar clusters (medials, asat, stacked consonants)',
+      value: myanmarMs.toFixed(0),
+      unit: 'ms',
+    },
     {
       name: 'prompt: time at 4× the length, reported shape (800,000 / 200,000 marks; linear 4, quadratic 16)',
       value: linearRatio.toFixed(2),

@@ -38,10 +38,21 @@ export async function benchProxy(): Promise<Figure[]> {
   const file = join(root, 'notes.txt');
   writeFileSync(file, 'some notes\n'.repeat(20));
   const direct = new Client({ name: 'bench-direct', version: '0' });
-  const proxied = new Client({ name: 'bench-proxied', version: '0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const proxied = new Client(
+    { name: 'bench-proxied', version: '0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
   try {
-    await direct.connect(new StdioClientTransport({ command: process.execPath, args: [fsServer, root], stderr: 'ignore' }));
-    await proxied.connect(new StdioClientTransport({ command: process.execPath, args: [PROXY_MAIN, 'proxy', '--', process.execPath, fsServer, root], stderr: 'ignore' }));
+    await direct.connect(
+      new StdioClientTransport({ command: process.execPath, args: [fsServer, root], stderr: 'ignore' }),
+    );
+    await proxied.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [PROXY_MAIN, 'proxy', '--', process.execPath, fsServer, root],
+        stderr: 'ignore',
+      }),
+    );
     // Warm both paths once.
     await direct.callTool({ name: 'read_file', arguments: { path: file } });
     await proxied.callTool({ name: 'read_file', arguments: { path: file } });

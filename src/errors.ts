@@ -75,7 +75,10 @@ export class ConfirmMismatchError extends ConfirmError {
 export class ConfirmSpentError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_SPENT';
   constructor() {
-    super('ERR_CONFIRM_SPENT', 'This confirmation was already used; nothing was done. Call the tool again to be asked again.');
+    super(
+      'ERR_CONFIRM_SPENT',
+      'This confirmation was already used; nothing was done. Call the tool again to be asked again.',
+    );
   }
 }
 
@@ -95,7 +98,10 @@ export class ConfirmUnknownError extends ConfirmError {
 export class ConfirmExpiredError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_EXPIRED';
   constructor() {
-    super('ERR_CONFIRM_EXPIRED', 'This confirmation has expired; nothing was done. Call the tool again to be asked again.');
+    super(
+      'ERR_CONFIRM_EXPIRED',
+      'This confirmation has expired; nothing was done. Call the tool again to be asked again.',
+    );
   }
 }
 
@@ -116,7 +122,11 @@ export class ConfirmCapacityError extends ConfirmError {
 export class ConfirmLedgerUnavailableError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_LEDGER_UNAVAILABLE';
   constructor(options?: { cause?: unknown }) {
-    super('ERR_CONFIRM_LEDGER_UNAVAILABLE', 'The confirmation ledger is unavailable; nothing was done. Try again later.', options);
+    super(
+      'ERR_CONFIRM_LEDGER_UNAVAILABLE',
+      'The confirmation ledger is unavailable; nothing was done. Try again later.',
+      options,
+    );
   }
 }
 
@@ -181,7 +191,11 @@ export class ConfirmOsError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_OS';
   readonly osCode: string;
   constructor(osCode: string, what: string, options?: { cause?: unknown }) {
-    super('ERR_CONFIRM_OS', `The operating system refused to ${what}: ${osCode}${describeOsCode(osCode)}; nothing was deleted.`, options);
+    super(
+      'ERR_CONFIRM_OS',
+      `The operating system refused to ${what}: ${osCode}${describeOsCode(osCode)}; nothing was deleted.`,
+      options,
+    );
     this.osCode = osCode;
   }
 }
@@ -201,7 +215,7 @@ export class ConfirmNoElicitationError extends ConfirmError {
 export class ConfirmPolicyDeniedError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_POLICY_DENIED';
   constructor() {
-    super('ERR_CONFIRM_POLICY_DENIED', 'The proxy\'s policy denies this tool; nothing was forwarded.');
+    super('ERR_CONFIRM_POLICY_DENIED', "The proxy's policy denies this tool; nothing was forwarded.");
   }
 }
 
@@ -213,7 +227,10 @@ export class ConfirmPolicyDeniedError extends ConfirmError {
 export class ConfirmUpstreamDownError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_UPSTREAM_DOWN';
   constructor(detail: string) {
-    super('ERR_CONFIRM_UPSTREAM_DOWN', `The upstream server is down (${detail}); nothing was forwarded. The proxy does not restart it: restart the proxy.`);
+    super(
+      'ERR_CONFIRM_UPSTREAM_DOWN',
+      `The upstream server is down (${detail}); nothing was forwarded. The proxy does not restart it: restart the proxy.`,
+    );
   }
 }
 
@@ -260,7 +277,10 @@ export class ConfirmUpstreamTimeoutError extends ConfirmError {
 export class ConfirmUpstreamToolGoneError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_UPSTREAM_TOOL_GONE';
   constructor() {
-    super('ERR_CONFIRM_UPSTREAM_TOOL_GONE', 'The upstream server does not list this tool (any more); nothing was forwarded.');
+    super(
+      'ERR_CONFIRM_UPSTREAM_TOOL_GONE',
+      'The upstream server does not list this tool (any more); nothing was forwarded.',
+    );
   }
 }
 
@@ -303,7 +323,11 @@ export class ConfirmApprovalExpiredError extends ConfirmError {
 export class ConfirmAuditUnavailableError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_AUDIT_UNAVAILABLE';
   constructor(options?: { cause?: unknown }) {
-    super('ERR_CONFIRM_AUDIT_UNAVAILABLE', 'The audit trail could not be written, so nothing was done (a decision is never left unrecorded). Try again later.', options);
+    super(
+      'ERR_CONFIRM_AUDIT_UNAVAILABLE',
+      'The audit trail could not be written, so nothing was done (a decision is never left unrecorded). Try again later.',
+      options,
+    );
   }
 }
 
@@ -342,7 +366,11 @@ export type AnyConfirmError =
   | ConfirmApprovalExpiredError;
 
 // Every code has its subclass, and every subclass a code of the list: checked at compile time.
-const EVERY_CODE_HAS_ITS_CLASS: [ConfirmErrorCode] extends [AnyConfirmError['code']] ? ([AnyConfirmError['code']] extends [ConfirmErrorCode] ? true : never) : never = true;
+const EVERY_CODE_HAS_ITS_CLASS: [ConfirmErrorCode] extends [AnyConfirmError['code']]
+  ? [AnyConfirmError['code']] extends [ConfirmErrorCode]
+    ? true
+    : never
+  : never = true;
 void EVERY_CODE_HAS_ITS_CLASS;
 
 /**
@@ -433,5 +461,8 @@ export function toToolError(error: unknown): CallToolResult {
   if (error instanceof ConfirmError) {
     return { content: [{ type: 'text', text: `[${error.code}] ${error.message}` }], isError: true };
   }
-  return { content: [{ type: 'text', text: 'Internal error in the confirmation layer; nothing was done.' }], isError: true };
+  return {
+    content: [{ type: 'text', text: 'Internal error in the confirmation layer; nothing was done.' }],
+    isError: true,
+  };
 }

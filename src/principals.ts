@@ -25,7 +25,8 @@ export function jwtPrincipalParts(principal: string): { iss: string; sub: string
   } catch {
     return undefined; // not a token principal
   }
-  if (Array.isArray(p) && p.length === 3 && p[0] === 'jwt' && typeof p[1] === 'string' && typeof p[2] === 'string') return { iss: p[1], sub: p[2] };
+  if (Array.isArray(p) && p.length === 3 && p[0] === 'jwt' && typeof p[1] === 'string' && typeof p[2] === 'string')
+    return { iss: p[1], sub: p[2] };
   return undefined;
 }
 

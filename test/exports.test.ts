@@ -20,7 +20,9 @@ function importGraph(entry: string): { files: Set<string>; bare: Set<string> } {
     if (files.has(file)) return;
     files.add(file);
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    for (const m of text.matchAll(
+      /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g,
+    )) {
       const spec = m[1] ?? m[2]!;
       if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
       else bare.add(spec);
@@ -46,39 +48,91 @@ describe('package exports', () => {
     expect(Object.keys(root).sort()).toEqual(
       [
         // the confirmation layer
-        'createConfirmation', 'defaultPrincipal', 'CONFIRM_KEY', 'CONFIRM_SCHEMA', 'OpenedState', 'ChangedBeforeActingError', 'FORM_FALLBACK_SENTENCE',
+        'createConfirmation',
+        'defaultPrincipal',
+        'CONFIRM_KEY',
+        'CONFIRM_SCHEMA',
+        'OpenedState',
+        'ChangedBeforeActingError',
+        'FORM_FALLBACK_SENTENCE',
         // the question
-        'question', 'questionWith', 'renderValue', 'renderPath',
+        'question',
+        'questionWith',
+        'renderValue',
+        'renderPath',
         // keys and the sealed state
-        'KeyRing', 'StateRefusedError', 'STATE_TYP', 'MAX_STATE_LENGTH',
+        'KeyRing',
+        'StateRefusedError',
+        'STATE_TYP',
+        'MAX_STATE_LENGTH',
         // stores
-        'isConfirmStore', 'wrapStore', 'isAuditHeadStore', 'MemoryLedger',
-        'checkNewGrant', 'checkNewPlan', 'DEFAULT_MAX_GRANTS', 'DEFAULT_MAX_GRANTS_PER_PRINCIPAL', 'MAX_GRANT_TEXT_LENGTH', 'MAX_GRANT_USES', 'MAX_PLAN_SLOTS',
+        'isConfirmStore',
+        'wrapStore',
+        'isAuditHeadStore',
+        'MemoryLedger',
+        'checkNewGrant',
+        'checkNewPlan',
+        'DEFAULT_MAX_GRANTS',
+        'DEFAULT_MAX_GRANTS_PER_PRINCIPAL',
+        'MAX_GRANT_TEXT_LENGTH',
+        'MAX_GRANT_USES',
+        'MAX_PLAN_SLOTS',
         // the audit trail
-        'AuditLog', 'AuditKeys', 'verifyAuditTrail', 'AUDIT_GENESIS',
+        'AuditLog',
+        'AuditKeys',
+        'verifyAuditTrail',
+        'AUDIT_GENESIS',
         // files
-        'Roots', 'inspectFile', 'deleteVerified', 'findQuarantineLeftovers',
+        'Roots',
+        'inspectFile',
+        'deleteVerified',
+        'findQuarantineLeftovers',
         // start-up and configuration refusals
         'ConfigError',
         // refusals on the wire
-        'ConfirmError', 'ConfirmMismatchError', 'ConfirmSpentError', 'ConfirmUnknownError', 'ConfirmExpiredError', 'ConfirmCapacityError',
-        'ConfirmLedgerUnavailableError', 'ConfirmBadArgumentError', 'ConfirmOutsideRootsError', 'ConfirmNotRegularFileError', 'ConfirmSymlinkError',
-        'ConfirmChangedError', 'ConfirmGoneError', 'ConfirmOsError', 'ConfirmNoElicitationError', 'ConfirmPolicyDeniedError', 'ConfirmUpstreamDownError',
-        'ConfirmUpstreamFailedError', 'ConfirmUpstreamTimeoutError', 'ConfirmUpstreamToolGoneError', 'ConfirmUpstreamInputError',
-        'ConfirmAuditUnavailableError', 'ConfirmApprovalExpiredError', 'toToolError',
+        'ConfirmError',
+        'ConfirmMismatchError',
+        'ConfirmSpentError',
+        'ConfirmUnknownError',
+        'ConfirmExpiredError',
+        'ConfirmCapacityError',
+        'ConfirmLedgerUnavailableError',
+        'ConfirmBadArgumentError',
+        'ConfirmOutsideRootsError',
+        'ConfirmNotRegularFileError',
+        'ConfirmSymlinkError',
+        'ConfirmChangedError',
+        'ConfirmGoneError',
+        'ConfirmOsError',
+        'ConfirmNoElicitationError',
+        'ConfirmPolicyDeniedError',
+        'ConfirmUpstreamDownError',
+        'ConfirmUpstreamFailedError',
+        'ConfirmUpstreamTimeoutError',
+        'ConfirmUpstreamToolGoneError',
+        'ConfirmUpstreamInputError',
+        'ConfirmAuditUnavailableError',
+        'ConfirmApprovalExpiredError',
+        'toToolError',
       ].sort(),
     );
   });
 
   it('resolves mcp-confirm/demo to the demo server and exactly its list, which the root import does not load', async () => {
     const demo = await import('mcp-confirm/demo');
-    expect(Object.keys(demo).sort()).toEqual(['createDemoServer', 'registerDeleteFile', 'deleteFileQuestion', 'SERVER_INFO', 'DeleteFileInput'].sort());
+    expect(Object.keys(demo).sort()).toEqual(
+      ['createDemoServer', 'registerDeleteFile', 'deleteFileQuestion', 'SERVER_INFO', 'DeleteFileInput'].sort(),
+    );
     expect(typeof demo.createDemoServer).toBe('function');
     expect(demo.SERVER_INFO).toEqual({ name: 'mcp-confirm', version: '0.1.0' });
     const { files } = importGraph(join(DIST, 'index.js'));
     expect([...files].filter((f) => f.includes(join('dist', 'demo')))).toEqual([]);
     // Control: the walker reaches the demo's modules from the subpath's entry.
-    expect([...importGraph(join(DIST, 'demo', 'index.js')).files].some((f) => f.endsWith(join('dist', 'demo', 'deleteFile.js')))).toBe(true);
+    expect(
+      [...importGraph(join(DIST, 'demo', 'index.js')).files].some((f) =>
+        f.endsWith(join('dist', 'demo', 'deleteFile.js')),
+      ),
+    ).toBe(true);
   });
 
   it('resolves mcp-confirm/http to the HTTP serving module, which the root import does not load', async () => {
@@ -95,9 +149,10 @@ describe('package exports', () => {
     expect(bare.has('canonicalize')).toBe(true); // control: the walker does see bare imports
   });
 
-  it('imports jose only from the HTTP serving modules: states are sealed and opened over node:crypto (jose verifies bearer tokens and is the tests\' oracle)', () => {
+  it("imports jose only from the HTTP serving modules: states are sealed and opened over node:crypto (jose verifies bearer tokens and is the tests' oracle)", () => {
     const { bare, files } = importGraph(join(DIST, 'index.js'));
-    for (const entry of ['store/sqlite.js', 'store/redis.js', 'state/sealer.js', 'guard/confirmation.js']) for (const f of importGraph(join(DIST, entry)).bare) bare.add(f);
+    for (const entry of ['store/sqlite.js', 'store/redis.js', 'state/sealer.js', 'guard/confirmation.js'])
+      for (const f of importGraph(join(DIST, entry)).bare) bare.add(f);
     expect([...bare].filter((b) => b === 'jose' || b.startsWith('jose/'))).toEqual([]);
     expect(bare.has('node:crypto')).toBe(true); // control
     expect([...files].some((f) => f.endsWith('state/sealer.js'))).toBe(true);
@@ -119,7 +174,7 @@ describe('package exports', () => {
     expect(importGraph(join(DIST, 'approval/index.js')).bare.has('@simplewebauthn/server')).toBe(true);
   });
 
-  it('the default approval wait (DEFAULT_APPROVAL_WAIT_SECONDS) is below both MCP SDK clients\' default request timeout, so a pending approval is asked again before a client gives up', async () => {
+  it("the default approval wait (DEFAULT_APPROVAL_WAIT_SECONDS) is below both MCP SDK clients' default request timeout, so a pending approval is asked again before a client gives up", async () => {
     const { DEFAULT_APPROVAL_WAIT_SECONDS } = await import('mcp-confirm/approval');
     const v2 = (await import('@modelcontextprotocol/client')).DEFAULT_REQUEST_TIMEOUT_MSEC;
     const v1 = (await import('@modelcontextprotocol/sdk/shared/protocol.js')).DEFAULT_REQUEST_TIMEOUT_MSEC;
@@ -128,4 +183,3 @@ describe('package exports', () => {
     expect(DEFAULT_APPROVAL_WAIT_SECONDS * 1000).toBeLessThanOrEqual(Math.min(v1, v2) - 10_000);
   });
 });
-

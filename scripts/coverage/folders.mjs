@@ -36,10 +36,14 @@ if (folders.size === 0) {
 
 const pct = (c, t) => (t === 0 ? 100 : (100 * c) / t);
 const rows = [...folders.entries()].sort(([a], [b]) => a.localeCompare(b));
-const all = rows.reduce((s, [, f]) => ({ files: s.files + f.files, covered: s.covered + f.covered, total: s.total + f.total }), { files: 0, covered: 0, total: 0 });
+const all = rows.reduce(
+  (s, [, f]) => ({ files: s.files + f.files, covered: s.covered + f.covered, total: s.total + f.total }),
+  { files: 0, covered: 0, total: 0 },
+);
 const width = Math.max(...rows.map(([n]) => n.length), 'folder'.length);
 const line = (name, f, mark) =>
   `${name.padEnd(width)}  ${String(f.files).padStart(5)}  ${`${f.covered}/${f.total}`.padStart(11)}  ${pct(f.covered, f.total).toFixed(1).padStart(6)} %${mark}`;
 console.log(`${'folder'.padEnd(width)}  files  lines (c/t)   lines`);
-for (const [name, f] of rows) console.log(line(name, f, pct(f.covered, f.total) < THRESHOLD_PCT ? `  < ${THRESHOLD_PCT} %` : ''));
+for (const [name, f] of rows)
+  console.log(line(name, f, pct(f.covered, f.total) < THRESHOLD_PCT ? `  < ${THRESHOLD_PCT} %` : ''));
 console.log(line('all of src/', all, ''));

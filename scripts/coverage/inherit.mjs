@@ -15,16 +15,22 @@ if (dir && nodeOptions) {
   const wanted = { NODE_V8_COVERAGE: dir, NODE_OPTIONS: nodeOptions };
 
   // A child's NODE_OPTIONS keeps what the caller set and gains ours (once).
-  const merged = (own) => (own === undefined || own === '' ? nodeOptions : own.includes(nodeOptions) ? own : `${nodeOptions} ${own}`);
+  const merged = (own) =>
+    own === undefined || own === '' ? nodeOptions : own.includes(nodeOptions) ? own : `${nodeOptions} ${own}`;
 
   // Asynchronous spawns (spawn, execFile, exec, fork, cross-spawn) all end in ChildProcess#spawn
   // with the environment already as "KEY=VALUE" pairs.
   const spawn = ChildProcess.prototype.spawn;
   ChildProcess.prototype.spawn = function spawnWithCoverage(options) {
     if (options && Array.isArray(options.envPairs)) {
-      const pairs = options.envPairs.filter((p) => !p.startsWith('NODE_V8_COVERAGE=') && !p.startsWith('NODE_OPTIONS='));
+      const pairs = options.envPairs.filter(
+        (p) => !p.startsWith('NODE_V8_COVERAGE=') && !p.startsWith('NODE_OPTIONS='),
+      );
       const own = options.envPairs.find((p) => p.startsWith('NODE_OPTIONS='));
-      pairs.push(`NODE_V8_COVERAGE=${wanted.NODE_V8_COVERAGE}`, `NODE_OPTIONS=${merged(own?.slice('NODE_OPTIONS='.length))}`);
+      pairs.push(
+        `NODE_V8_COVERAGE=${wanted.NODE_V8_COVERAGE}`,
+        `NODE_OPTIONS=${merged(own?.slice('NODE_OPTIONS='.length))}`,
+      );
       options = { ...options, envPairs: pairs };
     }
     return spawn.call(this, options);

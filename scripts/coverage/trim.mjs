@@ -25,7 +25,9 @@ let names;
 try {
   names = readdirSync(from);
 } catch (e) {
-  console.error(`coverage: cannot read the raw coverage directory ${from} (${e.code ?? e.message}): did the test run start?`);
+  console.error(
+    `coverage: cannot read the raw coverage directory ${from} (${e.code ?? e.message}): did the test run start?`,
+  );
   process.exit(1);
 }
 mkdirSync(to, { recursive: true });
@@ -42,7 +44,9 @@ const sameAsDisk = (url, lineLengths) => {
   if (!lengthsOnDisk.has(url)) {
     let lengths = null;
     try {
-      lengths = readFileSync(fileURLToPath(url), 'utf8').split(/\n|\u2028|\u2029/).map((l) => l.length);
+      lengths = readFileSync(fileURLToPath(url), 'utf8')
+        .split(/\n|\u2028|\u2029/)
+        .map((l) => l.length);
     } catch {
       // gone since the run: nothing to compare with
     }

@@ -55,7 +55,11 @@ const B64URL_RE = /^[A-Za-z0-9_-]+$/;
 /** Checks an approver name. @throws {ConfigError} `ERR_CONFIG_APPROVER_NAME` when it is not 1–64 letters, digits, `. _ @ -` or spaces. */
 export function checkApproverName(name: string): string {
   if (typeof name !== 'string' || !NAME_RE.test(name) || name.trim() !== name) {
-    throw new ConfigError('ERR_CONFIG_APPROVER_NAME', 'an approver name is 1 to 64 letters, digits, spaces or . _ @ - (no leading or trailing space)', { value: String(name) });
+    throw new ConfigError(
+      'ERR_CONFIG_APPROVER_NAME',
+      'an approver name is 1 to 64 letters, digits, spaces or . _ @ - (no leading or trailing space)',
+      { value: String(name) },
+    );
   }
   return name;
 }
@@ -68,8 +72,17 @@ function parse(text: string, path: string): ApproversFile {
     throw fileError(path, `approvers file ${path} is not valid JSON`);
   }
   const o = data as Partial<ApproversFile> | null;
-  if (typeof o !== 'object' || o === null || o.version !== 1 || typeof o.rpId !== 'string' || !Array.isArray(o.approvers)) {
-    throw fileError(path, `approvers file ${path} is not an mcp-confirm approvers file ({"version":1,"rpId":…,"approvers":[…]})`);
+  if (
+    typeof o !== 'object' ||
+    o === null ||
+    o.version !== 1 ||
+    typeof o.rpId !== 'string' ||
+    !Array.isArray(o.approvers)
+  ) {
+    throw fileError(
+      path,
+      `approvers file ${path} is not an mcp-confirm approvers file ({"version":1,"rpId":…,"approvers":[…]})`,
+    );
   }
   for (const a of o.approvers as unknown[]) {
     const ap = a as Partial<Approver> | null;
@@ -126,12 +139,17 @@ export async function loadApproversForServer(path: string, rootRealPaths: readon
     real = await fs.realpath(path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new ConfigError('ERR_CONFIG_APPROVERS_MISSING', `approvers file ${path} does not exist`, { value: path });
+    if (code === 'ENOENT')
+      throw new ConfigError('ERR_CONFIG_APPROVERS_MISSING', `approvers file ${path} does not exist`, { value: path });
     throw fileError(path, `cannot open approvers file ${path}: ${code ?? 'error'}`);
   }
   const st = await fs.stat(real);
   if (!st.isFile()) throw fileError(path, `approvers file ${path} is not a regular file`);
-  if ((st.mode & 0o022) !== 0) throw fileError(path, `approvers file ${path} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
+  if ((st.mode & 0o022) !== 0)
+    throw fileError(
+      path,
+      `approvers file ${path} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`,
+    );
   for (const root of rootRealPaths) {
     const rel = relative(root, real);
     if (rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))) {
@@ -162,7 +180,10 @@ export async function writeApprovers(path: string, file: ApproversFile): Promise
     await fs.rename(tmp, path);
   } catch (e) {
     await fs.rm(tmp, { force: true }).catch(() => {});
-    throw fileError(path, `cannot write approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw fileError(
+      path,
+      `cannot write approvers file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
 }
 

@@ -20,7 +20,16 @@ import { checkApproverName, readApprovers, writeApprovers, type Approver, type A
 import { describePrincipal } from '../principals.js';
 import { assetAt, escapeHtml, layout } from './html.js';
 import { hostMatches, hostnameMatches, listenLoopback, originMatches, readJson, send, sendJson } from './listener.js';
-import { authenticationOptions, CHALLENGE_TTL_MS, claimedChallenge, libraryReason, newChallenge, registrationOptions, verifyAssertion, verifyRegistration } from './webauthn.js';
+import {
+  authenticationOptions,
+  CHALLENGE_TTL_MS,
+  claimedChallenge,
+  libraryReason,
+  newChallenge,
+  registrationOptions,
+  verifyAssertion,
+  verifyRegistration,
+} from './webauthn.js';
 import { parsePublicUrl } from './publicUrl.js';
 
 /** Options of {@link enrollApprover}. */
@@ -73,7 +82,8 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
   const RP_ID = publicUrl?.hostname ?? 'localhost';
   const principals = options.principals ?? ['local'];
-  if (principals.length === 0 || principals.some((p) => typeof p !== 'string' || p === '')) throw new RangeError('an approver needs at least one principal');
+  if (principals.length === 0 || principals.some((p) => typeof p !== 'string' || p === ''))
+    throw new RangeError('an approver needs at least one principal');
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_ENROLL_TIMEOUT_SECONDS;
   if (!Number.isSafeInteger(timeoutSeconds) || timeoutSeconds <= 0 || timeoutSeconds > 86_400) {
     throw new RangeError('timeoutSeconds must be a whole number of seconds from 1 to 86400');
@@ -87,7 +97,11 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
     );
   }
   if (existing.approvers.some((a) => a.name === name) && options.replace !== true) {
-    throw new ConfigError('ERR_CONFIG_APPROVER_EXISTS', `an approver named ${JSON.stringify(name)} already exists in ${options.approversPath}`, { value: name });
+    throw new ConfigError(
+      'ERR_CONFIG_APPROVER_EXISTS',
+      `an approver named ${JSON.stringify(name)} already exists in ${options.approversPath}`,
+      { value: name },
+    );
   }
   const log = options.onLog ?? (() => {});
   const secret = randomBytes(24).toString('base64url');
@@ -96,7 +110,9 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   let authorized = existing.approvers.length === 0;
   let registering = false;
   let finish!: (result: { ok: true; approver: Approver } | { ok: false; error: ConfigError }) => void;
-  const finished = new Promise<{ ok: true; approver: Approver } | { ok: false; error: ConfigError }>((resolve) => (finish = resolve));
+  const finished = new Promise<{ ok: true; approver: Approver } | { ok: false; error: ConfigError }>(
+    (resolve) => (finish = resolve),
+  );
   let origin = '';
 
   const secretMatches = (given: string): boolean => {
@@ -111,17 +127,28 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // Only our own host: exactly localhost:PORT, or behind a public URL its host name (a proxy may use another port).
-    if (!(publicUrl ? hostnameMatches(req.headers.host, origin) : hostMatches(req, origin))) return send(res, 421, 'text/plain; charset=utf-8', 'wrong host');
+    if (!(publicUrl ? hostnameMatches(req.headers.host, origin) : hostMatches(req, origin)))
+      return send(res, 421, 'text/plain; charset=utf-8', 'wrong host');
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (serveAsset(req, res, path)) return;
     const m = /^\/enroll\/([^/]*)(\/options|\/authenticate|\/register)?$/.exec(path);
     // 1. Without the one-time secret there is nothing here (and nothing is said about why).
     if (m === null || !secretMatches(m[1]!)) {
-      return send(res, 404, 'text/html; charset=utf-8', layout('Not found', '', '<h1>Enrol a passkey</h1>\n<p id="outcome" class="outcome refused">refused: this enrolment link is not valid.</p>'));
+      return send(
+        res,
+        404,
+        'text/html; charset=utf-8',
+        layout(
+          'Not found',
+          '',
+          '<h1>Enrol a passkey</h1>\n<p id="outcome" class="outcome refused">refused: this enrolment link is not valid.</p>',
+        ),
+      );
     }
     const action = m[2];
     if (action === undefined) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed');
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed');
       const main = `<h1>Enrol a passkey for mcp-confirm</h1>
 <dl class="facts">
 <dt>Approver</dt><dd>${escapeHtml(name)}</dd>
@@ -132,7 +159,12 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
 ${existing.approvers.length > 0 ? '<p class="note">This file already holds approvers: one of them must first confirm with their passkey.</p>' : ''}
 <div class="actions"><button id="enroll" type="button">Enrol passkey</button></div>
 <p id="outcome" class="outcome" role="status"></p>`;
-      return send(res, 200, 'text/html; charset=utf-8', layout('Enrol a passkey', `data-base="/enroll/${secret}"`, main));
+      return send(
+        res,
+        200,
+        'text/html; charset=utf-8',
+        layout('Enrol a passkey', `data-base="/enroll/${secret}"`, main),
+      );
     }
     if (req.method !== 'POST') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed');
     if (!originMatches(req, origin)) return refuse(res, 403, 'this request did not come from the enrolment page');
@@ -141,8 +173,17 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
     if (action === '/options') {
       const challenge = newChallenge();
       const nowMs = Date.now();
-      await challenges.putChallenge(challenge, authorized ? 'register' : 'authenticate', nowMs + CHALLENGE_TTL_MS, nowMs);
-      if (!authorized) return sendJson(res, 200, { step: 'authenticate', options: await authenticationOptions(RP_ID, challenge, existing.approvers) });
+      await challenges.putChallenge(
+        challenge,
+        authorized ? 'register' : 'authenticate',
+        nowMs + CHALLENGE_TTL_MS,
+        nowMs,
+      );
+      if (!authorized)
+        return sendJson(res, 200, {
+          step: 'authenticate',
+          options: await authenticationOptions(RP_ID, challenge, existing.approvers),
+        });
       return sendJson(res, 200, { step: 'register', options: await registrationOptions(RP_ID, name, challenge) });
     }
     const clientChallenge = claimedChallenge(body.value);
@@ -192,7 +233,11 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
         registering = false;
         return refuse(res, 409, 'this passkey is already enrolled');
       }
-      await writeApprovers(options.approversPath, { version: 1, rpId: RP_ID, approvers: [...current.approvers.filter((a) => a.name !== name), approver] });
+      await writeApprovers(options.approversPath, {
+        version: 1,
+        rpId: RP_ID,
+        approvers: [...current.approvers.filter((a) => a.name !== name), approver],
+      });
       res.once('finish', () => finish({ ok: true, approver }));
       sendJson(res, 200, { outcome: 'enrolled', message: `passkey of ${name} saved; you can close this page` });
     } catch (e) {
@@ -210,7 +255,14 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
   });
   origin = publicUrl?.origin ?? listener.origin;
   const timer = setTimeout(
-    () => finish({ ok: false, error: new ConfigError('ERR_CONFIG_ENROLL_TIMEOUT', `no passkey was enrolled within ${timeoutSeconds} s; nothing was saved`) }),
+    () =>
+      finish({
+        ok: false,
+        error: new ConfigError(
+          'ERR_CONFIG_ENROLL_TIMEOUT',
+          `no passkey was enrolled within ${timeoutSeconds} s; nothing was saved`,
+        ),
+      }),
     timeoutSeconds * 1000,
   );
   options.onUrl(`${origin}/enroll/${secret}`, listener.port);

@@ -9,9 +9,23 @@ export type { ApprovalView, ApprovalEvent } from './page.js';
 export { CHALLENGE_TTL_MS } from './webauthn.js';
 export { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
-export { loadApproversForServer, readApprovers, writeApprovers, approversFor, type Approver, type ApproversFile } from './approvers.js';
+export {
+  loadApproversForServer,
+  readApprovers,
+  writeApprovers,
+  approversFor,
+  type Approver,
+  type ApproversFile,
+} from './approvers.js';
 export { jwtPrincipalFor, describePrincipal } from '../principals.js';
 export { enrollApprover, type EnrollOptions } from './enroll.js';
 export { parsePublicUrl } from './publicUrl.js';
 export { ConfigError, type ConfigErrorCode } from '../errors.js';
-export { isApprovalStore, type ApprovalStore, type ApprovalRecord, type ApprovalStatus, type DecideOutcome, type NewApproval } from '../store/approvalStore.js';
+export {
+  isApprovalStore,
+  type ApprovalStore,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type DecideOutcome,
+  type NewApproval,
+} from '../store/approvalStore.js';

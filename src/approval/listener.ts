@@ -71,8 +71,12 @@ function closeOne(server: Server): Promise<void> {
  * @throws {ConfigError} `ERR_CONFIG_LISTEN` naming the address when `port` is given and either address has it taken, or no
  *   common free port was found.
  */
-export async function listenLoopback(port: number, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<LoopbackListener> {
-  if (!Number.isSafeInteger(port) || port < 0 || port > 65_535) throw new RangeError('port must be an integer from 0 to 65535');
+export async function listenLoopback(
+  port: number,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<LoopbackListener> {
+  if (!Number.isSafeInteger(port) || port < 0 || port > 65_535)
+    throw new RangeError('port must be an integer from 0 to 65535');
   for (let attempt = 0; attempt < 20; attempt++) {
     const v4 = createServer(handler);
     const v6 = createServer(handler);
@@ -80,14 +84,18 @@ export async function listenLoopback(port: number, handler: (req: IncomingMessag
     try {
       bound = await listenOne(v4, port, '127.0.0.1');
     } catch (e) {
-      throw listenError(`cannot listen on 127.0.0.1:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw listenError(
+        `cannot listen on 127.0.0.1:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     try {
       await listenOne(v6, bound, '::1');
     } catch (e) {
       await closeOne(v4);
       if (port === 0 && (e as NodeJS.ErrnoException).code === 'EADDRINUSE') continue;
-      throw listenError(`cannot listen on [::1]:${bound}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw listenError(
+        `cannot listen on [::1]:${bound}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     return {
       port: bound,
@@ -150,7 +158,9 @@ export function originMatches(req: IncomingMessage, origin: string): boolean {
  *
  * @returns the object, or a short reason (`'too large'`, `'not JSON'`, `'not an object'`).
  */
-export async function readJson(body: AsyncIterable<Uint8Array> | null): Promise<{ ok: true; value: Record<string, unknown> } | { ok: false; reason: string }> {
+export async function readJson(
+  body: AsyncIterable<Uint8Array> | null,
+): Promise<{ ok: true; value: Record<string, unknown> } | { ok: false; reason: string }> {
   const chunks: Buffer[] = [];
   let size = 0;
   if (body !== null) {
@@ -167,6 +177,7 @@ export async function readJson(body: AsyncIterable<Uint8Array> | null): Promise<
   } catch {
     return { ok: false, reason: 'not JSON' };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, reason: 'not an object' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, reason: 'not an object' };
   return { ok: true, value: value as Record<string, unknown> };
 }

@@ -29,7 +29,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { approversFor, type ApproversFile } from './approvers.js';
 import { assetAt, escapeHtml, layout } from './html.js';
 import { hostnameMatches, readJson, SECURITY_HEADERS, send } from './listener.js';
-import { authenticationOptions, CHALLENGE_RE, CHALLENGE_TTL_MS, claimedChallenge, libraryReason, newChallenge, verifyAssertion } from './webauthn.js';
+import {
+  authenticationOptions,
+  CHALLENGE_RE,
+  CHALLENGE_TTL_MS,
+  claimedChallenge,
+  libraryReason,
+  newChallenge,
+  verifyAssertion,
+} from './webauthn.js';
 import type { ApprovalRecord, ApprovalStore, DecideOutcome } from '../store/approvalStore.js';
 import { renderValue } from '../prompt/render.js';
 import { jwtPrincipalParts } from '../principals.js';
@@ -160,7 +168,9 @@ export class ApprovalPage {
   async #answer(req: PageRequest): Promise<Answer> {
     // 1. Only our own host: a DNS-rebinding page (another name resolving to us) gets nothing. Over stdio the
     //    exact `localhost:PORT`; behind a public URL its host name (a TLS proxy in front may use another port).
-    const hostOk = this.#behindPublicUrl ? hostnameMatches(req.host, this.#origin) : req.host === new URL(this.#origin).host;
+    const hostOk = this.#behindPublicUrl
+      ? hostnameMatches(req.host, this.#origin)
+      : req.host === new URL(this.#origin).host;
     if (!hostOk) return text(421, 'wrong host');
     const path = req.path;
     if (req.method === 'GET' || req.method === 'HEAD') {
@@ -180,7 +190,11 @@ export class ApprovalPage {
     if (req.origin !== this.#origin) return this.#refuse(403, 'this request did not come from the approval page');
     const body = await req.body();
     if (!body.ok) return this.#refuse(400, `bad request body (${body.reason})`);
-    if (!ID_RE.test(id)) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
+    if (!ID_RE.test(id))
+      return json(404, {
+        outcome: 'expired',
+        message: 'this approval is unknown or has expired; nothing was approved',
+      });
     if (action === '/options') return this.#options(id);
     if (action === '/deny') return this.#deny(id);
     return this.#assertion(id, body.value);
@@ -197,7 +211,11 @@ export class ApprovalPage {
     if (record === undefined) {
       return html(
         404,
-        layout('Approval expired', '', '<h1>Approval</h1>\n<p id="outcome" class="outcome expired">expired: this approval is unknown or has expired; nothing can be approved here.</p>'),
+        layout(
+          'Approval expired',
+          '',
+          '<h1>Approval</h1>\n<p id="outcome" class="outcome expired">expired: this approval is unknown or has expired; nothing can be approved here.</p>',
+        ),
       );
     }
     const view = JSON.parse(record.view) as ApprovalView;
@@ -233,9 +251,16 @@ ${
   /** The approval when it is pending; else the answer to give. */
   async #pending(id: string): Promise<ApprovalRecord | Answer> {
     const record = await this.#store.approvalById(id, this.#now());
-    if (record === undefined) return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was approved' });
+    if (record === undefined)
+      return json(404, {
+        outcome: 'expired',
+        message: 'this approval is unknown or has expired; nothing was approved',
+      });
     if (record.status !== 'pending') {
-      return json(409, { outcome: record.status === 'approved' ? 'approved' : 'denied', message: 'this approval was already decided' });
+      return json(409, {
+        outcome: record.status === 'approved' ? 'approved' : 'denied',
+        message: 'this approval was already decided',
+      });
     }
     return record;
   }
@@ -257,16 +282,19 @@ ${
       this.#emit({ type: 'approval-declined' });
       return json(200, { outcome: 'denied', message: 'nothing will be done' });
     }
-    if (outcome === 'already-decided') return json(409, { outcome: 'refused', message: 'this approval was already decided' });
+    if (outcome === 'already-decided')
+      return json(409, { outcome: 'refused', message: 'this approval was already decided' });
     return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired' });
   }
 
   async #assertion(id: string, body: Record<string, unknown>): Promise<Answer> {
     // 1. The challenge the browser signed, read from clientDataJSON, must be one we issued for THIS id; taken once.
     const challenge = claimedChallenge(body);
-    if (challenge === undefined || !CHALLENGE_RE.test(challenge)) return this.#refuse(400, 'no valid WebAuthn assertion');
+    if (challenge === undefined || !CHALLENGE_RE.test(challenge))
+      return this.#refuse(400, 'no valid WebAuthn assertion');
     const challengeFor = await this.#store.takeChallenge(challenge, this.#now());
-    if (challengeFor !== id) return this.#refuse(403, 'the assertion was not made for this approval (unknown, used or expired challenge)');
+    if (challengeFor !== id)
+      return this.#refuse(403, 'the assertion was not made for this approval (unknown, used or expired challenge)');
     const record = await this.#pending(id);
     if (!isRecord(record)) return record;
     // 2. The credential must belong to an approver allowed for the principal who asked.
@@ -282,13 +310,23 @@ ${
     if (newCounter === undefined) return this.#refuse(403, 'the passkey assertion did not verify');
     // 4. The signature counter moves forward atomically (a replayed or cloned authenticator's does not).
     if (!(await this.#store.advanceCounter(approver.credentialId, newCounter, approver.counter))) {
-      return this.#refuse(403, 'the signature counter did not move forward (a replayed assertion or a cloned authenticator)');
+      return this.#refuse(
+        403,
+        'the signature counter did not move forward (a replayed assertion or a cloned authenticator)',
+      );
     }
     // 5. Only then: approved, once, with who approved.
-    const outcome = await this.#decide(id, { status: 'approved', approver: approver.name, credentialId: approver.credentialId });
+    const outcome = await this.#decide(id, {
+      status: 'approved',
+      approver: approver.name,
+      credentialId: approver.credentialId,
+    });
     if (outcome !== 'decided') return this.#refuse(409, 'this approval was already decided or has expired');
     this.#emit({ type: 'approval-approved', approver: approver.name });
-    return json(200, { outcome: 'approved', message: `approved by ${approver.name}; the tool call runs once when the client retries it` });
+    return json(200, {
+      outcome: 'approved',
+      message: `approved by ${approver.name}; the tool call runs once when the client retries it`,
+    });
   }
 }
 

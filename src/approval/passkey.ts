@@ -135,7 +135,8 @@ export class PasskeyApproval {
    */
   static async start(options: PasskeyApprovalOptions): Promise<PasskeyApproval> {
     const wait = options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
-    if (!Number.isSafeInteger(wait) || wait < 0 || wait > 3_600) throw new RangeError('waitSeconds must be a whole number of seconds from 0 to 3600');
+    if (!Number.isSafeInteger(wait) || wait < 0 || wait > 3_600)
+      throw new RangeError('waitSeconds must be a whole number of seconds from 0 to 3600');
     const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
     const rpId = publicUrl?.hostname ?? 'localhost';
     if (options.approvers.rpId !== rpId) {
@@ -147,7 +148,10 @@ export class PasskeyApproval {
       );
     }
     if (publicUrl !== undefined) {
-      if (options.port !== undefined) throw new RangeError('port is for the loopback listener; with publicUrl the page is served by your HTTP server');
+      if (options.port !== undefined)
+        throw new RangeError(
+          'port is for the loopback listener; with publicUrl the page is served by your HTTP server',
+        );
       return new PasskeyApproval(options, undefined, publicUrl.origin);
     }
     let self: PasskeyApproval | undefined;
@@ -173,9 +177,21 @@ export class PasskeyApproval {
    * @throws {RangeError} when the `jti` already has one.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
    */
-  async open(input: { jti: string; principal: string; view: ApprovalView; expiresAtMs: number }, nowMs: number): Promise<{ id: string; url: string }> {
+  async open(
+    input: { jti: string; principal: string; view: ApprovalView; expiresAtMs: number },
+    nowMs: number,
+  ): Promise<{ id: string; url: string }> {
     const id = randomId();
-    await this.store.openApproval({ id, jti: input.jti, principal: input.principal, view: JSON.stringify(input.view), expiresAtMs: input.expiresAtMs }, nowMs);
+    await this.store.openApproval(
+      {
+        id,
+        jti: input.jti,
+        principal: input.principal,
+        view: JSON.stringify(input.view),
+        expiresAtMs: input.expiresAtMs,
+      },
+      nowMs,
+    );
     return { id, url: this.urlFor(id) };
   }
 
@@ -236,7 +252,6 @@ export class PasskeyApproval {
     this.#listener = undefined;
     await l?.close();
   }
-
 
   /**
    * Whether a request path belongs to the page (`/approve`, `/approve/…`, `/assets/page.js`,

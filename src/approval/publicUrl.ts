@@ -32,14 +32,19 @@ export function parsePublicUrl(text: string): URL {
   } catch {
     throw refused(`must be a URL such as https://mcp.example.com, got ${JSON.stringify(text)}`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refused(`must be an http(s) URL, got ${JSON.stringify(text)}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw refused(`must be an http(s) URL, got ${JSON.stringify(text)}`);
   if (url.username !== '' || url.password !== '') throw refused('must not carry a user name or password');
   if (url.pathname !== '/' || url.search !== '' || url.hash !== '') {
-    throw refused('must be an origin only (scheme://host[:port]), without a path, query or fragment; the pages live at /approve/… and /enroll/…');
+    throw refused(
+      'must be an origin only (scheme://host[:port]), without a path, query or fragment; the pages live at /approve/… and /enroll/…',
+    );
   }
   const bare = url.hostname.replace(/^\[|\]$/g, '');
   if (isIP(bare) !== 0) {
-    throw refused(`must name a host by DNS name (it becomes the WebAuthn RP ID, which cannot be an IP address), got ${url.hostname}`);
+    throw refused(
+      `must name a host by DNS name (it becomes the WebAuthn RP ID, which cannot be an IP address), got ${url.hostname}`,
+    );
   }
   return url;
 }

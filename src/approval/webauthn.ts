@@ -56,7 +56,11 @@ export interface Expected {
  * The options of `navigator.credentials.get` (JSON form) for a challenge: user verification
  * required, only the credentials of `allowed`, the timeout {@link CHALLENGE_TTL_MS}.
  */
-export function authenticationOptions(rpId: string, challenge: string, allowed: readonly Approver[]): Promise<PublicKeyCredentialRequestOptionsJSON> {
+export function authenticationOptions(
+  rpId: string,
+  challenge: string,
+  allowed: readonly Approver[],
+): Promise<PublicKeyCredentialRequestOptionsJSON> {
   return generateAuthenticationOptions({
     rpID: rpId,
     challenge: new Uint8Array(Buffer.from(challenge, 'base64url')),
@@ -71,7 +75,11 @@ export function authenticationOptions(rpId: string, challenge: string, allowed: 
  * `mcp-confirm`, a random 16-byte user handle, no attestation, a discoverable credential preferred,
  * user verification required, the timeout {@link CHALLENGE_TTL_MS}.
  */
-export function registrationOptions(rpId: string, userName: string, challenge: string): Promise<PublicKeyCredentialCreationOptionsJSON> {
+export function registrationOptions(
+  rpId: string,
+  userName: string,
+  challenge: string,
+): Promise<PublicKeyCredentialCreationOptionsJSON> {
   return generateRegistrationOptions({
     rpName: 'mcp-confirm',
     rpID: rpId,
@@ -97,7 +105,9 @@ export function registrationOptions(rpId: string, userName: string, challenge: s
 export function claimedChallenge(body: Record<string, unknown>): string | undefined {
   try {
     const r = body.response as { clientDataJSON?: unknown } | undefined;
-    const clientData = JSON.parse(Buffer.from(String(r?.clientDataJSON ?? ''), 'base64url').toString('utf8')) as { challenge?: unknown };
+    const clientData = JSON.parse(Buffer.from(String(r?.clientDataJSON ?? ''), 'base64url').toString('utf8')) as {
+      challenge?: unknown;
+    };
     return typeof clientData.challenge === 'string' ? clientData.challenge : undefined;
   } catch {
     return undefined;
@@ -117,7 +127,11 @@ export function claimedChallenge(body: Record<string, unknown>): string | undefi
  *   challenge, type, signature); its message quotes the client's data: log it only through
  *   {@link libraryReason}.
  */
-export async function verifyAssertion(body: Record<string, unknown>, expected: Expected, approver: Approver): Promise<number | undefined> {
+export async function verifyAssertion(
+  body: Record<string, unknown>,
+  expected: Expected,
+  approver: Approver,
+): Promise<number | undefined> {
   const verified = await verifyAuthenticationResponse({
     response: body as unknown as AuthenticationResponseJSON,
     expectedChallenge: expected.challenge,
@@ -131,7 +145,9 @@ export async function verifyAssertion(body: Record<string, unknown>, expected: E
       counter: approver.counter,
     },
   });
-  return verified.verified && verified.authenticationInfo.userVerified ? verified.authenticationInfo.newCounter : undefined;
+  return verified.verified && verified.authenticationInfo.userVerified
+    ? verified.authenticationInfo.newCounter
+    : undefined;
 }
 
 /** A new public-key credential, as the approvers file stores it (never a private key). */
@@ -156,7 +172,10 @@ export interface NewCredential {
  * @throws whatever the library throws on a malformed or mismatching response; log it only through
  *   {@link libraryReason}.
  */
-export async function verifyRegistration(body: Record<string, unknown>, expected: Expected): Promise<NewCredential | undefined> {
+export async function verifyRegistration(
+  body: Record<string, unknown>,
+  expected: Expected,
+): Promise<NewCredential | undefined> {
   const verified = await verifyRegistrationResponse({
     response: body as unknown as RegistrationResponseJSON,
     expectedChallenge: expected.challenge,
@@ -164,7 +183,8 @@ export async function verifyRegistration(body: Record<string, unknown>, expected
     expectedRPID: expected.rpId,
     requireUserVerification: true,
   });
-  if (!verified.verified || verified.registrationInfo === undefined || !verified.registrationInfo.userVerified) return undefined;
+  if (!verified.verified || verified.registrationInfo === undefined || !verified.registrationInfo.userVerified)
+    return undefined;
   const credential = verified.registrationInfo.credential;
   return {
     credentialId: credential.id,

@@ -59,7 +59,10 @@ export class AuditKeys {
     const salt = Buffer.from(AUDIT_HKDF_SALT, 'utf8');
     const info = Buffer.from(AUDIT_HKDF_INFO, 'utf8');
     return new AuditKeys(
-      ring.kids.map((kid) => ({ kid, key: createSecretKey(Buffer.from(hkdfSync('sha256', ring.get(kid)!.secretKey, salt, info, 32))) })),
+      ring.kids.map((kid) => ({
+        kid,
+        key: createSecretKey(Buffer.from(hkdfSync('sha256', ring.get(kid)!.secretKey, salt, info, 32))),
+      })),
     );
   }
 

@@ -51,7 +51,15 @@ import { basename, dirname, join } from 'node:path';
 import { ConfirmAuditUnavailableError } from '../errors.js';
 import type { AuditHead, AuditHeadStore } from '../store/auditHeads.js';
 import type { AuditKeys } from './auditKeys.js';
-import { AUDIT_GENESIS, chainLine, type AuditClosing, type AuditDecision, type AuditLine, type AuditOpening, type AuditTrailInfo } from './chain.js';
+import {
+  AUDIT_GENESIS,
+  chainLine,
+  type AuditClosing,
+  type AuditDecision,
+  type AuditLine,
+  type AuditOpening,
+  type AuditTrailInfo,
+} from './chain.js';
 
 /** What the confirmation layer needs of an audit trail (`createConfirmation({ audit })`). */
 export interface AuditSink {
@@ -182,9 +190,13 @@ export class AuditLog implements AuditSink {
     this.#now = options.now ?? Date.now;
     this.#sync = options.sync ?? true;
     this.#heads = options.heads;
-    this.#onError = options.onError ?? ((e) => process.stderr.write(`mcp-confirm: audit trail ${path}: ${e.message}\n`));
+    this.#onError =
+      options.onError ?? ((e) => process.stderr.write(`mcp-confirm: audit trail ${path}: ${e.message}\n`));
     const intervalMs = options.stateRefusedIntervalMs ?? 60_000;
-    this.#stopSchedule = (options.schedule ?? defaultSchedule)(() => void this.flushStatesRefused().catch(() => {}), intervalMs);
+    this.#stopSchedule = (options.schedule ?? defaultSchedule)(
+      () => void this.flushStatesRefused().catch(() => {}),
+      intervalMs,
+    );
   }
 
   /**
@@ -197,10 +209,12 @@ export class AuditLog implements AuditSink {
    */
   static async open(options: AuditLogOptions): Promise<AuditLog> {
     const intervalMs = options.stateRefusedIntervalMs ?? 60_000;
-    if (!Number.isSafeInteger(intervalMs) || intervalMs <= 0) throw new TypeError(`stateRefusedIntervalMs must be a positive whole number, got ${String(intervalMs)}`);
+    if (!Number.isSafeInteger(intervalMs) || intervalMs <= 0)
+      throw new TypeError(`stateRefusedIntervalMs must be a positive whole number, got ${String(intervalMs)}`);
     const now = options.now ?? Date.now;
     const startedAtMs = options.startedAtMs ?? now();
-    if (typeof startedAtMs !== 'number' || !Number.isFinite(startedAtMs)) throw new TypeError('startedAtMs must be a finite number of milliseconds');
+    if (typeof startedAtMs !== 'number' || !Number.isFinite(startedAtMs))
+      throw new TypeError('startedAtMs must be a finite number of milliseconds');
     const handle = await open(options.path, CREATE_FLAGS, 0o600);
     await handle.close();
     // The key of its head: the same for `audit verify` given the file by any path to the same directory.
@@ -208,10 +222,25 @@ export class AuditLog implements AuditSink {
     const heads = options.heads;
     const named = (heads as { kind?: unknown } | undefined)?.kind;
     const kind = heads === undefined ? null : typeof named === 'string' ? named : 'custom';
-    const trail: AuditTrailInfo = { id: randomBytes(16).toString('base64url'), host: hostname(), pid: process.pid, started: new Date(startedAtMs).toISOString(), heads: kind };
+    const trail: AuditTrailInfo = {
+      id: randomBytes(16).toString('base64url'),
+      host: hostname(),
+      pid: process.pid,
+      started: new Date(startedAtMs).toISOString(),
+      heads: kind,
+    };
     const log = new AuditLog(options.path, headKey, trail, options);
     try {
-      await log.#append((seq, time): Omit<AuditOpening, 'kid' | 'mac'> => ({ event: 'opened', seq: seq as 1, time, trail: trail.id, host: trail.host, pid: trail.pid, started: trail.started, heads: kind }));
+      await log.#append((seq, time): Omit<AuditOpening, 'kid' | 'mac'> => ({
+        event: 'opened',
+        seq: seq as 1,
+        time,
+        trail: trail.id,
+        host: trail.host,
+        pid: trail.pid,
+        started: trail.started,
+        heads: kind,
+      }));
     } catch (e) {
       log.#closed = true;
       log.#stopSchedule();
@@ -232,7 +261,8 @@ export class AuditLog implements AuditSink {
    * @throws {ConfirmAuditUnavailableError} `ERR_CONFIRM_AUDIT_UNAVAILABLE` when the line cannot be made or written, or the log is closed or broken.
    */
   record(decision: AuditDecision): Promise<void> {
-    if (this.#closed) return Promise.reject(new ConfirmAuditUnavailableError({ cause: new Error('the audit trail is closed') }));
+    if (this.#closed)
+      return Promise.reject(new ConfirmAuditUnavailableError({ cause: new Error('the audit trail is closed') }));
     return this.#append((seq, time): Omit<AuditLine, 'kid' | 'mac'> => ({ ...decision, seq, time }));
   }
 
@@ -251,7 +281,18 @@ export class AuditLog implements AuditSink {
     if (count === 0 || this.#closed) return;
     this.#statesRefused = 0;
     try {
-      await this.record({ event: 'states-refused', tool: null, principal: null, jti: null, args: null, question: null, outcome: null, code: null, count, approver: null });
+      await this.record({
+        event: 'states-refused',
+        tool: null,
+        principal: null,
+        jti: null,
+        args: null,
+        question: null,
+        outcome: null,
+        code: null,
+        count,
+        approver: null,
+      });
     } catch (e) {
       this.#statesRefused += count;
       throw e;
@@ -270,8 +311,17 @@ export class AuditLog implements AuditSink {
       await this.flushStatesRefused().catch(() => {});
       this.#closed = true;
       if (!this.#broken) {
-        await this.#append((seq, time): Omit<AuditClosing, 'kid' | 'mac'> => ({ event: 'closed', seq, time, lines: seq })).catch((e: unknown) => {
-          this.#onError(new Error(`the closed line was not written (${errorName((e as Error).cause ?? e)}); the trail reads as open`));
+        await this.#append((seq, time): Omit<AuditClosing, 'kid' | 'mac'> => ({
+          event: 'closed',
+          seq,
+          time,
+          lines: seq,
+        })).catch((e: unknown) => {
+          this.#onError(
+            new Error(
+              `the closed line was not written (${errorName((e as Error).cause ?? e)}); the trail reads as open`,
+            ),
+          );
         });
       }
       while (this.#draining) await this.#draining;
@@ -311,7 +361,8 @@ export class AuditLog implements AuditSink {
         try {
           const handle = await open(this.path, APPEND_FLAGS);
           try {
-            if (!(await handle.stat()).isFile()) throw Object.assign(new Error('the trail is not a regular file'), { code: 'ENOTREGULAR' });
+            if (!(await handle.stat()).isFile())
+              throw Object.assign(new Error('the trail is not a regular file'), { code: 'ENOTREGULAR' });
             while (written < bytes.length) {
               const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
               written += bytesWritten;
@@ -344,7 +395,11 @@ export class AuditLog implements AuditSink {
   async #fail(batch: Pending[], error: Error, written: number): Promise<void> {
     const refused = [...batch, ...this.#queue.splice(0)];
     this.#head = { seq: this.#durable.seq, mac: this.#durable.mac };
-    this.#onError(new Error(`${refused.length} line(s) not written (${errorName(error)})${written > 0 ? '; cutting back the partial write' : ''}`));
+    this.#onError(
+      new Error(
+        `${refused.length} line(s) not written (${errorName(error)})${written > 0 ? '; cutting back the partial write' : ''}`,
+      ),
+    );
     if (written > 0) await this.#cutBack();
     for (const p of refused) p.reject(new ConfirmAuditUnavailableError({ cause: error }));
   }
@@ -387,10 +442,16 @@ export class AuditLog implements AuditSink {
         try {
           await this.#heads!.recordAuditHead(this.headKey, { trail: this.trail.id, seq: wanted.seq, mac: wanted.mac });
           this.#headRecorded = Math.max(this.#headRecorded, wanted.seq);
-          if (this.#headFailing) this.#onError(new Error(`its head is recorded in the store again (line ${wanted.seq})`));
+          if (this.#headFailing)
+            this.#onError(new Error(`its head is recorded in the store again (line ${wanted.seq})`));
           this.#headFailing = false;
         } catch (e) {
-          if (!this.#headFailing) this.#onError(new Error(`cannot record its head in the store (${errorName((e as Error).cause ?? e)}); lines are still written, and the head is tried again with the next one`));
+          if (!this.#headFailing)
+            this.#onError(
+              new Error(
+                `cannot record its head in the store (${errorName((e as Error).cause ?? e)}); lines are still written, and the head is tried again with the next one`,
+              ),
+            );
           this.#headFailing = true;
         }
       }
@@ -405,12 +466,20 @@ export class AuditLog implements AuditSink {
  * the end of the file back (a line's canonical JSON holds `"mac":"…"` exactly once, and a string
  * value can hold that text only escaped), or `undefined` when there is none.
  */
-async function endOfLine(handle: FileHandle, size: number, head: { seq: number; mac: string }): Promise<number | undefined> {
+async function endOfLine(
+  handle: FileHandle,
+  size: number,
+  head: { seq: number; mac: string },
+): Promise<number | undefined> {
   const needle = Buffer.from(`"mac":"${head.mac}"`, 'utf8');
   let windowEnd = size;
   while (windowEnd > 0) {
     const windowStart = Math.max(0, windowEnd - SCAN_CHUNK);
-    const chunk = await readAt(handle, windowStart, windowEnd - windowStart + Math.min(needle.length - 1, size - windowEnd));
+    const chunk = await readAt(
+      handle,
+      windowStart,
+      windowEnd - windowStart + Math.min(needle.length - 1, size - windowEnd),
+    );
     const at = chunk.lastIndexOf(needle);
     if (at >= 0) return lineEndingAt(handle, size, windowStart + at, head);
     if (windowStart === 0) return undefined;
@@ -420,7 +489,12 @@ async function endOfLine(handle: FileHandle, size: number, head: { seq: number; 
 }
 
 /** The end of the line holding offset `at`, when it is complete and is the line `head`; else `undefined`. */
-async function lineEndingAt(handle: FileHandle, size: number, at: number, head: { seq: number; mac: string }): Promise<number | undefined> {
+async function lineEndingAt(
+  handle: FileHandle,
+  size: number,
+  at: number,
+  head: { seq: number; mac: string },
+): Promise<number | undefined> {
   let lineStart = at;
   while (lineStart > 0) {
     const from = Math.max(0, lineStart - SCAN_CHUNK);
@@ -438,7 +512,10 @@ async function lineEndingAt(handle: FileHandle, size: number, at: number, head: 
   }
   if (lineEnd < 0) return undefined;
   try {
-    const line = JSON.parse((await readAt(handle, lineStart, lineEnd - lineStart)).toString('utf8')) as Record<string, unknown>;
+    const line = JSON.parse((await readAt(handle, lineStart, lineEnd - lineStart)).toString('utf8')) as Record<
+      string,
+      unknown
+    >;
     return line['seq'] === head.seq && line['mac'] === head.mac ? lineEnd + 1 : undefined;
   } catch {
     return undefined;

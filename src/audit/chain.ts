@@ -217,7 +217,13 @@ export function verifyAuditTrail(bytes: Uint8Array, keys: AuditKeys, options: Ve
   let macAtHead: string | undefined;
   let start = 0;
   let n = 0;
-  const broken = (line: number, reason: string): AuditVerdict => ({ status: 'broken', intact: false, line, reason, ...(trail ? { trail } : {}) });
+  const broken = (line: number, reason: string): AuditVerdict => ({
+    status: 'broken',
+    intact: false,
+    line,
+    reason,
+    ...(trail ? { trail } : {}),
+  });
   while (start < buf.length) {
     n += 1;
     const end = buf.indexOf(0x0a, start);
@@ -247,16 +253,21 @@ export function verifyAuditTrail(bytes: Uint8Array, keys: AuditKeys, options: Ve
   }
   if (head === undefined) {
     if (trail === undefined) return { status: 'legacy', intact: false, lastSeq: n, lastMac: previousMac };
-    return closed ? { status: 'intact', intact: true, trail, lastSeq: n, lastMac: previousMac } : { status: 'open', intact: false, trail, lastSeq: n, lastMac: previousMac };
+    return closed
+      ? { status: 'intact', intact: true, trail, lastSeq: n, lastMac: previousMac }
+      : { status: 'open', intact: false, trail, lastSeq: n, lastMac: previousMac };
   }
   // Compared with the store, in this order: which trail belongs here, then whether its end is there.
   if (head === null) {
     if (trail === undefined) return { status: 'legacy', intact: false, lastSeq: n, lastMac: previousMac };
     return { status: 'unrecorded', intact: false, trail, lastSeq: n };
   }
-  if (trail === undefined || trail.id !== head.trail) return { status: 'replaced', intact: false, ...(trail ? { trail } : {}), recorded: head.trail, lastSeq: n };
-  if (n < head.seq) return { status: 'cut', intact: false, trail, lastSeq: n, headSeq: head.seq, missing: head.seq - n };
-  if (macAtHead === undefined || !sameText(macAtHead, head.mac)) return broken(head.seq, 'its mac is not the one the store records for this line');
+  if (trail === undefined || trail.id !== head.trail)
+    return { status: 'replaced', intact: false, ...(trail ? { trail } : {}), recorded: head.trail, lastSeq: n };
+  if (n < head.seq)
+    return { status: 'cut', intact: false, trail, lastSeq: n, headSeq: head.seq, missing: head.seq - n };
+  if (macAtHead === undefined || !sameText(macAtHead, head.mac))
+    return broken(head.seq, 'its mac is not the one the store records for this line');
   const base = { trail, lastSeq: n, lastMac: previousMac, headSeq: head.seq };
   return closed ? { status: 'intact', intact: true, ...base } : { status: 'open', intact: false, ...base };
 }
@@ -264,10 +275,17 @@ export function verifyAuditTrail(bytes: Uint8Array, keys: AuditKeys, options: Ve
 /** The trail an opening line names, or why it is malformed. */
 function openingOf(line: Record<string, unknown>): AuditTrailInfo | string {
   const keys = Object.keys(line).sort();
-  if (keys.length !== OPENING_KEYS.length || keys.some((k, i) => k !== OPENING_KEYS[i])) return 'the opening line does not have the fields of one';
+  if (keys.length !== OPENING_KEYS.length || keys.some((k, i) => k !== OPENING_KEYS[i]))
+    return 'the opening line does not have the fields of one';
   const { trail, host, pid, started, heads, time } = line;
   if (typeof trail !== 'string' || !TRAIL_ID.test(trail)) return 'the opening line has no valid trail id';
-  if (typeof host !== 'string' || typeof started !== 'string' || !ISO_MS.test(started) || typeof time !== 'string' || !ISO_MS.test(time)) {
+  if (
+    typeof host !== 'string' ||
+    typeof started !== 'string' ||
+    !ISO_MS.test(started) ||
+    typeof time !== 'string' ||
+    !ISO_MS.test(time)
+  ) {
     return 'the opening line has no valid host or times';
   }
   if (!Number.isSafeInteger(pid) || (pid as number) < 0) return 'the opening line has no valid pid';
@@ -278,8 +296,10 @@ function openingOf(line: Record<string, unknown>): AuditTrailInfo | string {
 /** Why a `closed` line at line `n` is malformed, or undefined. */
 function closingProblem(line: Record<string, unknown>, n: number): string | undefined {
   const keys = Object.keys(line).sort();
-  if (keys.length !== CLOSING_KEYS.length || keys.some((k, i) => k !== CLOSING_KEYS[i])) return 'the closed line does not have the fields of one';
-  if (line['lines'] !== n) return `the closed line counts ${JSON.stringify(line['lines'])} line(s), but it is line ${n}`;
+  if (keys.length !== CLOSING_KEYS.length || keys.some((k, i) => k !== CLOSING_KEYS[i]))
+    return 'the closed line does not have the fields of one';
+  if (line['lines'] !== n)
+    return `the closed line counts ${JSON.stringify(line['lines'])} line(s), but it is line ${n}`;
   return undefined;
 }
 
@@ -290,7 +310,12 @@ function sameText(a: string, b: string): boolean {
 }
 
 /** The line and its mac when it is good, else why not. */
-function checkLine(raw: Buffer, n: number, previousMac: string, keys: AuditKeys): { mac: string; line: Record<string, unknown> } | { reason: string } {
+function checkLine(
+  raw: Buffer,
+  n: number,
+  previousMac: string,
+  keys: AuditKeys,
+): { mac: string; line: Record<string, unknown> } | { reason: string } {
   let text: string;
   try {
     text = DECODER.decode(raw);
@@ -313,12 +338,16 @@ function checkLine(raw: Buffer, n: number, previousMac: string, keys: AuditKeys)
   }
   if (canonical !== text) return { reason: 'not in RFC 8785 canonical form' };
   const { mac, ...unsigned } = parsed as Record<string, unknown>;
-  if (unsigned['seq'] !== n) return { reason: `seq is ${JSON.stringify(unsigned['seq'])}, expected ${n} (a line was removed, inserted or moved)` };
+  if (unsigned['seq'] !== n)
+    return {
+      reason: `seq is ${JSON.stringify(unsigned['seq'])}, expected ${n} (a line was removed, inserted or moved)`,
+    };
   const kid = unsigned['kid'];
   const key = typeof kid === 'string' ? keys.get(kid) : undefined;
   if (!key) return { reason: 'its kid is not a key of the key file' };
   if (typeof mac !== 'string') return { reason: 'no mac' };
   const expected = AuditKeys.mac(key, canonicalOrThrow([previousMac, unsigned]));
-  if (!sameText(mac, expected)) return { reason: 'mac does not match (the line or one before it was changed, or it comes from another trail)' };
+  if (!sameText(mac, expected))
+    return { reason: 'mac does not match (the line or one before it was changed, or it comes from another trail)' };
   return { mac, line: parsed as Record<string, unknown> };
 }

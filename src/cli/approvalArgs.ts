@@ -44,7 +44,8 @@ export interface ApprovalFlags {
 export function wholeNumber(flag: string, text: string, min: number, max: number): number {
   if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(text)}`);
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got ${text}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, got ${text}`);
   return n;
 }
 
@@ -75,22 +76,38 @@ export function checkedPublicUrl(text: string): URL {
  */
 export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | undefined): ApprovalFlags {
   const approval = values.approval ?? 'form';
-  if (approval !== 'form' && approval !== 'passkey') throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
+  if (approval !== 'form' && approval !== 'passkey')
+    throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
   if (approval === 'passkey' && (values.approvers === undefined || values.approvers === '')) {
-    throw new UsageError('--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)');
+    throw new UsageError(
+      '--approval passkey needs --approvers PATH (enrol one with: mcp-confirm approvers enroll --approvers PATH --name NAME)',
+    );
   }
-  if (approval === 'form' && (values.approvers !== undefined || values['approval-port'] !== undefined || values['approval-wait'] !== undefined || values['public-url'] !== undefined)) {
+  if (
+    approval === 'form' &&
+    (values.approvers !== undefined ||
+      values['approval-port'] !== undefined ||
+      values['approval-wait'] !== undefined ||
+      values['public-url'] !== undefined)
+  ) {
     throw new UsageError('--approvers, --approval-port, --approval-wait and --public-url need --approval passkey');
   }
   let publicUrl: URL | undefined;
   if (approval === 'passkey' && http === undefined && values['public-url'] !== undefined) {
-    throw new UsageError('--public-url is for --http; over stdio the approval page is http://localhost:PORT (--approval-port)');
+    throw new UsageError(
+      '--public-url is for --http; over stdio the approval page is http://localhost:PORT (--approval-port)',
+    );
   }
   if (approval === 'passkey' && http !== undefined) {
     // Over HTTP the page lives on the --http listener, at the origin browsers use.
-    if (values['approval-port'] !== undefined) throw new UsageError('--approval-port is for stdio; with --http the approval page is served on the --http listener');
+    if (values['approval-port'] !== undefined)
+      throw new UsageError(
+        '--approval-port is for stdio; with --http the approval page is served on the --http listener',
+      );
     if (values['public-url'] === undefined) {
-      throw new UsageError('--approval passkey with --http needs --public-url URL: the origin browsers use for the approval page (e.g. https://mcp.example.com); its host name is the WebAuthn RP ID');
+      throw new UsageError(
+        '--approval passkey with --http needs --public-url URL: the origin browsers use for the approval page (e.g. https://mcp.example.com); its host name is the WebAuthn RP ID',
+      );
     }
     publicUrl = checkedPublicUrl(values['public-url']);
     // Requests for the page name the public URL's host: it must pass the DNS-rebinding check like any other.
@@ -104,8 +121,12 @@ export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | unde
   return {
     approval,
     approvers: values.approvers,
-    approvalPort: values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
-    approvalWaitSeconds: values['approval-wait'] === undefined ? DEFAULT_APPROVAL_WAIT_SECONDS : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
+    approvalPort:
+      values['approval-port'] === undefined ? 0 : wholeNumber('--approval-port', values['approval-port'], 1, 65_535),
+    approvalWaitSeconds:
+      values['approval-wait'] === undefined
+        ? DEFAULT_APPROVAL_WAIT_SECONDS
+        : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
     publicUrl,
   };
 }

@@ -51,7 +51,10 @@ export function unusableApproversWarning(approvers: ApproversFile, authIssuer: s
     }
   });
   if (usable) return undefined;
-  const wanted = authIssuer === undefined ? 'the principal local (no tokens)' : `token principals of issuer ${JSON.stringify(authIssuer)} (--auth-issuer)`;
+  const wanted =
+    authIssuer === undefined
+      ? 'the principal local (no tokens)'
+      : `token principals of issuer ${JSON.stringify(authIssuer)} (--auth-issuer)`;
   const have = [...new Set(all.map(describePrincipal))].slice(0, 5).join('; ') || 'none';
   return `warning: --approvers: no approver may approve calls here: this server's calls have ${wanted}, the approvers are enrolled for: ${have}. Every approval would be refused on the page; enrol with approvers enroll ${authIssuer === undefined ? 'without --principal' : `--principal ${authIssuer} SUB`}`;
 }
@@ -64,17 +67,28 @@ export function unusableApproversWarning(approvers: ApproversFile, authIssuer: s
  *   missing, empty, unsafe, inside a forbidden directory or enrolled for another RP ID (naming the
  *   approvers), or the loopback port cannot be bound.
  */
-export async function startPasskeyApproval(flags: ApprovalFlags, options: ApprovalStartOptions): Promise<PasskeyApproval> {
-  if (flags.approval !== 'passkey' || flags.approvers === undefined) throw new TypeError('startPasskeyApproval needs --approval passkey with --approvers');
+export async function startPasskeyApproval(
+  flags: ApprovalFlags,
+  options: ApprovalStartOptions,
+): Promise<PasskeyApproval> {
+  if (flags.approval !== 'passkey' || flags.approvers === undefined)
+    throw new TypeError('startPasskeyApproval needs --approval passkey with --approvers');
   if (!isConfirmStore(options.store)) throw new UsageError('--approval passkey: this ledger cannot hold approvals');
   try {
     const approvers = await loadApproversForServer(flags.approvers, options.forbiddenDirs);
     const unusable = unusableApproversWarning(approvers, options.authIssuer);
     if (unusable !== undefined) options.warn(unusable);
-    const common = { store: options.store, approvers, waitSeconds: flags.approvalWaitSeconds, onEvent: options.onEvent };
+    const common = {
+      store: options.store,
+      approvers,
+      waitSeconds: flags.approvalWaitSeconds,
+      onEvent: options.onEvent,
+    };
     if (flags.publicUrl !== undefined) {
       if (flags.publicUrl.protocol === 'http:' && !isLocalhostName(flags.publicUrl.hostname)) {
-        options.warn(`warning: --public-url ${flags.publicUrl.origin}: browsers allow passkeys only in a secure context, which http:// is only for localhost names; use https (e.g. a TLS proxy in front)`);
+        options.warn(
+          `warning: --public-url ${flags.publicUrl.origin}: browsers allow passkeys only in a secure context, which http:// is only for localhost names; use https (e.g. a TLS proxy in front)`,
+        );
       }
       return await PasskeyApproval.start({ ...common, publicUrl: flags.publicUrl });
     }

@@ -42,7 +42,9 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
         // Checked before the ceremony: a file that cannot be written would leave a passkey on the authenticator for nothing.
         const dir = dirname(resolve(command.approvers));
         if (!isWritableDirectory(dir)) {
-          err(`--approvers ${command.approvers}: its directory ${dir} does not exist or is not writable (create it first, e.g. mkdir -p -m 700 ${dir}); nothing was enrolled`);
+          err(
+            `--approvers ${command.approvers}: its directory ${dir} does not exist or is not writable (create it first, e.g. mkdir -p -m 700 ${dir}); nothing was enrolled`,
+          );
           return EXIT_USAGE;
         }
         const approver = await enrollApprover({
@@ -59,8 +61,14 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
               ? `in a browser whose requests to ${command.publicUrl.origin} reach this command on 127.0.0.1:${port} / [::1]:${port} (e.g. through your TLS proxy on this host; RP ID ${command.publicUrl.hostname})`
               : 'in a browser on this machine';
             err(`open the URL above ${where} and press "Enrol passkey" (waiting up to ${command.timeoutSeconds} s)`);
-            if (command.publicUrl && command.publicUrl.protocol === 'http:' && !isLocalhostName(command.publicUrl.hostname)) {
-              err(`warning: browsers allow passkeys only in a secure context: http://${command.publicUrl.host} is one only for localhost names; use https`);
+            if (
+              command.publicUrl &&
+              command.publicUrl.protocol === 'http:' &&
+              !isLocalhostName(command.publicUrl.hostname)
+            ) {
+              err(
+                `warning: browsers allow passkeys only in a secure context: http://${command.publicUrl.host} is one only for localhost names; use https`,
+              );
             }
           },
           onLog: err,
@@ -75,7 +83,9 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
         }
         const file = await readApprovers(command.approvers);
         for (const a of file.approvers) {
-          process.stdout.write(`${a.name}\tcredential ${a.credentialId}\tprincipals ${a.principals.map(describePrincipal).join('; ')}\trp ${file.rpId}\tenrolled ${a.enrolledAt}\n`);
+          process.stdout.write(
+            `${a.name}\tcredential ${a.credentialId}\tprincipals ${a.principals.map(describePrincipal).join('; ')}\trp ${file.rpId}\tenrolled ${a.enrolledAt}\n`,
+          );
         }
         if (file.approvers.length === 0) err(`no approvers in ${command.approvers}`);
         return 0;
@@ -89,7 +99,9 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
           return 1;
         }
         await writeApprovers(command.approvers, { ...file, approvers: kept });
-        err(`removed ${name}; ${kept.length} approver(s) left${kept.length === 0 ? ' (a server with --approval passkey now refuses to start with this file)' : ''}`);
+        err(
+          `removed ${name}; ${kept.length} approver(s) left${kept.length === 0 ? ' (a server with --approval passkey now refuses to start with this file)' : ''}`,
+        );
         return 0;
       }
     }

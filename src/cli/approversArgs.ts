@@ -55,12 +55,16 @@ const ENROLL_ONLY = new Set(['port', 'timeout', 'replace', 'public-url', 'princi
  * `enroll` are named together as belonging to it.
  */
 export function approversForeign(action: 'enroll' | 'list' | 'remove'): (flag: string) => string {
-  return (flag) => (action !== 'enroll' && ENROLL_ONLY.has(flag) ? '--port, --timeout, --replace, --public-url and --principal belong to approvers enroll' : `approvers ${action} does not take --${flag}`);
+  return (flag) =>
+    action !== 'enroll' && ENROLL_ONLY.has(flag)
+      ? '--port, --timeout, --replace, --public-url and --principal belong to approvers enroll'
+      : `approvers ${action} does not take --${flag}`;
 }
 
 /** @throws {UsageError} without `--approvers PATH`. */
 function approversPath(values: { approvers?: string }): string {
-  if (values.approvers === undefined || values.approvers === '') throw new UsageError('approvers needs --approvers PATH');
+  if (values.approvers === undefined || values.approvers === '')
+    throw new UsageError('approvers needs --approvers PATH');
   return values.approvers;
 }
 
@@ -71,7 +75,10 @@ function approversPath(values: { approvers?: string }): string {
  * @throws {UsageError} without `--approvers` or `--name`; for an ISS that is not an http(s) URL, an
  *   empty or ill-formed SUB, a bad `--port`, `--timeout` or `--public-url`.
  */
-export function parseApproversEnroll(values: FlagValues<typeof APPROVERS_ENROLL_OPTIONS>, principals: ReadonlyArray<readonly [iss: string, sub: string]>): ApproversEnrollCommand {
+export function parseApproversEnroll(
+  values: FlagValues<typeof APPROVERS_ENROLL_OPTIONS>,
+  principals: ReadonlyArray<readonly [iss: string, sub: string]>,
+): ApproversEnrollCommand {
   const approvers = approversPath(values);
   if (values.name === undefined) throw new UsageError('approvers enroll needs --name NAME');
   const tags = principals.map(([iss, sub]) => {
@@ -82,9 +89,12 @@ export function parseApproversEnroll(values: FlagValues<typeof APPROVERS_ENROLL_
       url = undefined;
     }
     if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-      throw new UsageError(`--principal ISS SUB: ISS is the token issuer, an http(s) URL equal to the server's --auth-issuer, got ${JSON.stringify(iss)}`);
+      throw new UsageError(
+        `--principal ISS SUB: ISS is the token issuer, an http(s) URL equal to the server's --auth-issuer, got ${JSON.stringify(iss)}`,
+      );
     }
-    if (sub === '' || !sub.isWellFormed()) throw new UsageError('--principal ISS SUB: SUB is the token subject, a non-empty string');
+    if (sub === '' || !sub.isWellFormed())
+      throw new UsageError('--principal ISS SUB: SUB is the token subject, a non-empty string');
     return jwtPrincipalFor(iss, sub);
   });
   return {
@@ -92,7 +102,10 @@ export function parseApproversEnroll(values: FlagValues<typeof APPROVERS_ENROLL_
     approvers,
     name: values.name,
     port: values.port === undefined ? undefined : wholeNumber('--port', values.port, 1, 65_535),
-    timeoutSeconds: values.timeout === undefined ? DEFAULT_ENROLL_TIMEOUT_SECONDS : wholeNumber('--timeout', values.timeout, 1, 86_400),
+    timeoutSeconds:
+      values.timeout === undefined
+        ? DEFAULT_ENROLL_TIMEOUT_SECONDS
+        : wholeNumber('--timeout', values.timeout, 1, 86_400),
     replace: values.replace ?? false,
     publicUrl: values['public-url'] === undefined ? undefined : checkedPublicUrl(values['public-url']),
     principals: tags.length > 0 ? [...new Set(tags)] : ['local'],

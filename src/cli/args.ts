@@ -9,7 +9,13 @@
 import { DEFAULT_APPROVAL_WAIT_SECONDS, DEFAULT_AUDIENCE, DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS } from '../defaults.js';
 import { EXIT_USAGE, parseFlags, UsageError, type ArgToken, type FlagValues, type OptionTable } from './common.js';
 import { HTTP_USAGE } from './httpArgs.js';
-import { AUDIT_USAGE, AUDIT_VERIFY_OPTIONS, auditVerifyForeign, parseAuditVerify, type AuditVerifyCommand } from './auditArgs.js';
+import {
+  AUDIT_USAGE,
+  AUDIT_VERIFY_OPTIONS,
+  auditVerifyForeign,
+  parseAuditVerify,
+  type AuditVerifyCommand,
+} from './auditArgs.js';
 import {
   APPROVERS_ENROLL_OPTIONS,
   APPROVERS_LIST_OPTIONS,
@@ -110,7 +116,8 @@ const KEYGEN_OPTIONS = { kid: { type: 'string' } } as const;
 function belongsTo(flag: string): string | undefined {
   if (flag === 'yes') return '--yes belongs to the demo command';
   if (flag === 'kid') return '--kid belongs to the keygen command';
-  if (Object.hasOwn(APPROVERS_ENROLL_OPTIONS, flag) && flag !== 'approvers' && flag !== 'public-url') return `--${flag} belongs to approvers enroll`;
+  if (Object.hasOwn(APPROVERS_ENROLL_OPTIONS, flag) && flag !== 'approvers' && flag !== 'public-url')
+    return `--${flag} belongs to approvers enroll`;
   return undefined;
 }
 
@@ -161,7 +168,8 @@ const COMMANDS = new Map<string, CommandSpec<OptionTable>>([
       foreign: (flag) => (flag === 'yes' ? undefined : belongsTo(flag)) ?? 'keygen takes only --kid',
       parse: (values) => {
         const kid = values.kid ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
-        if (!/^[A-Za-z0-9._-]{1,64}$/.test(kid)) throw new UsageError(`--kid must be 1-64 characters of A-Z a-z 0-9 . _ -, got ${JSON.stringify(kid)}`);
+        if (!/^[A-Za-z0-9._-]{1,64}$/.test(kid))
+          throw new UsageError(`--kid must be 1-64 characters of A-Z a-z 0-9 . _ -, got ${JSON.stringify(kid)}`);
         return { kind: 'keygen', kid };
       },
     }),
@@ -169,21 +177,56 @@ const COMMANDS = new Map<string, CommandSpec<OptionTable>>([
 ]);
 
 /** The commands named by two words, by their first, with the refusal for a missing or unknown second word. */
-const FAMILIES = new Map<string, { commands: Map<string, CommandSpec<OptionTable>>; refusal: (action: string | undefined) => string }>([
+const FAMILIES = new Map<
+  string,
+  { commands: Map<string, CommandSpec<OptionTable>>; refusal: (action: string | undefined) => string }
+>([
   [
     'audit',
     {
-      commands: new Map([['verify', command({ options: AUDIT_VERIFY_OPTIONS, words: 1, foreign: auditVerifyForeign, parse: parseAuditVerify })]]),
-      refusal: (action) => (action === undefined ? 'audit needs a command: audit verify FILE --key-file PATH' : `unknown audit command: ${action}`),
+      commands: new Map([
+        [
+          'verify',
+          command({ options: AUDIT_VERIFY_OPTIONS, words: 1, foreign: auditVerifyForeign, parse: parseAuditVerify }),
+        ],
+      ]),
+      refusal: (action) =>
+        action === undefined
+          ? 'audit needs a command: audit verify FILE --key-file PATH'
+          : `unknown audit command: ${action}`,
     },
   ],
   [
     'approvers',
     {
       commands: new Map([
-        ['enroll', command({ options: APPROVERS_ENROLL_OPTIONS, words: 0, foreign: approversForeign('enroll'), parse: (values, _words, principals) => parseApproversEnroll(values, principals) })],
-        ['list', command({ options: APPROVERS_LIST_OPTIONS, words: 0, foreign: approversForeign('list'), parse: parseApproversList })],
-        ['remove', command({ options: APPROVERS_REMOVE_OPTIONS, words: 0, foreign: approversForeign('remove'), parse: parseApproversRemove })],
+        [
+          'enroll',
+          command({
+            options: APPROVERS_ENROLL_OPTIONS,
+            words: 0,
+            foreign: approversForeign('enroll'),
+            parse: (values, _words, principals) => parseApproversEnroll(values, principals),
+          }),
+        ],
+        [
+          'list',
+          command({
+            options: APPROVERS_LIST_OPTIONS,
+            words: 0,
+            foreign: approversForeign('list'),
+            parse: parseApproversList,
+          }),
+        ],
+        [
+          'remove',
+          command({
+            options: APPROVERS_REMOVE_OPTIONS,
+            words: 0,
+            foreign: approversForeign('remove'),
+            parse: parseApproversRemove,
+          }),
+        ],
       ]),
       refusal: () => 'approvers takes enroll, list or remove',
     },
@@ -211,7 +254,8 @@ function wordsAndPrincipals(tokens: readonly ArgToken[]): { words: string[]; pri
     if (t.kind !== 'option' || t.name !== 'principal') continue;
     const subIndex = t.inlineValue ? t.index + 1 : t.index + 2;
     const sub = tokens.find((u) => u.kind === 'positional' && u.index === subIndex);
-    if (sub === undefined || sub.kind !== 'positional' || t.value === undefined) throw new UsageError('--principal takes two values: the token issuer and subject (--principal ISS SUB)');
+    if (sub === undefined || sub.kind !== 'positional' || t.value === undefined)
+      throw new UsageError('--principal takes two values: the token issuer and subject (--principal ISS SUB)');
     consumed.add(subIndex);
     principals.push([t.value, sub.value]);
   }

@@ -61,13 +61,23 @@ export function auditVerifyForeign(flag: string): string {
  * @param words - the positionals after `audit verify`: `[FILE]`.
  * @throws {UsageError} naming what is wrong (exit 2).
  */
-export function parseAuditVerify(values: FlagValues<typeof AUDIT_VERIFY_OPTIONS>, words: readonly string[]): AuditVerifyCommand {
+export function parseAuditVerify(
+  values: FlagValues<typeof AUDIT_VERIFY_OPTIONS>,
+  words: readonly string[],
+): AuditVerifyCommand {
   const [file] = words;
   if (file === undefined) throw new UsageError('audit verify needs the trail FILE');
   const { 'key-file': keyFile, ledger, audience } = values;
-  if (keyFile === undefined) throw new UsageError('audit verify needs --key-file PATH (the key file the trail was written with)');
-  if (ledger === 'memory') throw new UsageError('audit verify --ledger needs a shared store (sqlite:PATH or redis://HOST:PORT[/DB]): a memory ledger lived only in the process that wrote the trail');
-  if (audience !== undefined && ledger === undefined) throw new UsageError('audit verify takes --audience only with --ledger (it names the Redis namespace the server used)');
+  if (keyFile === undefined)
+    throw new UsageError('audit verify needs --key-file PATH (the key file the trail was written with)');
+  if (ledger === 'memory')
+    throw new UsageError(
+      'audit verify --ledger needs a shared store (sqlite:PATH or redis://HOST:PORT[/DB]): a memory ledger lived only in the process that wrote the trail',
+    );
+  if (audience !== undefined && ledger === undefined)
+    throw new UsageError(
+      'audit verify takes --audience only with --ledger (it names the Redis namespace the server used)',
+    );
   if (audience === '') throw new UsageError('--audience needs a NAME');
   return { kind: 'audit-verify', file, keyFile, ledger, audience: audience ?? DEFAULT_AUDIENCE };
 }
@@ -78,12 +88,17 @@ export function parseAuditVerify(values: FlagValues<typeof AUDIT_VERIFY_OPTIONS>
  * @returns the trail's path prefix, or undefined without `--audit`.
  * @throws {TypeError} when `--audit` is empty or given without `--key-file`.
  */
-export function parseAuditFlag(values: { audit?: string | undefined; 'key-file'?: string | undefined }): string | undefined {
+export function parseAuditFlag(values: {
+  audit?: string | undefined;
+  'key-file'?: string | undefined;
+}): string | undefined {
   const audit = values.audit;
   if (audit === undefined) return undefined;
   if (audit.length === 0) throw new TypeError('--audit needs a PATH');
   if (values['key-file'] === undefined) {
-    throw new TypeError('--audit needs --key-file PATH: the trail is MACed with keys derived from the key file, so that it can be verified later (a random per-process key could never verify it)');
+    throw new TypeError(
+      '--audit needs --key-file PATH: the trail is MACed with keys derived from the key file, so that it can be verified later (a random per-process key could never verify it)',
+    );
   }
   return audit;
 }

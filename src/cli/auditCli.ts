@@ -36,19 +36,34 @@ export function trailFileName(prefix: string, startMs: number, pid: number): str
  * @param ledger - the store named by `--ledger`: when it is shared (SQLite, Redis), the trail's head is recorded in it.
  * @throws {UsageError} when the trail file cannot be created or its opening line written (exit 2, naming why).
  */
-export async function openAuditTrail(prefix: string, ring: KeyRing, log: (line: string) => void, ledger?: Ledger): Promise<AuditLog> {
+export async function openAuditTrail(
+  prefix: string,
+  ring: KeyRing,
+  log: (line: string) => void,
+  ledger?: Ledger,
+): Promise<AuditLog> {
   const keys = AuditKeys.fromRing(ring);
   const startMs = Date.now();
   const path = trailFileName(prefix, startMs, process.pid);
   // A memory ledger dies with this process: a head kept there could never be compared by `audit verify`.
   const heads: AuditHeadStore | undefined = ledger?.shared && isAuditHeadStore(ledger) ? ledger : undefined;
   try {
-    const audit = await AuditLog.open({ path, keys, startedAtMs: startMs, ...(heads ? { heads } : {}), onError: (e) => log(`audit trail ${path}: ${e.message}`) });
-    log(`audit trail: ${path} (trail ${audit.trail.id}${heads ? `; heads recorded in the ${ledger!.kind} ledger` : ''})`);
+    const audit = await AuditLog.open({
+      path,
+      keys,
+      startedAtMs: startMs,
+      ...(heads ? { heads } : {}),
+      onError: (e) => log(`audit trail ${path}: ${e.message}`),
+    });
+    log(
+      `audit trail: ${path} (trail ${audit.trail.id}${heads ? `; heads recorded in the ${ledger!.kind} ledger` : ''})`,
+    );
     return audit;
   } catch (e) {
     const cause = (e as { cause?: unknown }).cause ?? e;
-    throw new UsageError(`--audit: cannot create ${path}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`);
+    throw new UsageError(
+      `--audit: cannot create ${path}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`,
+    );
   }
 }
 
@@ -58,7 +73,8 @@ const stderr = (line: string): void => void process.stderr.write(`mcp-confirm: $
 async function recordedHead(command: AuditVerifyCommand, key: string): Promise<AuditHead | null | string> {
   const spec = command.ledger!;
   // Verifying must not create a ledger file where there was none.
-  if (spec.startsWith('sqlite:') && spec.length > 'sqlite:'.length && !existsSync(spec.slice('sqlite:'.length))) return `--ledger ${spec}: no such SQLite file`;
+  if (spec.startsWith('sqlite:') && spec.length > 'sqlite:'.length && !existsSync(spec.slice('sqlite:'.length)))
+    return `--ledger ${spec}: no such SQLite file`;
   const { openLedger } = await import('./ledgerSpec.js');
   let ledger: Ledger;
   try {
@@ -134,21 +150,31 @@ export async function runAuditVerify(command: AuditVerifyCommand): Promise<numbe
   const { renderValue } = await import('../prompt/render.js');
   const trail = 'trail' in verdict ? verdict.trail : undefined;
   if (trail) stderr(describeTrail(file, trail, renderValue));
-  const misnamed = trail && (verdict.status === 'intact' || verdict.status === 'open' || verdict.status === 'unrecorded') ? nameMismatch(file, trail) : undefined;
+  const misnamed =
+    trail && (verdict.status === 'intact' || verdict.status === 'open' || verdict.status === 'unrecorded')
+      ? nameMismatch(file, trail)
+      : undefined;
   if (misnamed !== undefined) {
     stderr(`audit trail ${file} is broken: ${misnamed}`);
     return EXIT_AUDIT_BROKEN;
   }
   const compared = (headSeq: number | undefined, lastSeq: number): string =>
-    headSeq === undefined ? '' : `; the store records line ${headSeq} as its head${lastSeq > headSeq ? ` (${lastSeq - headSeq} line(s) after it not yet recorded)` : ''}`;
+    headSeq === undefined
+      ? ''
+      : `; the store records line ${headSeq} as its head${lastSeq > headSeq ? ` (${lastSeq - headSeq} line(s) after it not yet recorded)` : ''}`;
   switch (verdict.status) {
     case 'intact':
       process.stdout.write(`${verdict.lastSeq}\n`);
-      stderr(`audit trail ${file} is intact: closed after ${verdict.lastSeq} line(s), last mac ${verdict.lastMac}${compared(verdict.headSeq, verdict.lastSeq)}`);
+      stderr(
+        `audit trail ${file} is intact: closed after ${verdict.lastSeq} line(s), last mac ${verdict.lastMac}${compared(verdict.headSeq, verdict.lastSeq)}`,
+      );
       return 0;
     case 'open': {
       process.stdout.write(`${verdict.lastSeq}\n`);
-      const hint = verdict.headSeq === undefined && verdict.trail.heads !== null ? `; its heads are recorded in a ${renderValue(verdict.trail.heads)} store: verify with --ledger to tell a cut end` : '';
+      const hint =
+        verdict.headSeq === undefined && verdict.trail.heads !== null
+          ? `; its heads are recorded in a ${renderValue(verdict.trail.heads)} store: verify with --ledger to tell a cut end`
+          : '';
       stderr(
         `audit trail ${file} is open (not closed: the server may still be running, or it stopped without closing, or the end was cut): ${verdict.lastSeq} line(s), last mac ${verdict.lastMac}${compared(verdict.headSeq, verdict.lastSeq)}${hint}`,
       );
@@ -164,7 +190,9 @@ export async function runAuditVerify(command: AuditVerifyCommand): Promise<numbe
       stderr(`audit trail ${file} is broken at line ${verdict.line}: ${verdict.reason}`);
       return EXIT_AUDIT_BROKEN;
     case 'cut':
-      stderr(`audit trail ${file} is cut: it ends at line ${verdict.lastSeq}, but the store records line ${verdict.headSeq} as written: ${verdict.missing} line(s) missing`);
+      stderr(
+        `audit trail ${file} is cut: it ends at line ${verdict.lastSeq}, but the store records line ${verdict.headSeq} as written: ${verdict.missing} line(s) missing`,
+      );
       return EXIT_AUDIT_BROKEN;
     case 'replaced':
       stderr(

@@ -42,7 +42,8 @@ const FLAG_OF: Partial<Record<ConfigError['code'], string>> = {
 export function configMessage(error: ConfigError, publicUrl?: URL): string {
   const { code, message, subject, value } = error;
   const flag = FLAG_OF[code];
-  if (flag !== undefined && subject !== undefined && message.startsWith(subject)) return `${flag}${message.slice(subject.length)}`;
+  if (flag !== undefined && subject !== undefined && message.startsWith(subject))
+    return `${flag}${message.slice(subject.length)}`;
   switch (code) {
     case 'ERR_CONFIG_APPROVERS_MISSING':
       return `${message} (enrol one with: mcp-confirm approvers enroll --approvers ${value} --name NAME)`;
@@ -52,9 +53,12 @@ export function configMessage(error: ConfigError, publicUrl?: URL): string {
       const origin = publicUrl?.origin;
       const fromUrl = ` (from the public URL ${origin})`;
       // Enrolment (it names the approvers file, its value): the public URL is the flag's.
-      if (value !== undefined) return origin === undefined ? message : message.replace(fromUrl, ` (from --public-url ${origin})`);
+      if (value !== undefined)
+        return origin === undefined ? message : message.replace(fromUrl, ` (from --public-url ${origin})`);
       // The approval page: how to enrol them again for this server.
-      return origin === undefined ? `${message}; enrol them again without --public-url` : `${message}; enrol them again with: mcp-confirm approvers enroll --public-url ${origin} …`;
+      return origin === undefined
+        ? `${message}; enrol them again without --public-url`
+        : `${message}; enrol them again with: mcp-confirm approvers enroll --public-url ${origin} …`;
     }
     default:
       return message;
@@ -83,7 +87,10 @@ export function toUsageError(error: unknown): UsageError {
  */
 export function parseArgsUsageError(error: unknown): UsageError {
   const message = error instanceof Error ? error.message : String(error);
-  const unknown = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']*)'/.exec(message) : null;
+  const unknown =
+    (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+      ? /^Unknown option '([^']*)'/.exec(message)
+      : null;
   return new UsageError(unknown ? `unknown option ${unknown[1]}` : message);
 }
 
@@ -106,12 +113,25 @@ export type ArgToken = NonNullable<ReturnType<typeof parseArgs>['tokens']>[numbe
  *   as unknown ({@link parseArgsUsageError}).
  * @throws {UsageError} for an option not in the table, a missing value, or a value given to a boolean.
  */
-export function parseFlags<O extends OptionTable>(argv: readonly string[], options: O, foreign?: (flag: string) => string | undefined): { values: FlagValues<O>; tokens: ArgToken[] } {
+export function parseFlags<O extends OptionTable>(
+  argv: readonly string[],
+  options: O,
+  foreign?: (flag: string) => string | undefined,
+): { values: FlagValues<O>; tokens: ArgToken[] } {
   try {
-    const { values, tokens } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true, tokens: true });
+    const { values, tokens } = parseArgs({
+      args: [...argv],
+      options,
+      strict: true,
+      allowPositionals: true,
+      tokens: true,
+    });
     return { values: values as FlagValues<O>, tokens };
   } catch (e) {
-    const name = (e as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '--([^']*)'/.exec((e as Error).message)?.[1] : undefined;
+    const name =
+      (e as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+        ? /^Unknown option '--([^']*)'/.exec((e as Error).message)?.[1]
+        : undefined;
     const message = name === undefined ? undefined : foreign?.(name);
     throw message === undefined ? parseArgsUsageError(e) : new UsageError(message);
   }
@@ -123,9 +143,13 @@ export function parseFlags<O extends OptionTable>(argv: readonly string[], optio
  * @throws {UsageError} naming `flag` and the text given.
  */
 export function wholeSeconds(flag: string, text: string): number {
-  if (!/^[0-9]+$/.test(text)) throw new UsageError(`${flag} must be a whole number of seconds, got ${JSON.stringify(text)}`);
+  if (!/^[0-9]+$/.test(text))
+    throw new UsageError(`${flag} must be a whole number of seconds, got ${JSON.stringify(text)}`);
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n <= 0 || n > MAX_TTL_SECONDS) throw new UsageError(`${flag} must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (one day), got ${text}`);
+  if (!Number.isSafeInteger(n) || n <= 0 || n > MAX_TTL_SECONDS)
+    throw new UsageError(
+      `${flag} must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (one day), got ${text}`,
+    );
   return n;
 }
 
@@ -139,7 +163,9 @@ export function wholeSeconds(flag: string, text: string): number {
 export function checkAudience(value: string | undefined): string {
   const audience = value ?? DEFAULT_AUDIENCE;
   if (audience.length === 0 || audience.length > 200 || !audience.isWellFormed() || /[{}\p{Cc}]/u.test(audience)) {
-    throw new UsageError('--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)');
+    throw new UsageError(
+      '--audience must be 1 to 200 characters, without { } or control characters (it also namespaces a Redis ledger)',
+    );
   }
   return audience;
 }

@@ -29,7 +29,10 @@ const out = (line = ''): void => {
   process.stdout.write(`${line}\n`);
 };
 
-type Reply = { kind: 'result'; result: CallToolResult } | { kind: 'input_required'; result: InputRequiredResult } | { kind: 'error'; code: number; message: string };
+type Reply =
+  | { kind: 'result'; result: CallToolResult }
+  | { kind: 'input_required'; result: InputRequiredResult }
+  | { kind: 'error'; code: number; message: string };
 
 function textOf(result: CallToolResult): string {
   return result.content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join(' ');
@@ -51,7 +54,9 @@ function describe(reply: Reply): string {
 export async function runDemo(options: { yes: boolean }): Promise<number> {
   const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
   if (!options.yes && !interactive) {
-    process.stderr.write('mcp-confirm demo: no terminal to ask you on, and no --yes; run it in a terminal, or as `mcp-confirm demo --yes`.\n');
+    process.stderr.write(
+      'mcp-confirm demo: no terminal to ask you on, and no --yes; run it in a terminal, or as `mcp-confirm demo --yes`.\n',
+    );
     return EXIT_USAGE;
   }
   const root = await mkdtemp(join(tmpdir(), 'mcp-confirm-demo-'));
@@ -60,7 +65,11 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
   await writeFile(join(root, 'thesis.txt'), thesisText);
 
   const serverMain = fileURLToPath(new URL('./main.js', import.meta.url));
-  const transport = new OwnServerTransport({ command: process.execPath, args: [serverMain, '--root', root], stderr: 'pipe' });
+  const transport = new OwnServerTransport({
+    command: process.execPath,
+    args: [serverMain, '--root', root],
+    stderr: 'pipe',
+  });
   const client = new Client(
     { name: 'mcp-confirm-demo', version: '0.1.0' },
     {
@@ -71,10 +80,12 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
   );
   const call = async (params: Record<string, unknown>): Promise<Reply> => {
     try {
-      const r = (await client.request({ method: 'tools/call', params } as never, { allowInputRequired: true } as never)) as
-        | CallToolResult
-        | InputRequiredResult;
-      if ((r as InputRequiredResult).resultType === 'input_required') return { kind: 'input_required', result: r as InputRequiredResult };
+      const r = (await client.request(
+        { method: 'tools/call', params } as never,
+        { allowInputRequired: true } as never,
+      )) as CallToolResult | InputRequiredResult;
+      if ((r as InputRequiredResult).resultType === 'input_required')
+        return { kind: 'input_required', result: r as InputRequiredResult };
       return { kind: 'result', result: r as CallToolResult };
     } catch (e) {
       if (e instanceof ProtocolError) return { kind: 'error', code: e.code, message: e.message };
@@ -94,7 +105,9 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
     out(`mcp-confirm demo`);
     out(`  root: ${root} (cache.txt, thesis.txt)`);
     out(`  server: ${process.execPath} ${serverMain} --root ${root}   (a real subprocess over stdio)`);
-    out(`  client: MCP SDK v2 Client, protocol ${client.getNegotiatedProtocolVersion() ?? '?'}, driving the rounds by hand`);
+    out(
+      `  client: MCP SDK v2 Client, protocol ${client.getNegotiatedProtocolVersion() ?? '?'}, driving the rounds by hand`,
+    );
     out();
 
     out(`1. The model calls delete_file {"path":"cache.txt"} (round 1).`);
@@ -103,10 +116,16 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
       out(`  unexpected: ${describe(round1)}`);
       return 1;
     }
-    const ask = round1.result.inputRequests?.confirm as { params?: { message?: string } } | { message?: string } | undefined;
-    const message = (ask as { params?: { message?: string } })?.params?.message ?? (ask as { message?: string })?.message ?? '(no message)';
+    const ask = round1.result.inputRequests?.confirm as
+      { params?: { message?: string } } | { message?: string } | undefined;
+    const message =
+      (ask as { params?: { message?: string } })?.params?.message ??
+      (ask as { message?: string })?.message ??
+      '(no message)';
     const state = round1.result.requestState ?? '';
-    out(`  The server answers input_required with one form elicitation and a sealed requestState (${state.length} characters, opaque to the client).`);
+    out(
+      `  The server answers input_required with one form elicitation and a sealed requestState (${state.length} characters, opaque to the client).`,
+    );
     out(`  Nothing on disk has changed yet. The question the human sees:`);
     out();
     out(`    ${message}`);
@@ -127,24 +146,66 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
     out(`2. The client retries with the answer and the echoed requestState (round 2).`);
     const inputResponses = { confirm: { action: 'accept', content: { confirmed: yes } } };
     const accepting = { confirm: { action: 'accept', content: { confirmed: true } } };
-    const round2 = await call({ name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses, requestState: state });
+    const round2 = await call({
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses,
+      requestState: state,
+    });
     out(`  → ${describe(round2)}`);
-    const cacheGone = await readFile(join(root, 'cache.txt')).then(() => false, () => true);
+    const cacheGone = await readFile(join(root, 'cache.txt')).then(
+      () => false,
+      () => true,
+    );
     out(`  cache.txt is ${cacheGone ? 'gone' : 'still there'}.`);
     out();
 
-    out(yes ? `3. Attacks, each reusing the approval just given:` : `3. Attacks, each reusing the round-2 request just sent (its requestState and an accepting answer):`);
+    out(
+      yes
+        ? `3. Attacks, each reusing the approval just given:`
+        : `3. Attacks, each reusing the round-2 request just sent (its requestState and an accepting answer):`,
+    );
     out(`  a) The same request replayed a second time.`);
-    const replay = await call({ name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: accepting, requestState: state });
-    expect('replay', replay, replay.kind === 'result' && textOf(replay.result).startsWith('[ERR_CONFIRM_SPENT]'), 'the ledger: the jti was spent once, atomically [ERR_CONFIRM_SPENT]');
+    const replay = await call({
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: accepting,
+      requestState: state,
+    });
+    expect(
+      'replay',
+      replay,
+      replay.kind === 'result' && textOf(replay.result).startsWith('[ERR_CONFIRM_SPENT]'),
+      'the ledger: the jti was spent once, atomically [ERR_CONFIRM_SPENT]',
+    );
     out(`  b) The state asked for cache.txt moved onto thesis.txt.`);
-    const moved = await call({ name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: accepting, requestState: state });
-    expect('moved', moved, moved.kind === 'result' && textOf(moved.result).startsWith('[ERR_CONFIRM_MISMATCH]'), 'the argument binding: the sealed digest names cache.txt [ERR_CONFIRM_MISMATCH]');
+    const moved = await call({
+      name: 'delete_file',
+      arguments: { path: 'thesis.txt' },
+      inputResponses: accepting,
+      requestState: state,
+    });
+    expect(
+      'moved',
+      moved,
+      moved.kind === 'result' && textOf(moved.result).startsWith('[ERR_CONFIRM_MISMATCH]'),
+      'the argument binding: the sealed digest names cache.txt [ERR_CONFIRM_MISMATCH]',
+    );
     out(`  c) A forged requestState (one character of the ciphertext changed).`);
     const at = Math.floor(state.length * 0.75);
     const forged = state.slice(0, at) + (state[at] === 'A' ? 'B' : 'A') + state.slice(at + 1);
-    const forgery = await call({ name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: accepting, requestState: forged });
-    expect('forged', forgery, forgery.kind === 'error' && forgery.code === -32602, "the seal: AES-256-GCM authentication failed in the SDK's requestState.verify hook (-32602)");
+    const forgery = await call({
+      name: 'delete_file',
+      arguments: { path: 'thesis.txt' },
+      inputResponses: accepting,
+      requestState: forged,
+    });
+    expect(
+      'forged',
+      forgery,
+      forgery.kind === 'error' && forgery.code === -32602,
+      "the seal: AES-256-GCM authentication failed in the SDK's requestState.verify hook (-32602)",
+    );
     out();
 
     const thesisNow = await readFile(join(root, 'thesis.txt'), 'utf8').catch(() => null);

@@ -63,7 +63,8 @@ export function parseHttpSpec(values: HttpValues): HttpSpec | undefined {
     } catch {
       throw new TypeError(`--auth-issuer must be a URL, got ${JSON.stringify(issuer)}`);
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError('--auth-issuer must be an http(s) URL');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new TypeError('--auth-issuer must be an http(s) URL');
   }
   let resource: URL | undefined;
   if (values.resource !== undefined) {
@@ -72,20 +73,24 @@ export function parseHttpSpec(values: HttpValues): HttpSpec | undefined {
     } catch {
       throw new TypeError(`--resource must be a URL, got ${JSON.stringify(values.resource)}`);
     }
-    if (resource.protocol !== 'https:' && resource.protocol !== 'http:') throw new TypeError('--resource must be an http(s) URL');
+    if (resource.protocol !== 'https:' && resource.protocol !== 'http:')
+      throw new TypeError('--resource must be an http(s) URL');
     if (resource.hash !== '') throw new TypeError('--resource must not have a fragment');
   } else if (bind.wildcard) {
     throw new TypeError('--resource URL is required with a wildcard bind (the public URL clients use)');
   }
   const auth = issuer !== undefined && jwks !== undefined ? { issuer, jwks } : undefined;
   if (!auth && !bind.loopback) {
-    throw new TypeError(`--http ${values.http} is not a loopback address: serving it without --auth-issuer/--auth-jwks would let anyone on the network delete files`);
+    throw new TypeError(
+      `--http ${values.http} is not a loopback address: serving it without --auth-issuer/--auth-jwks would let anyone on the network delete files`,
+    );
   }
   const allowedHosts = values['allowed-hosts'] !== undefined ? parseAllowedHosts(values['allowed-hosts']) : [];
   let drainMs = 10_000;
   if (values['drain-seconds'] !== undefined) {
     const s = values['drain-seconds'];
-    if (!/^[0-9]{1,3}$/.test(s) || Number(s) > 600) throw new TypeError(`--drain-seconds must be a whole number from 0 to 600, got ${JSON.stringify(s)}`);
+    if (!/^[0-9]{1,3}$/.test(s) || Number(s) > 600)
+      throw new TypeError(`--drain-seconds must be a whole number from 0 to 600, got ${JSON.stringify(s)}`);
     drainMs = Number(s) * 1000;
   }
   return { bind, resource, allowedHosts, auth, drainMs };

@@ -23,7 +23,12 @@
  *
  * @module
  */
-import { McpServer, type CallToolResult, type InputRequiredResult, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  type CallToolResult,
+  type InputRequiredResult,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import { passCapabilityErrors } from '../guard/capabilityErrors.js';
 import type { ConfirmableTool, Confirmation, OpenedState } from '../guard/confirmation.js';
 import type { FileFingerprint } from '../fs/target.js';
@@ -58,7 +63,10 @@ const NOT_LOADED: CallToolResult = {
  * @param load - imports and builds the confirmation layer and the tool (called again after a failure).
  * @param log - one line per failed load, without the `mcp-confirm: ` prefix.
  */
-export function lazyDeleteFileServer(load: () => Promise<LoadedDeleteFile>, log: (line: string) => void): LazyDeleteFileServer {
+export function lazyDeleteFileServer(
+  load: () => Promise<LoadedDeleteFile>,
+  log: (line: string) => void,
+): LazyDeleteFileServer {
   let loading: Promise<LoadedDeleteFile> | undefined;
   const loaded = (): Promise<LoadedDeleteFile> => {
     loading ??= load().catch((e: unknown) => {
@@ -74,8 +82,13 @@ export function lazyDeleteFileServer(load: () => Promise<LoadedDeleteFile>, log:
       (await loaded()).confirmation.serverOptions.requestState.verify(state, ctx);
     const server = new McpServer(SERVER_INFO, { requestState: { verify }, capabilities: { tools: {} } });
     // Confirmation.guard of this server, made once the layer is loaded (what Confirmation.register hands the SDK).
-    let guarded: Promise<(args: { path: string }, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>> | undefined;
-    const handler = async (args: { path: string }, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
+    let guarded:
+      | Promise<(args: { path: string }, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>>
+      | undefined;
+    const handler = async (
+      args: { path: string },
+      ctx: ServerContext,
+    ): Promise<CallToolResult | InputRequiredResult> => {
       guarded ??= loaded().then(
         ({ confirmation, tool }) => confirmation.guard(server, DELETE_FILE, tool),
         (e: unknown) => {

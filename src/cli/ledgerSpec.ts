@@ -32,7 +32,11 @@ const STARTUP_WAIT_MS = 3_000;
  * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened (or stays locked for
  *   10 s), or a Redis that refuses the connection.
  */
-export async function openLedger(spec: string, audience: string, log: (line: string) => void = () => {}): Promise<ConfirmStore> {
+export async function openLedger(
+  spec: string,
+  audience: string,
+  log: (line: string) => void = () => {},
+): Promise<ConfirmStore> {
   if (spec === 'memory') return new MemoryLedger();
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
@@ -48,7 +52,9 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     }
     // Never waits at start-up: a new file locked by another process gets its schema with the first confirmation.
     if (!ledger.isReady) {
-      log(`SQLite ledger ${path} is locked by another process: serving anyway; each confirmation waits up to ${ledger.timeoutMs} ms for the lock`);
+      log(
+        `SQLite ledger ${path} is locked by another process: serving anyway; each confirmation waits up to ${ledger.timeoutMs} ms for the lock`,
+      );
     }
     return ledger;
   }
@@ -91,13 +97,15 @@ export async function openLedger(spec: string, audience: string, log: (line: str
     }
     // Give the first connection a moment, to tell a configuration error (exit 2) from an outage (serve, refuse, recover).
     const deadline = Date.now() + STARTUP_WAIT_MS;
-    while (!ledger.isReady && refusal === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (!ledger.isReady && refusal === undefined && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     if (refusal !== undefined) {
       await ledger.close().catch(() => {});
       throw new UsageError(`--ledger: Redis at ${shown} refused the connection: ${refusal}`);
     }
     starting = false;
-    if (!ledger.isReady) log(`Redis ledger at ${shown} is not reachable yet: serving anyway; confirmations are refused until it is`);
+    if (!ledger.isReady)
+      log(`Redis ledger at ${shown} is not reachable yet: serving anyway; confirmations are refused until it is`);
     return ledger;
   }
   throw new UsageError('--ledger: unknown ledger (use memory, sqlite:PATH or redis://HOST:PORT[/DB])');

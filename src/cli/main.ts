@@ -28,7 +28,12 @@ const NOT_STDIO = new Set(['proxy', 'demo', 'keygen', 'audit', 'approvers', '--h
  */
 function prefetchStdio(argv: readonly string[]): void {
   if (argv.some((a) => NOT_STDIO.has(a) || a.startsWith('--http'))) return;
-  for (const load of [() => import('@modelcontextprotocol/server/stdio'), () => import('./lazyServer.js'), () => import('./runtime.js'), () => import('../fs/roots.js')]) {
+  for (const load of [
+    () => import('@modelcontextprotocol/server/stdio'),
+    () => import('./lazyServer.js'),
+    () => import('./runtime.js'),
+    () => import('../fs/roots.js'),
+  ]) {
     load().catch(() => {});
   }
 }
@@ -56,11 +61,17 @@ const log = (line: string): void => void process.stderr.write(`mcp-confirm: ${li
  * events, running until stopped) is the runtime's (`runtime.ts`).
  */
 async function serve(command: ServeCommand): Promise<void> {
-  const [{ openRuntime, eventLogger }, { Roots }, { asUsageError }] = await Promise.all([import('./runtime.js'), import('../fs/roots.js'), import('./common.js')]);
+  const [{ openRuntime, eventLogger }, { Roots }, { asUsageError }] = await Promise.all([
+    import('./runtime.js'),
+    import('../fs/roots.js'),
+    import('./common.js'),
+  ]);
   /** A root that cannot be served (`ERR_CONFIG_ROOT`) is a usage error at start-up (exit 2, naming it). */
   const usage = (e: unknown): unknown => asUsageError(e);
   // Over stdio, what serves before the confirmation layer (already loading: see prefetchStdio).
-  const stdioLoaded = command.http ? undefined : Promise.all([import('@modelcontextprotocol/server/stdio'), import('./lazyServer.js')]);
+  const stdioLoaded = command.http
+    ? undefined
+    : Promise.all([import('@modelcontextprotocol/server/stdio'), import('./lazyServer.js')]);
   stdioLoaded?.catch(() => {});
   // The roots are checked while the rest opens; a bad one is reported after the key file and the
   // store, or, with passkey approval, before the page starts (the approvers file must lie outside them).
@@ -68,7 +79,11 @@ async function serve(command: ServeCommand): Promise<void> {
   rootsOpened.catch(() => {});
   let runtime: Runtime;
   try {
-    runtime = await openRuntime(command, { log, events: eventLogger(log, 'done'), forbiddenDirs: async () => (await rootsOpened).list.map((r) => r.realPath) });
+    runtime = await openRuntime(command, {
+      log,
+      events: eventLogger(log, 'done'),
+      forbiddenDirs: async () => (await rootsOpened).list.map((r) => r.realPath),
+    });
   } catch (e) {
     throw usage(e);
   }
@@ -80,7 +95,10 @@ async function serve(command: ServeCommand): Promise<void> {
     throw usage(e);
   }
   const reportLeftovers = async (): Promise<void> => {
-    const [{ findQuarantineLeftovers }, { renderPath }] = await Promise.all([import('../fs/target.js'), import('../prompt/render.js')]);
+    const [{ findQuarantineLeftovers }, { renderPath }] = await Promise.all([
+      import('../fs/target.js'),
+      import('../prompt/render.js'),
+    ]);
     for (const leftover of await findQuarantineLeftovers(roots)) {
       log(`warning: a quarantined file from an interrupted delete was found (left in place): ${renderPath(leftover)}`);
     }
@@ -100,7 +118,10 @@ async function serve(command: ServeCommand): Promise<void> {
   }
   const [{ serveStdio, StdioServerTransport }, lazy] = await stdioLoaded!;
   const server = lazy.lazyDeleteFileServer(async () => {
-    const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([import('../guard/confirmation.js'), import('../demo/deleteFile.js')]);
+    const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([
+      import('../guard/confirmation.js'),
+      import('../demo/deleteFile.js'),
+    ]);
     const confirmation = await createConfirmation(await runtime.confirmationOptions());
     return { confirmation, tool: deleteFileTool(roots) };
   }, log);
@@ -129,7 +150,10 @@ async function serve(command: ServeCommand): Promise<void> {
       void announce();
     }
   }
-  const handle = serveStdio(server.factory, { transport: new AnsweringTransport(), onerror: (error) => log(error.message) });
+  const handle = serveStdio(server.factory, {
+    transport: new AnsweringTransport(),
+    onerror: (error) => log(error.message),
+  });
   if (process.stdin.isTTY) void announce();
   runtime.runUntilStopped({
     input: true,
@@ -150,7 +174,8 @@ async function main(argv: readonly string[]): Promise<number> {
     if (e instanceof UsageError) {
       // With no arguments at all, the whole usage; otherwise the one problem and where the usage is
       // (`proxy` has a usage of its own: the one problem).
-      const where = argv[0] === 'proxy' ? '' : argv.length === 0 ? `\n${USAGE}\n` : "Run 'mcp-confirm --help' for the usage.\n";
+      const where =
+        argv[0] === 'proxy' ? '' : argv.length === 0 ? `\n${USAGE}\n` : "Run 'mcp-confirm --help' for the usage.\n";
       process.stderr.write(`mcp-confirm: ${e.message}\n${where}`);
       return EXIT_USAGE;
     }

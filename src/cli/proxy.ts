@@ -30,7 +30,9 @@ export async function loadPolicy(path: string | undefined): Promise<Policy> {
   try {
     text = await readFile(path, 'utf8');
   } catch (e) {
-    throw new UsageError(`--policy ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new UsageError(
+      `--policy ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
   try {
     return parsePolicy(text);
@@ -56,7 +58,12 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
   const runtime = await openRuntime(command, { log, events: eventLogger(log, 'forwarded', renderValue) });
   const { approval } = runtime;
   const confirmation = await createConfirmation(await runtime.confirmationOptions());
-  const timing = { callTimeoutMs: command.upstreamTimeoutSeconds * 1000, log, roots: command.http === undefined, ...(command.upstreamId !== undefined ? { id: command.upstreamId } : {}) };
+  const timing = {
+    callTimeoutMs: command.upstreamTimeoutSeconds * 1000,
+    log,
+    roots: command.http === undefined,
+    ...(command.upstreamId !== undefined ? { id: command.upstreamId } : {}),
+  };
   let upstream: Upstream;
   try {
     upstream =
@@ -68,10 +75,21 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
     log((e as Error).message);
     return 1;
   }
-  if (command.upstream.kind === 'url' && command.upstream.url.protocol === 'http:' && !isLoopbackHost(command.upstream.url.hostname) && command.upstream.headers.length > 0) {
-    log(`warning: --upstream-header values go to ${shownUrl(command.upstream.url)} over plain http, readable on the network; use https`);
+  if (
+    command.upstream.kind === 'url' &&
+    command.upstream.url.protocol === 'http:' &&
+    !isLoopbackHost(command.upstream.url.hostname) &&
+    command.upstream.headers.length > 0
+  ) {
+    log(
+      `warning: --upstream-header values go to ${shownUrl(command.upstream.url)} over plain http, readable on the network; use https`,
+    );
   }
-  upstream.onDown((reason) => log(`the upstream server is down (${reason}); it is not restarted: every call now answers ERR_CONFIRM_UPSTREAM_DOWN`));
+  upstream.onDown((reason) =>
+    log(
+      `the upstream server is down (${reason}); it is not restarted: every call now answers ERR_CONFIRM_UPSTREAM_DOWN`,
+    ),
+  );
   const { factory } = createProxy({
     confirmation,
     upstream,
@@ -90,7 +108,9 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
   }
   const handle = serveStdio(factory, { onerror: (error) => log(error.message) });
   runtime.runUntilStopped({ input: true, end: () => handle.close().catch(() => {}) }, closeUpstream);
-  log(`serving ${served} over stdio; ${details}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`);
+  log(
+    `serving ${served} over stdio; ${details}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`,
+  );
   return -1;
 }
 

@@ -70,7 +70,8 @@ export interface ProxyCommand extends ServingFlags {
   /** `--upstream-id NAME`: bound in the states instead of the command, arguments and working directory, or the URL. */
   upstreamId: string | undefined;
   /** The upstream: a command to spawn, or a Streamable HTTP URL with the headers to send it. */
-  upstream: { kind: 'command'; command: string[] } | { kind: 'url'; url: URL; headers: Array<[name: string, value: string]> };
+  upstream:
+    { kind: 'command'; command: string[] } | { kind: 'url'; url: URL; headers: Array<[name: string, value: string]> };
   /**
    * Start-up notes for stderr (without the `mcp-confirm proxy: ` prefix): one per proxy option name
    * found as a word of the upstream command given without `--` ({@link misplacedOptionNotes}).
@@ -79,7 +80,15 @@ export interface ProxyCommand extends ServingFlags {
 }
 
 /** Header names the transport or HTTP itself sets: refused in `--upstream-header`. */
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'connection', 'transfer-encoding', 'last-event-id']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'accept',
+  'connection',
+  'transfer-encoding',
+  'last-event-id',
+]);
 /** An HTTP field name (RFC 9110 §5.1: a token). */
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** An HTTP field value fetch accepts (RFC 9110 §5.5: visible characters, obs-text, spaces, tabs; no line breaks). */
@@ -97,7 +106,10 @@ const ENV_REFERENCE = /^\$([A-Za-z_][A-Za-z0-9_]*)$/;
  *   `Content-Type`, `Accept`, `Mcp-*`, …), a name given twice, an empty value, characters a header
  *   cannot carry, or a `$VAR` whose variable is not set or is empty (naming the variable).
  */
-export function parseUpstreamHeaders(lines: readonly string[], env: NodeJS.ProcessEnv = process.env): Array<[string, string]> {
+export function parseUpstreamHeaders(
+  lines: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Array<[string, string]> {
   const headers: Array<[string, string]> = [];
   const seen = new Set<string>();
   lines.forEach((line, i) => {
@@ -105,9 +117,15 @@ export function parseUpstreamHeaders(lines: readonly string[], env: NodeJS.Proce
     const colon = line.indexOf(':');
     if (colon < 0) throw new UsageError(`${which} must be 'NAME: VALUE' (the value is not shown here)`);
     const name = line.slice(0, colon).trim();
-    if (!FIELD_NAME.test(name)) throw new UsageError(`${which}: the header name is not a valid HTTP field name (letters, digits and !#$%&'*+.^_\`|~- only)`);
+    if (!FIELD_NAME.test(name))
+      throw new UsageError(
+        `${which}: the header name is not a valid HTTP field name (letters, digits and !#$%&'*+.^_\`|~- only)`,
+      );
     const lower = name.toLowerCase();
-    if (RESERVED_HEADERS.has(lower) || lower.startsWith('mcp-')) throw new UsageError(`--upstream-header ${name}: this header is set by the MCP transport, not by --upstream-header`);
+    if (RESERVED_HEADERS.has(lower) || lower.startsWith('mcp-'))
+      throw new UsageError(
+        `--upstream-header ${name}: this header is set by the MCP transport, not by --upstream-header`,
+      );
     if (seen.has(lower)) throw new UsageError(`--upstream-header ${name} is given twice`);
     seen.add(lower);
     let value = line.slice(colon + 1).trim();
@@ -115,13 +133,21 @@ export function parseUpstreamHeaders(lines: readonly string[], env: NodeJS.Proce
     if (reference) {
       const variable = reference[1]!;
       const fromEnv = env[variable];
-      if (fromEnv === undefined) throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} is not set`);
-      if (fromEnv.trim() === '') throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} is empty`);
-      if (!FIELD_VALUE.test(fromEnv)) throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} holds characters a header value cannot carry (line breaks, control characters or characters above U+00FF)`);
+      if (fromEnv === undefined)
+        throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} is not set`);
+      if (fromEnv.trim() === '')
+        throw new UsageError(`--upstream-header ${name}: the environment variable ${variable} is empty`);
+      if (!FIELD_VALUE.test(fromEnv))
+        throw new UsageError(
+          `--upstream-header ${name}: the environment variable ${variable} holds characters a header value cannot carry (line breaks, control characters or characters above U+00FF)`,
+        );
       value = fromEnv.trim();
     } else {
       if (value === '') throw new UsageError(`--upstream-header ${name} has an empty value`);
-      if (!FIELD_VALUE.test(value)) throw new UsageError(`--upstream-header ${name}: the value holds characters a header value cannot carry (control characters or characters above U+00FF)`);
+      if (!FIELD_VALUE.test(value))
+        throw new UsageError(
+          `--upstream-header ${name}: the value holds characters a header value cannot carry (control characters or characters above U+00FF)`,
+        );
     }
     headers.push([name, value]);
   });
@@ -140,8 +166,12 @@ export function parseUpstreamUrl(text: string): URL {
   } catch {
     throw new UsageError('--upstream-url must be an absolute http or https URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--upstream-url must be an absolute http or https URL');
-  if (url.username !== '' || url.password !== '') throw new UsageError('--upstream-url must not carry user info (user:password@): give credentials with --upstream-header');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError('--upstream-url must be an absolute http or https URL');
+  if (url.username !== '' || url.password !== '')
+    throw new UsageError(
+      '--upstream-url must not carry user info (user:password@): give credentials with --upstream-header',
+    );
   if (url.hash !== '') throw new UsageError('--upstream-url must not have a fragment');
   return url;
 }
@@ -172,7 +202,13 @@ const PROXY_OPTIONS = {
  */
 export function splitUpstreamCommand(argv: readonly string[]): { own: string[]; command: string[]; dash: boolean } {
   // Lenient: an unknown option is a boolean here, so it stays on the proxy's side (and is refused there).
-  const { tokens } = parseArgs({ args: [...argv], options: PROXY_OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: PROXY_OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
   const first = tokens.find((t) => t.kind === 'positional' || t.kind === 'option-terminator');
   if (first === undefined) return { own: [...argv], command: [], dash: false };
   const dash = first.kind === 'option-terminator';
@@ -189,9 +225,16 @@ export function splitUpstreamCommand(argv: readonly string[]): { own: string[]; 
  */
 export function misplacedOptionNotes(command: readonly string[], dash: boolean): string[] {
   if (dash) return [];
-  const names = new Set(Object.keys(PROXY_OPTIONS).filter((n) => n !== 'help').map((n) => `--${n}`));
+  const names = new Set(
+    Object.keys(PROXY_OPTIONS)
+      .filter((n) => n !== 'help')
+      .map((n) => `--${n}`),
+  );
   const found = [...new Set(command.slice(1).filter((word) => names.has(word)))];
-  return found.map((name) => `note: ${name} after the upstream command is passed to the upstream, not read by the proxy; give it before the command`);
+  return found.map(
+    (name) =>
+      `note: ${name} after the upstream command is passed to the upstream, not read by the proxy; give it before the command`,
+  );
 }
 
 /**
@@ -216,14 +259,22 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
   const help = values.help ?? false;
   const urlText = values['upstream-url'];
   const headerLines = values['upstream-header'] ?? [];
-  if (!help && urlText !== undefined && (dash || command.length > 0)) throw new UsageError('proxy: give either [--] COMMAND or --upstream-url URL, not both');
+  if (!help && urlText !== undefined && (dash || command.length > 0))
+    throw new UsageError('proxy: give either [--] COMMAND or --upstream-url URL, not both');
   if (!help && urlText === undefined && command.length === 0) {
-    throw new UsageError('proxy: give the upstream command after the proxy\'s options (or after --), e.g. mcp-confirm proxy npx -y @modelcontextprotocol/server-filesystem /home/me/projects, or its Streamable HTTP endpoint with --upstream-url URL');
+    throw new UsageError(
+      "proxy: give the upstream command after the proxy's options (or after --), e.g. mcp-confirm proxy npx -y @modelcontextprotocol/server-filesystem /home/me/projects, or its Streamable HTTP endpoint with --upstream-url URL",
+    );
   }
   if (!help && urlText === undefined && command[0] === '') throw new UsageError('proxy: the upstream command is empty');
-  if (urlText === undefined && headerLines.length > 0) throw new UsageError('--upstream-header needs --upstream-url URL (a spawned upstream gets the environment instead)');
+  if (urlText === undefined && headerLines.length > 0)
+    throw new UsageError(
+      '--upstream-header needs --upstream-url URL (a spawned upstream gets the environment instead)',
+    );
   const upstream: ProxyCommand['upstream'] =
-    urlText === undefined || help ? { kind: 'command', command } : { kind: 'url', url: parseUpstreamUrl(urlText), headers: parseUpstreamHeaders(headerLines, env) };
+    urlText === undefined || help
+      ? { kind: 'command', command }
+      : { kind: 'url', url: parseUpstreamUrl(urlText), headers: parseUpstreamHeaders(headerLines, env) };
   const serving = parseServingFlags(values);
   return {
     kind: 'proxy',
@@ -231,8 +282,14 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     policyPath: values.policy,
     confirmUnnamed: values['confirm-unnamed'] ?? false,
     ...serving,
-    upstreamTimeoutSeconds: values['upstream-timeout'] === undefined ? DEFAULT_UPSTREAM_TIMEOUT_SECONDS : wholeSeconds('--upstream-timeout', values['upstream-timeout']),
-    maxArgumentBytes: values['max-argument-bytes'] === undefined ? DEFAULT_MAX_ARGUMENT_BYTES : argumentBytes(values['max-argument-bytes']),
+    upstreamTimeoutSeconds:
+      values['upstream-timeout'] === undefined
+        ? DEFAULT_UPSTREAM_TIMEOUT_SECONDS
+        : wholeSeconds('--upstream-timeout', values['upstream-timeout']),
+    maxArgumentBytes:
+      values['max-argument-bytes'] === undefined
+        ? DEFAULT_MAX_ARGUMENT_BYTES
+        : argumentBytes(values['max-argument-bytes']),
     upstreamId: values['upstream-id'] === undefined ? undefined : upstreamId(values['upstream-id']),
     upstream,
     notes: upstream.kind === 'command' ? misplacedOptionNotes(command, dash) : [],
@@ -244,7 +301,12 @@ const MAX_UPSTREAM_ID = 200;
 
 /** @throws {UsageError} unless `text` has 1 to 200 characters, none a control character (C0, DEL, C1) or a lone surrogate. */
 function upstreamId(text: string): string {
-  if (text.length === 0 || text.length > MAX_UPSTREAM_ID || /[\u0000-\u001F\u007F-\u009F]/.test(text) || !text.isWellFormed()) {
+  if (
+    text.length === 0 ||
+    text.length > MAX_UPSTREAM_ID ||
+    /[\u0000-\u001F\u007F-\u009F]/.test(text) ||
+    !text.isWellFormed()
+  ) {
     throw new UsageError(`--upstream-id must be 1 to ${MAX_UPSTREAM_ID} characters without control characters`);
   }
   return text;
@@ -257,7 +319,9 @@ const MAX_ARGUMENT_BYTES_LIMIT = 1_073_741_824;
 function argumentBytes(text: string): number {
   const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n) || n < 1 || n > MAX_ARGUMENT_BYTES_LIMIT) {
-    throw new UsageError(`--max-argument-bytes must be a whole number of bytes from 1 to ${MAX_ARGUMENT_BYTES_LIMIT}, got ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `--max-argument-bytes must be a whole number of bytes from 1 to ${MAX_ARGUMENT_BYTES_LIMIT}, got ${JSON.stringify(text)}`,
+    );
   }
   return n;
 }

@@ -42,7 +42,11 @@ export interface EventLogger {
  * @param render - how untrusted names (tools, approvers) are shown. Defaults to as they are (the
  *   demo's tool name is its own); the proxy renders them like the question's values.
  */
-export function eventLogger(log: Log, acted: string, render: (value: string) => string = (value) => value): EventLogger {
+export function eventLogger(
+  log: Log,
+  acted: string,
+  render: (value: string) => string = (value) => value,
+): EventLogger {
   return {
     confirm(event) {
       const tool = 'tool' in event ? render(event.tool) : '';
@@ -58,11 +62,15 @@ export function eventLogger(log: Log, acted: string, render: (value: string) => 
         case 'not-confirmed':
           return log(`${tool} not confirmed (${event.action}${event.on === 'page' ? ' on the approval page' : ''})`);
         case 'confirmed':
-          return log(`${tool} confirmed and ${acted}${event.approver !== undefined ? ` (approved by ${render(event.approver)})` : ''}`);
+          return log(
+            `${tool} confirmed and ${acted}${event.approver !== undefined ? ` (approved by ${render(event.approver)})` : ''}`,
+          );
         case 'approval-pending':
           return log(`${tool}: no decision on the approval page yet; asked again`);
         case 'internal-error':
-          return log(`internal error in ${tool}: ${event.error instanceof Error ? event.error.message : String(event.error)}`);
+          return log(
+            `internal error in ${tool}: ${event.error instanceof Error ? event.error.message : String(event.error)}`,
+          );
       }
     },
     approval(event) {
@@ -132,7 +140,12 @@ export interface Runtime {
    * @param closeFirst - closes what the caller opened (the upstream), before the runtime closes.
    * @throws {UsageError} when the address cannot be bound; everything is closed then.
    */
-  serveHttp(factory: () => McpServer, served: string, details?: string, closeFirst?: () => Promise<void>): Promise<void>;
+  serveHttp(
+    factory: () => McpServer,
+    served: string,
+    details?: string,
+    closeFirst?: () => Promise<void>,
+  ): Promise<void>;
   /**
    * Serves until SIGINT, SIGTERM or (`serving.input`) the end of stdin, then ends `serving`, runs
    * `closeFirst`, closes the runtime and exits 0. A second stop waits for the first.
@@ -198,7 +211,13 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
       // Loaded only here, so a form-mode server never loads the WebAuthn library.
       const { startPasskeyApproval } = await import('./approvalStart.js');
       // The same object as the store (over HTTP the timed wrapper, which forwards the approval records).
-      const page = await startPasskeyApproval(flags.approval, { store, forbiddenDirs, onEvent: events.approval, warn: log, authIssuer: flags.http?.auth?.issuer });
+      const page = await startPasskeyApproval(flags.approval, {
+        store,
+        forbiddenDirs,
+        onEvent: events.approval,
+        warn: log,
+        authIssuer: flags.http?.auth?.issuer,
+      });
       approval = page;
       closers.push(() => page.close());
     }
@@ -206,9 +225,15 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
     await close();
     throw e;
   }
-  const onEvent = metrics ? (event: ConfirmEvent): void => (events.confirm(event), metrics.observe(event)) : events.confirm;
+  const onEvent = metrics
+    ? (event: ConfirmEvent): void => (events.confirm(event), metrics.observe(event))
+    : events.confirm;
 
-  const runUntilStopped = (serving: Serving, closeFirst: () => Promise<void> = async () => {}, stopped?: () => void): void => {
+  const runUntilStopped = (
+    serving: Serving,
+    closeFirst: () => Promise<void> = async () => {},
+    stopped?: () => void,
+  ): void => {
     let stopping: Promise<void> | undefined;
     const stop = (reason: StopReason): void => {
       stopping ??= (async () => {
@@ -231,7 +256,9 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
     storeKind: opened?.kind ?? 'memory',
     async confirmationOptions() {
       const opened = store;
-      made ??= opened ? Promise.resolve(opened) : import('../store/memory.js').then(({ MemoryLedger }) => new MemoryLedger());
+      made ??= opened
+        ? Promise.resolve(opened)
+        : import('../store/memory.js').then(({ MemoryLedger }) => new MemoryLedger());
       return {
         audience: flags.audience,
         ttlSeconds: flags.ttlSeconds,
@@ -249,7 +276,14 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
       const spec = flags.http;
       let listening;
       try {
-        listening = await http.serveHttp(spec, factory, { ledger: opened, metrics, log, served, ...(details !== undefined ? { details } : {}), ...(approval ? { approval } : {}) });
+        listening = await http.serveHttp(spec, factory, {
+          ledger: opened,
+          metrics,
+          log,
+          served,
+          ...(details !== undefined ? { details } : {}),
+          ...(approval ? { approval } : {}),
+        });
       } catch (e) {
         // Not serving (the address is taken): close everything, so the process can exit.
         await closeFirst().catch(() => {});

@@ -34,7 +34,11 @@ export function createMetrics(): ServerMetrics {
 export async function checkHttpAuth(spec: HttpSpec): Promise<void> {
   if (!spec.auth) return;
   try {
-    await createJwtVerifier({ issuer: spec.auth.issuer, jwks: spec.auth.jwks, resource: spec.resource ?? new URL(`http://${spec.bind.urlHost}/`) });
+    await createJwtVerifier({
+      issuer: spec.auth.issuer,
+      jwks: spec.auth.jwks,
+      resource: spec.resource ?? new URL(`http://${spec.bind.urlHost}/`),
+    });
   } catch (e) {
     throw toUsageError(e);
   }
@@ -79,14 +83,22 @@ export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: H
   try {
     listening = await listenHttp(late as HttpApp, spec.bind.host, spec.bind.port, onerror);
   } catch (e) {
-    throw new UsageError(`--http ${spec.bind.urlHost}:${spec.bind.port}: cannot listen (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new UsageError(
+      `--http ${spec.bind.urlHost}:${spec.bind.port}: cannot listen (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
   const port = listening.address.port;
   const resource = spec.resource ?? new URL(`http://${spec.bind.urlHost}:${port}${MCP_PATH}`);
   try {
     let verifier: OAuthTokenVerifier | undefined;
     // Each refused token: one line on stderr saying why (rate-limited per reason), never the token.
-    if (spec.auth) verifier = await createJwtVerifier({ issuer: spec.auth.issuer, jwks: spec.auth.jwks, resource, onRefused: tokenRefusalLog({ log }) });
+    if (spec.auth)
+      verifier = await createJwtVerifier({
+        issuer: spec.auth.issuer,
+        jwks: spec.auth.jwks,
+        resource,
+        onRefused: tokenRefusalLog({ log }),
+      });
     app = createHttpApp({
       factory,
       resourceUrl: resource,
@@ -100,7 +112,8 @@ export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: H
         if (ops.approval?.servesPath(url.pathname)) return ops.approval.fetch(request);
         // Operations: no token needed (they reveal no arguments or principals); Host/Origin still apply.
         if (url.pathname !== '/healthz' && url.pathname !== '/metrics') return undefined;
-        if (request.method !== 'GET' && request.method !== 'HEAD') return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
+        if (request.method !== 'GET' && request.method !== 'HEAD')
+          return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
         return url.pathname === '/healthz' ? healthResponse(ops.ledger) : metricsResponse(ops.metrics);
       },
       onerror,
@@ -113,8 +126,11 @@ export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: H
     const usage = asUsageError(e);
     throw usage instanceof UsageError ? usage : new UsageError(e instanceof TypeError ? e.message : String(e));
   }
-  if (!spec.auth) log('warning: no --auth-issuer/--auth-jwks: every caller is the same principal "local" (loopback only)');
-  const approval = ops.approval ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})` : 'form';
+  if (!spec.auth)
+    log('warning: no --auth-issuer/--auth-jwks: every caller is the same principal "local" (loopback only)');
+  const approval = ops.approval
+    ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})`
+    : 'form';
   log(
     `serving ${ops.served} over Streamable HTTP at http://${spec.bind.urlHost}:${port}${MCP_PATH}; resource ${resource.href}; auth ${spec.auth ? `issuer ${JSON.stringify(spec.auth.issuer)}` : 'none'}; ${ops.details !== undefined ? `${ops.details}; ` : ''}approval ${approval}`,
   );

@@ -63,5 +63,13 @@ export function parseServingFlags(values: ServingValues): ServingFlags {
   } catch (e) {
     throw toUsageError(e);
   }
-  return { audience, ttlSeconds, keyFile: values['key-file'], ledger: values.ledger ?? DEFAULT_LEDGER, http, audit, approval: parseApprovalFlags(values, http) };
+  return {
+    audience,
+    ttlSeconds,
+    keyFile: values['key-file'],
+    ledger: values.ledger ?? DEFAULT_LEDGER,
+    http,
+    audit,
+    approval: parseApprovalFlags(values, http),
+  };
 }

@@ -5,7 +5,12 @@
  * @module
  */
 import { McpServer } from '@modelcontextprotocol/server';
-import { createConfirmation, type Confirmation, type ConfirmableTool, type ConfirmationOptions } from '../guard/confirmation.js';
+import {
+  createConfirmation,
+  type Confirmation,
+  type ConfirmableTool,
+  type ConfirmationOptions,
+} from '../guard/confirmation.js';
 import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.js';
 import { Roots } from '../fs/roots.js';
 import { questionWith, renderPath } from '../prompt/render.js';
@@ -60,7 +65,9 @@ export function deleteFileTool(roots: Roots): ConfirmableTool<{ path: string }, 
     act: async (_args, { fingerprint }) => {
       const done = await deleteVerified(roots, fingerprint);
       // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
-      return { content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }] };
+      return {
+        content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }],
+      };
     },
     nothingDone: 'nothing was deleted',
     // The approval page shows both uncut: the file it resolved to and the argument as sent.

@@ -27,7 +27,7 @@ export const DELETE_FILE = 'delete_file';
 export const DELETE_FILE_CONFIG = {
   title: 'Delete a file',
   description:
-    'Permanently deletes one regular file inside the server\'s roots. A human is asked to confirm the exact file first; the file is re-checked right before it is deleted.',
+    "Permanently deletes one regular file inside the server's roots. A human is asked to confirm the exact file first; the file is re-checked right before it is deleted.",
   inputSchema: DeleteFileInput,
   annotations: { destructiveHint: true, readOnlyHint: false, idempotentHint: false, openWorldHint: false },
 };

@@ -17,21 +17,15 @@
  *
  * @module
  */
-import {
-  linkSync,
-  lstatSync,
-  promises as fsp,
-  renameSync,
-  unlinkSync,
-  type BigIntStats,
-} from 'node:fs';
+import { linkSync, lstatSync, promises as fsp, renameSync, unlinkSync, type BigIntStats } from 'node:fs';
 import { createRequire } from 'node:module';
 
 // node:crypto and node:worker_threads are loaded on first use (a delete), not when the roots are
 // opened at start-up: the server answers its first request sooner (README, "Performance").
 const require = createRequire(import.meta.url);
 const nodeCrypto = (): typeof import('node:crypto') => require('node:crypto') as typeof import('node:crypto');
-const workerThreads = (): typeof import('node:worker_threads') => require('node:worker_threads') as typeof import('node:worker_threads');
+const workerThreads = (): typeof import('node:worker_threads') =>
+  require('node:worker_threads') as typeof import('node:worker_threads');
 
 /** Every file-system call made by `src/fs`, plus the source of quarantine randomness. */
 export interface FsOps {

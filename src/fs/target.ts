@@ -308,11 +308,14 @@ export async function inspectFile(roots: Roots, path: string, options: TargetOpt
   // first of all, so that no later check scans an unbounded string.
   if (typeof path !== 'string') throw new ConfirmBadArgumentError('the path must be a string');
   if (path.length > MAX_PATH_LENGTH) {
-    throw new ConfirmBadArgumentError(`the path is longer than ${MAX_PATH_LENGTH} characters (the system limit for a path)`);
+    throw new ConfirmBadArgumentError(
+      `the path is longer than ${MAX_PATH_LENGTH} characters (the system limit for a path)`,
+    );
   }
   if (path.length === 0) throw new ConfirmBadArgumentError('the path is empty');
   if (path.includes('\0')) throw new ConfirmBadArgumentError('the path contains a NUL character');
-  if (!path.isWellFormed()) throw new ConfirmBadArgumentError('the path is not well-formed Unicode text (it has a lone surrogate)');
+  if (!path.isWellFormed())
+    throw new ConfirmBadArgumentError('the path is not well-formed Unicode text (it has a lone surrogate)');
 
   // Lexical resolution and containment, by whole components: still no system call.
   const first = roots.list[0];
@@ -442,7 +445,13 @@ function assertFingerprint(value: unknown): asserts value is FileFingerprint {
     if (typeof v !== 'string' || !UNSIGNED.test(v)) bad(what);
   };
   const isName = (v: unknown): v is string =>
-    typeof v === 'string' && v.length > 0 && v !== '.' && v !== '..' && !v.includes('/') && !v.includes('\0') && v.isWellFormed();
+    typeof v === 'string' &&
+    v.length > 0 &&
+    v !== '.' &&
+    v !== '..' &&
+    !v.includes('/') &&
+    !v.includes('\0') &&
+    v.isWellFormed();
   if (!isObj(value)) return bad('not an object');
   if (value.version !== 1) bad('unknown version');
   const { root, dirs, file } = value;
@@ -510,7 +519,8 @@ function locate(roots: Roots, abs: string): { root: PinnedRoot; components: stri
     if (abs === root.realPath || abs === root.absolute) throw new ConfirmNotRegularFileError('directory');
     // Canonical real path first; the path as given at start-up is accepted as an alias of it.
     const components =
-      componentsBelow(abs, root.realPath) ?? (root.absolute !== root.realPath ? componentsBelow(abs, root.absolute) : undefined);
+      componentsBelow(abs, root.realPath) ??
+      (root.absolute !== root.realPath ? componentsBelow(abs, root.absolute) : undefined);
     if (components && (!best || components.length < best.components.length)) best = { root, components };
   }
   if (!best) throw new ConfirmOutsideRootsError();
@@ -530,14 +540,17 @@ async function checkSteppedBack(ops: FsOps, roots: Roots, steppedBack: readonly 
       .flatMap((r) => (r.absolute === r.realPath ? [r.realPath] : [r.realPath, r.absolute]))
       .map((spelling) => ({ spelling, below: p === spelling ? [] : componentsBelow(p, spelling) }))
       .find((x) => x.below !== undefined);
-    if (!inside?.below) throw new ConfirmOutsideRootsError('a ".." in the path steps back from a directory outside the allowed roots');
+    if (!inside?.below)
+      throw new ConfirmOutsideRootsError('a ".." in the path steps back from a directory outside the allowed roots');
     // The root itself is checked by the walk (pinned by inode); everything below it here.
     for (let i = 1; i <= inside.below.length; i++) toCheck.add(join(inside.spelling, ...inside.below.slice(0, i)));
   }
   for (const p of [...toCheck].sort((a, b) => a.length - b.length)) {
     const st = await lstatRound1(ops, p);
     if (st.isSymbolicLink()) {
-      throw new ConfirmSymlinkError('a ".." in the path steps back over a symbolic link (the system would step back from where the link points)');
+      throw new ConfirmSymlinkError(
+        'a ".." in the path steps back over a symbolic link (the system would step back from where the link points)',
+      );
     }
     // The system would answer ENOTDIR: nothing exists at the path.
     if (!st.isDirectory()) throw new ConfirmGoneError('before');
@@ -617,13 +630,20 @@ function lstatSyncOr(ops: FsOps, name: string, mapError: (error: unknown) => Con
   }
 }
 
-const sameId = (st: BigIntStats, id: { dev: string; ino: string }): boolean => st.dev.toString() === id.dev && st.ino.toString() === id.ino;
+const sameId = (st: BigIntStats, id: { dev: string; ino: string }): boolean =>
+  st.dev.toString() === id.dev && st.ino.toString() === id.ino;
 
 /** Round 1 inside a pinned block: the root, the walk, the file. */
-function walkRoundOne(ops: FsOps, root: PinnedRoot, dirNames: readonly string[], name: string): { dirs: DirIdentity[]; st: BigIntStats } {
+function walkRoundOne(
+  ops: FsOps,
+  root: PinnedRoot,
+  dirNames: readonly string[],
+  name: string,
+): { dirs: DirIdentity[]; st: BigIntStats } {
   enter(ops, root.realPath, round1OsError);
   const here = lstatSyncOr(ops, '.', round1OsError);
-  if (!here.isDirectory() || !sameId(here, root)) throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
+  if (!here.isDirectory() || !sameId(here, root))
+    throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
 
   const dirs: DirIdentity[] = [];
   for (const dirName of dirNames) {
@@ -636,7 +656,9 @@ function walkRoundOne(ops: FsOps, root: PinnedRoot, dirNames: readonly string[],
     // chdir follows a symbolic link: whatever it entered must be the directory just seen.
     const entered = lstatSyncOr(ops, '.', round1OsError);
     if (!sameId(entered, id)) {
-      throw new ConfirmSymlinkError('a directory on the way to the file was swapped (for a symbolic link or another directory) while it was inspected');
+      throw new ConfirmSymlinkError(
+        'a directory on the way to the file was swapped (for a symbolic link or another directory) while it was inspected',
+      );
     }
     dirs.push(id);
   }
@@ -652,19 +674,27 @@ function walkRoundOne(ops: FsOps, root: PinnedRoot, dirNames: readonly string[],
 function deleteRoundTwo(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): bigint {
   // a. The root and every directory, by inode, compared with the fingerprint.
   enter(ops, pinned.realPath, (error) =>
-    errnoCode(error) === 'ENOTDIR' ? new ConfirmChangedError('The allowed root directory was replaced.') : round2OsError(error),
+    errnoCode(error) === 'ENOTDIR'
+      ? new ConfirmChangedError('The allowed root directory was replaced.')
+      : round2OsError(error),
   );
   const here = lstatSyncOr(ops, '.', round2OsError);
-  if (!here.isDirectory() || !sameId(here, pinned)) throw new ConfirmChangedError('The allowed root directory was replaced.');
+  if (!here.isDirectory() || !sameId(here, pinned))
+    throw new ConfirmChangedError('The allowed root directory was replaced.');
   for (const d of fp.dirs) {
     const st = lstatSyncOr(ops, d.name, round2OsError);
-    if (st.isSymbolicLink()) throw new ConfirmChangedError('A directory on the way to the file was replaced by a symbolic link.');
-    if (!st.isDirectory() || !sameId(st, d)) throw new ConfirmChangedError('A directory on the way to the file was replaced.');
+    if (st.isSymbolicLink())
+      throw new ConfirmChangedError('A directory on the way to the file was replaced by a symbolic link.');
+    if (!st.isDirectory() || !sameId(st, d))
+      throw new ConfirmChangedError('A directory on the way to the file was replaced.');
     enter(ops, d.name, (error) =>
-      errnoCode(error) === 'ENOTDIR' ? new ConfirmChangedError('A directory on the way to the file was replaced.') : round2OsError(error),
+      errnoCode(error) === 'ENOTDIR'
+        ? new ConfirmChangedError('A directory on the way to the file was replaced.')
+        : round2OsError(error),
     );
     const entered = lstatSyncOr(ops, '.', round2OsError);
-    if (!entered.isDirectory() || !sameId(entered, d)) throw new ConfirmChangedError('A directory on the way to the file was replaced.');
+    if (!entered.isDirectory() || !sameId(entered, d))
+      throw new ConfirmChangedError('A directory on the way to the file was replaced.');
   }
   // The working directory is now the recorded parent directory itself.
   const dirShown = join(pinned.realPath, ...fp.dirs.map((d) => d.name));
@@ -694,7 +724,12 @@ function deleteRoundTwo(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): bi
   } catch (error) {
     // Could not even look at it (or it is no longer there): put it back blind (link never
     // overwrites); when it is gone, the restore says so.
-    throw restoreAndExplain(ops, place, undefined, new ConfirmOsError(errnoCode(error), 'delete the file', { cause: error }));
+    throw restoreAndExplain(
+      ops,
+      place,
+      undefined,
+      new ConfirmOsError(errnoCode(error), 'delete the file', { cause: error }),
+    );
   }
   const movedMismatch = compareFile(moved, fp, false);
   if (movedMismatch) throw restoreAndExplain(ops, place, moved, movedMismatch);
@@ -704,7 +739,12 @@ function deleteRoundTwo(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): bi
   try {
     ops.unlinkSync(quarantine);
   } catch (error) {
-    throw restoreAndExplain(ops, place, moved, new ConfirmOsError(errnoCode(error), 'delete the file', { cause: error }));
+    throw restoreAndExplain(
+      ops,
+      place,
+      moved,
+      new ConfirmOsError(errnoCode(error), 'delete the file', { cause: error }),
+    );
   }
   return moved.size;
 }
@@ -745,14 +785,17 @@ async function lstatRound2(ops: FsOps, p: string): Promise<BigIntStats | 'gone'>
 async function checkChain(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): Promise<ConfirmError | undefined> {
   const rootSt = await lstatRound2(ops, pinned.realPath);
   if (rootSt === 'gone') return new ConfirmGoneError('after');
-  if (!rootSt.isDirectory() || !sameId(rootSt, pinned)) return new ConfirmChangedError('The allowed root directory was replaced.');
+  if (!rootSt.isDirectory() || !sameId(rootSt, pinned))
+    return new ConfirmChangedError('The allowed root directory was replaced.');
   let dir = pinned.realPath;
   for (const d of fp.dirs) {
     const p = join(dir, d.name);
     const st = await lstatRound2(ops, p);
     if (st === 'gone') return new ConfirmGoneError('after');
-    if (st.isSymbolicLink()) return new ConfirmChangedError('A directory on the way to the file was replaced by a symbolic link.');
-    if (!st.isDirectory() || !sameId(st, d)) return new ConfirmChangedError('A directory on the way to the file was replaced.');
+    if (st.isSymbolicLink())
+      return new ConfirmChangedError('A directory on the way to the file was replaced by a symbolic link.');
+    if (!st.isDirectory() || !sameId(st, d))
+      return new ConfirmChangedError('A directory on the way to the file was replaced.');
     dir = p;
   }
   return undefined;
@@ -790,11 +833,18 @@ interface Quarantined {
  * whose message also says where the entry is when it had to stay in quarantine; and
  * `ERR_CONFIRM_CHANGED` saying so when the entry is no longer in quarantine at all.
  */
-function restoreAndExplain(ops: FsOps, place: Quarantined, st: BigIntStats | undefined, refusal: ConfirmError): ConfirmError {
+function restoreAndExplain(
+  ops: FsOps,
+  place: Quarantined,
+  st: BigIntStats | undefined,
+  refusal: ConfirmError,
+): ConfirmError {
   const outcome = restore(ops, place, st);
   if (outcome.kind === 'back') return refusal;
   if (refusal instanceof ConfirmOsError && outcome.kind === 'kept') {
-    return new ConfirmOsError(refusal.osCode, `delete the file (${lowerFirst(outcome.sentence)})`, { cause: refusal.cause });
+    return new ConfirmOsError(refusal.osCode, `delete the file (${lowerFirst(outcome.sentence)})`, {
+      cause: refusal.cause,
+    });
   }
   if (refusal instanceof ConfirmChangedError) {
     const base = new ConfirmChangedError().message;
@@ -805,10 +855,7 @@ function restoreAndExplain(ops: FsOps, place: Quarantined, st: BigIntStats | und
 }
 
 /** What {@link restore} achieved. */
-type RestoreOutcome =
-  | { kind: 'back' }
-  | { kind: 'kept'; sentence: string }
-  | { kind: 'gone'; sentence: string };
+type RestoreOutcome = { kind: 'back' } | { kind: 'kept'; sentence: string } | { kind: 'gone'; sentence: string };
 
 /**
  * Puts a quarantined entry back under its name, in the working directory, without
@@ -826,17 +873,29 @@ function restore(ops: FsOps, place: Quarantined, st: BigIntStats | undefined): R
     const code = errnoCode(error);
     if (code === 'ENOENT') return { kind: 'gone', sentence: disappearedSentence(place.shown) };
     if (code === 'EEXIST') {
-      return { kind: 'kept', sentence: `The entry that was at the name is kept at ${q}, because the name has been taken again meanwhile.` };
+      return {
+        kind: 'kept',
+        sentence: `The entry that was at the name is kept at ${q}, because the name has been taken again meanwhile.`,
+      };
     }
     if (st?.isDirectory()) {
-      return { kind: 'kept', sentence: `The directory that was at the name is kept at ${q} (a directory cannot be put back without risk of overwriting).` };
+      return {
+        kind: 'kept',
+        sentence: `The directory that was at the name is kept at ${q} (a directory cannot be put back without risk of overwriting).`,
+      };
     }
-    return { kind: 'kept', sentence: `The entry that was at the name is kept at ${q}; putting it back failed (${code}).` };
+    return {
+      kind: 'kept',
+      sentence: `The entry that was at the name is kept at ${q}; putting it back failed (${code}).`,
+    };
   }
   try {
     ops.unlinkSync(place.quarantine);
   } catch (error) {
-    return { kind: 'kept', sentence: `The entry is back at its name, but a second name of it remains at ${q} (${errnoCode(error)}).` };
+    return {
+      kind: 'kept',
+      sentence: `The entry is back at its name, but a second name of it remains at ${q} (${errnoCode(error)}).`,
+    };
   }
   return { kind: 'back' };
 }

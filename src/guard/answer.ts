@@ -92,7 +92,10 @@ export function readAnswer(
   options: { nothingDone: string; acceptWithoutContent?: boolean },
 ): Answer {
   // Only an own entry counts: a "__proto__" key in the client's JSON can become an inherited one.
-  const view = responses !== undefined && Object.hasOwn(responses, CONFIRM_KEY) ? inputResponse(responses, CONFIRM_KEY) : ({ kind: 'missing' } as const);
+  const view =
+    responses !== undefined && Object.hasOwn(responses, CONFIRM_KEY)
+      ? inputResponse(responses, CONFIRM_KEY)
+      : ({ kind: 'missing' } as const);
   if (view.kind === 'missing') return view;
   if (view.kind !== 'elicit') return notConfirmed('other', options.nothingDone);
   const content: unknown = view.content;
@@ -101,5 +104,8 @@ export function readAnswer(
     ((options.acceptWithoutContent === true && content === undefined) ||
       (isPlainObject(content) && Object.hasOwn(content, 'confirmed') && content.confirmed === true));
   if (confirmed) return { kind: 'confirmed' };
-  return notConfirmed(['accept', 'decline', 'cancel'].includes(view.action) ? view.action : 'other', options.nothingDone);
+  return notConfirmed(
+    ['accept', 'decline', 'cancel'].includes(view.action) ? view.action : 'other',
+    options.nothingDone,
+  );
 }

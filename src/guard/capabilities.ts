@@ -58,9 +58,14 @@ export function clientCapabilities(server: McpServer, ctx: ServerContext): Clien
     ? (envelope?.[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: unknown } | null | undefined)
     : server.server.getClientCapabilities();
   const elicitation = declared?.elicitation;
-  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object') return { era, form: false, url: false };
+  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object')
+    return { era, form: false, url: false };
   const { form, url } = elicitation as { form?: unknown; url?: unknown };
-  return { era, form: form !== undefined || url === undefined, url: url !== undefined && url !== null && typeof url === 'object' };
+  return {
+    era,
+    form: form !== undefined || url === undefined,
+    url: url !== undefined && url !== null && typeof url === 'object',
+  };
 }
 
 /** What a 2026-07-28 client without elicitation is missing (`data.requiredCapabilities` of the `-32021`). */
@@ -80,7 +85,10 @@ export const REQUIRED_ELICITATION = { elicitation: { form: {} } } as const;
  */
 export function noElicitationError(ctx: ServerContext): MissingRequiredClientCapabilityError {
   const refusal = new ConfirmNoElicitationError();
-  const error = new MissingRequiredClientCapabilityError({ requiredCapabilities: REQUIRED_ELICITATION }, `[${refusal.code}] ${refusal.message}`);
+  const error = new MissingRequiredClientCapabilityError(
+    { requiredCapabilities: REQUIRED_ELICITATION },
+    `[${refusal.code}] ${refusal.message}`,
+  );
   raiseForRequest(ctx.mcpReq.signal, error);
   return error;
 }

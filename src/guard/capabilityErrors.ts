@@ -75,4 +75,3 @@ export function passCapabilityErrors(server: McpServer): void {
     }
   });
 }
-

@@ -72,7 +72,12 @@ export type ConfirmEvent =
   | { type: 'asked-again'; tool: string; reason: 'no-answer' | 'question-changed' | 'resource-changed' }
   | { type: 'refused'; tool: string; code: string }
   | { type: 'state-refused'; reason: string }
-  | { type: 'not-confirmed'; tool: string; action: string; /** `'page'` when the human decided on the approval page (passkey approval), not in the client. */ on?: 'page' }
+  | {
+      type: 'not-confirmed';
+      tool: string;
+      action: string;
+      /** `'page'` when the human decided on the approval page (passkey approval), not in the client. */ on?: 'page';
+    }
   | { type: 'confirmed'; tool: string; approver?: string }
   | { type: 'approval-pending'; tool: string }
   | { type: 'internal-error'; tool: string; error: unknown };
@@ -248,7 +253,6 @@ export interface Confirmation {
   ): (args: A, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>;
 }
 
-
 /** The value the verify hook hands to the handler: the opened claims, branded by class. */
 export class OpenedState {
   /**
@@ -296,9 +300,10 @@ export function defaultPrincipal(ctx: ServerContext): string {
 function reportInternalErrors(event: ConfirmEvent): void {
   if (event.type !== 'internal-error') return;
   const e = event.error;
-  process.stderr.write(`mcp-confirm: internal error in ${event.tool}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.stderr.write(
+    `mcp-confirm: internal error in ${event.tool}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+  );
 }
-
 
 /** What the audit line of a call can say so far; filled in as the flow learns it. */
 interface Trail {
@@ -352,7 +357,9 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
   // Validate cheap options before the async key import.
   if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0 || ttlSeconds > MAX_TTL_SECONDS) {
-    throw new RangeError(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${String(ttlSeconds)}`);
+    throw new RangeError(
+      `ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${String(ttlSeconds)}`,
+    );
   }
   const keys = options.keys ?? (await KeyRing.random());
   const sealer = new Sealer({ keys, audience, ttlSeconds });
@@ -437,12 +444,28 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     };
 
     /** Writes one audit line (awaited: the call does not answer or act before). */
-    const record = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'approver'>> = {}): Promise<void> => {
+    const record = async (
+      event: AuditEventName,
+      trail: Trail,
+      extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'approver'>> = {},
+    ): Promise<void> => {
       if (!audit) return;
-      await audit.record({ event, tool: name, ...trail, outcome: extra.outcome ?? null, code: extra.code ?? null, count: null, approver: extra.approver ?? null });
+      await audit.record({
+        event,
+        tool: name,
+        ...trail,
+        outcome: extra.outcome ?? null,
+        code: extra.code ?? null,
+        count: null,
+        approver: extra.approver ?? null,
+      });
     };
     /** Writes a line whose failure must not change the answer (the action already happened, or it is a refusal anyway). */
-    const recordAfter = async (event: AuditEventName, trail: Trail, extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {}): Promise<void> => {
+    const recordAfter = async (
+      event: AuditEventName,
+      trail: Trail,
+      extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {},
+    ): Promise<void> => {
       try {
         await record(event, trail, extra);
       } catch {
@@ -453,14 +476,23 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
      * Runs `act` and writes its "failed" or "acted" line (after the action: it records what happened;
      * a failure to write it is reported, not turned into a refusal).
      */
-    const actRecorded = async (args: A, claims: ConfirmClaims, ctx: ServerContext, trail: Trail): Promise<CallToolResult> => {
+    const actRecorded = async (
+      args: A,
+      claims: ConfirmClaims,
+      ctx: ServerContext,
+      trail: Trail,
+    ): Promise<CallToolResult> => {
       let result: CallToolResult;
       try {
         result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
       } catch (e) {
         // Nothing was done: the caller asks again (see ChangedBeforeActingError).
         if (e instanceof ChangedBeforeActingError) throw e;
-        await recordAfter('failed', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
+        await recordAfter(
+          'failed',
+          trail,
+          e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' },
+        );
         if (typeof e === 'object' && e !== null) RECORDED.add(e);
         throw e;
       }
@@ -472,7 +504,12 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
      * `act` after the "confirmed" line; when the tool finds, before doing anything, that what was asked
      * about changed ({@link ChangedBeforeActingError}), the human is asked again instead.
      */
-    const actOrAskAgain = async (args: A, claims: ConfirmClaims, ctx: ServerContext, trail: Trail): Promise<CallToolResult | InputRequiredResult> => {
+    const actOrAskAgain = async (
+      args: A,
+      claims: ConfirmClaims,
+      ctx: ServerContext,
+      trail: Trail,
+    ): Promise<CallToolResult | InputRequiredResult> => {
       try {
         return await actRecorded(args, claims, ctx, trail);
       } catch (e) {
@@ -486,23 +523,43 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
      * A confirmed call (the client's yes, or with passkey approval the page's approval by `approver`):
      * the "confirmed" line, then the action.
      */
-    const confirmedAct = async (args: A, claims: ConfirmClaims, ctx: ServerContext, trail: Trail, approver?: string): Promise<CallToolResult | InputRequiredResult> => {
+    const confirmedAct = async (
+      args: A,
+      claims: ConfirmClaims,
+      ctx: ServerContext,
+      trail: Trail,
+      approver?: string,
+    ): Promise<CallToolResult | InputRequiredResult> => {
       // 5. Fail closed: the "confirmed" line (with the approver) is written before anything is done; if it cannot be, nothing is.
-      await record('confirmed', trail, approver === undefined ? { outcome: 'accept' } : { outcome: 'accept', approver });
+      await record(
+        'confirmed',
+        trail,
+        approver === undefined ? { outcome: 'accept' } : { outcome: 'accept', approver },
+      );
       // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
       const result = await actOrAskAgain(args, claims, ctx, trail);
-      if (!('inputRequests' in result)) emit(approver === undefined ? { type: 'confirmed', tool: name } : { type: 'confirmed', tool: name, approver });
+      if (!('inputRequests' in result))
+        emit(approver === undefined ? { type: 'confirmed', tool: name } : { type: 'confirmed', tool: name, approver });
       return result;
     };
 
     /** An answer that confirms nothing (`on: 'page'`: the page's decline): its event and line, and a non-error result; nothing done. */
     const notDone = async (answer: NotConfirmed, trail: Trail, on?: 'page'): Promise<CallToolResult> => {
-      emit(on === undefined ? { type: 'not-confirmed', tool: name, action: answer.action } : { type: 'not-confirmed', tool: name, action: answer.action, on });
+      emit(
+        on === undefined
+          ? { type: 'not-confirmed', tool: name, action: answer.action }
+          : { type: 'not-confirmed', tool: name, action: answer.action, on },
+      );
       await record(answer.kind === 'other' ? 'not-confirmed' : answer.kind, trail, { outcome: answer.action });
       return { content: [{ type: 'text', text: answer.sentence }] };
     };
 
-    const ask = async (args: A, ctx: ServerContext, trail: Trail, again?: 'no-answer' | 'question-changed' | 'resource-changed'): Promise<InputRequiredResult> => {
+    const ask = async (
+      args: A,
+      ctx: ServerContext,
+      trail: Trail,
+      again?: 'no-answer' | 'question-changed' | 'resource-changed',
+    ): Promise<InputRequiredResult> => {
       // The client must be able to answer before a jti is issued, so a refused ask leaks no store slot.
       // (A 2026-07-28 request gets it as the spec's -32021: see noElicitationError.)
       const can = clientCapabilities(server, ctx);
@@ -514,7 +571,14 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       trail.question = message;
       const nowMs = now();
       const principal = principalOf(ctx);
-      const { state, claims } = sealer.sealSync({ tool: name, args: argsDigest, question: digest, fingerprint, principal, nowMs });
+      const { state, claims } = sealer.sealSync({
+        tool: name,
+        args: argsDigest,
+        question: digest,
+        fingerprint,
+        principal,
+        nowMs,
+      });
       await calls.issue(claims, nowMs);
       trail.jti = claims.jti;
       trail.principal = claims.sub;
@@ -550,7 +614,10 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         return ask(args, ctx, trail, 'resource-changed');
       }
       trail.question = shown.message;
-      const answer = readAnswer(ctx.mcpReq.inputResponses, { nothingDone, acceptWithoutContent: passkey !== undefined });
+      const answer = readAnswer(ctx.mcpReq.inputResponses, {
+        nothingDone,
+        acceptWithoutContent: passkey !== undefined,
+      });
       // With passkey approval an answer is settled by the page's record (it spends the jti once decided).
       if (passkey && answer.kind !== 'missing') {
         const settled = await passkey.settle({ claims, state: opened.state, question: shown.message, answer, ctx });
@@ -584,10 +651,15 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           // Before the state's own tag is known (round 1 refused before sealing), the tag under the sealing key.
           if (trail.principal === null) trail.principal = principalTagOf(ctx);
           if (trail.args === null) trail.args = digestOrNull(args);
-          await recordAfter('refused', trail, e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' });
+          await recordAfter(
+            'refused',
+            trail,
+            e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' },
+          );
         }
         // 2026-07-28: the spec's -32021 (a JSON-RPC error, whatever rethrow says), with this refusal's sentence.
-        if (e instanceof ConfirmNoElicitationError && clientCapabilities(server, ctx).era === 'modern') throw noElicitationError(ctx);
+        if (e instanceof ConfirmNoElicitationError && clientCapabilities(server, ctx).era === 'modern')
+          throw noElicitationError(ctx);
         return toToolError(e);
       }
     };
@@ -603,7 +675,12 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     const handler = guard<z.infer<S>, F>(server, name, tool);
     const registered = server.registerTool(
       name,
-      { title: config.title, description: config.description, inputSchema: config.inputSchema, annotations: config.annotations },
+      {
+        title: config.title,
+        description: config.description,
+        inputSchema: config.inputSchema,
+        annotations: config.annotations,
+      },
       handler as never,
     );
     passCapabilityErrors(server);

@@ -64,7 +64,13 @@ export interface PasskeyRound<A, F> {
    * @throws {ConfirmError} `ERR_CONFIRM_APPROVAL_EXPIRED` (no decision in time, or an approval past
    *   its redemption window), a spend's refusal (`ERR_CONFIRM_SPENT`, …), or `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
    */
-  settle(call: { claims: ConfirmClaims; state: string; question: string; answer: Exclude<Answer, { kind: 'missing' }>; ctx: ServerContext }): Promise<Settled>;
+  settle(call: {
+    claims: ConfirmClaims;
+    state: string;
+    question: string;
+    answer: Exclude<Answer, { kind: 'missing' }>;
+    ctx: ServerContext;
+  }): Promise<Settled>;
 }
 
 /**
@@ -119,7 +125,10 @@ export function passkeyRound<A, F>(options: {
       principal,
       tool: options.tool,
       question,
-      values: raw.map((v) => ({ label: v.label, text: renderValue(v.value, { maxGraphemes: Number.MAX_SAFE_INTEGER, segments: '/' }) })),
+      values: raw.map((v) => ({
+        label: v.label,
+        text: renderValue(v.value, { maxGraphemes: Number.MAX_SAFE_INTEGER, segments: '/' }),
+      })),
     };
   };
 
@@ -140,7 +149,15 @@ export function passkeyRound<A, F>(options: {
     let opened: { id: string; url: string };
     try {
       opened = await failClosed(() =>
-        approval.open({ jti: claims.jti, principal, view: pageView(args, fingerprint, question, principal), expiresAtMs: claims.exp * 1000 }, nowMs),
+        approval.open(
+          {
+            jti: claims.jti,
+            principal,
+            view: pageView(args, fingerprint, question, principal),
+            expiresAtMs: claims.exp * 1000,
+          },
+          nowMs,
+        ),
       );
     } catch (e) {
       // Free the store slot of a question that can never be approved.
@@ -157,20 +174,26 @@ export function passkeyRound<A, F>(options: {
       // Decline, cancel or anything else: spend, nothing done; the page shows it as denied.
       await store.spend(claims.jti, now());
       const record = await approval.store.approvalByJti(claims.jti, now()).catch(() => undefined);
-      if (record?.status === 'pending') await approval.store.decideApproval(record.id, { status: 'declined', approver: '', credentialId: '' }, now()).catch(() => {});
+      if (record?.status === 'pending')
+        await approval.store
+          .decideApproval(record.id, { status: 'declined', approver: '', credentialId: '' }, now())
+          .catch(() => {});
       return { kind: 'not-confirmed', answer };
     }
     // 1. Wait for the page's decision (up to the approval's wait); reading it changes nothing.
     const record = await failClosed(() => approval.waitForDecision(claims.jti, ctx.mcpReq.signal));
     // 2. Still pending: ask again with the same URL and the same state; nothing is spent.
-    if (record?.status === 'pending' && state !== '') return { kind: 'pending', request: approvalRequest(question, approval.urlFor(record.id), record.id, ctx) };
+    if (record?.status === 'pending' && state !== '')
+      return { kind: 'pending', request: approvalRequest(question, approval.urlFor(record.id), record.id, ctx) };
     // 3. Decided (or gone): the jti is spent atomically now, whatever the decision.
     const nowMs = now();
     await store.spend(claims.jti, nowMs);
     if (record === undefined || record.status === 'pending') throw new ConfirmApprovalExpiredError();
-    if (record.status === 'declined') return { kind: 'not-confirmed', answer: notConfirmed('decline', options.nothingDone), on: 'page' };
+    if (record.status === 'declined')
+      return { kind: 'not-confirmed', answer: notConfirmed('decline', options.nothingDone), on: 'page' };
     // 4. An approval is redeemable for REDEEM_WITHIN_MS after it was given (and, by the state's TTL, never after expiry).
-    if (nowMs >= record.decidedAtMs + REDEEM_WITHIN_MS || nowMs >= record.expiresAtMs) throw new ConfirmApprovalExpiredError();
+    if (nowMs >= record.decidedAtMs + REDEEM_WITHIN_MS || nowMs >= record.expiresAtMs)
+      throw new ConfirmApprovalExpiredError();
     return { kind: 'approved', approver: record.approver };
   };
 

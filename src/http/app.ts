@@ -85,10 +85,12 @@ function notFound(): Response {
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const { resourceUrl } = options;
-  if (resourceUrl.protocol !== 'https:' && resourceUrl.protocol !== 'http:') throw new TypeError('the resource URL must be http or https');
+  if (resourceUrl.protocol !== 'https:' && resourceUrl.protocol !== 'http:')
+    throw new TypeError('the resource URL must be http or https');
   if (resourceUrl.hash !== '') throw new TypeError('the resource URL must not have a fragment (RFC 8707 §2)');
   const allowed = [...options.allowedHostnames];
-  if (!allowed.includes(resourceUrl.hostname)) throw new TypeError(`the resource URL's host ${resourceUrl.hostname} is not an allowed host`);
+  if (!allowed.includes(resourceUrl.hostname))
+    throw new TypeError(`the resource URL's host ${resourceUrl.hostname} is not an allowed host`);
   const auth = options.auth;
   const resourceMetadataUrl = auth ? getOAuthProtectedResourceMetadataUrl(resourceUrl) : undefined;
   const metadataPath = resourceMetadataUrl ? new URL(resourceMetadataUrl).pathname : undefined;
@@ -110,14 +112,25 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       try {
         // Only the first credentials of a comma-joined header, as the SDK's requireBearerAuth does.
         const header = (request.headers.get('authorization') ?? '').split(',')[0] || undefined;
-        authInfo = await verifyBearerToken(header, { verifier: auth.verifier, resourceMetadataUrl, expectedResource: resourceUrl });
+        authInfo = await verifyBearerToken(header, {
+          verifier: auth.verifier,
+          resourceMetadataUrl,
+          expectedResource: resourceUrl,
+        });
       } catch (e) {
         return bearerAuthChallengeResponse(e, { resourceMetadataUrl });
       }
     }
     // Hand-wired compositions must refuse non-JSON POSTs themselves (isLegacyRequest's documentation).
     if (request.method === 'POST' && !isJsonContentType(request.headers.get('content-type'))) {
-      return Response.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Unsupported Media Type: Content-Type must be application/json' }, id: null }, { status: 415 });
+      return Response.json(
+        {
+          jsonrpc: '2.0',
+          error: { code: -32000, message: 'Unsupported Media Type: Content-Type must be application/json' },
+          id: null,
+        },
+        { status: 415 },
+      );
     }
     if (await isLegacyRequest(request)) return legacy.handle(request, authInfo);
     return modern.fetch(request, authInfo ? { authInfo } : {});
@@ -135,7 +148,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       const url = new URL(request.url);
       // 2. RFC 9728 metadata, public so that clients can discover the authorization server.
       if (metadata && url.pathname === metadataPath) {
-        if (request.method !== 'GET' && request.method !== 'HEAD') return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
+        if (request.method !== 'GET' && request.method !== 'HEAD')
+          return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
         const doc = Response.json(metadata, { headers: { 'Cache-Control': 'max-age=3600' } });
         return request.method === 'HEAD' ? new Response(null, { headers: doc.headers }) : doc;
       }

@@ -34,7 +34,9 @@ function bindError(rest: string): ConfigError {
 }
 
 function allowedHostsError(rest: string): ConfigError {
-  return new ConfigError('ERR_CONFIG_ALLOWED_HOSTS', `${ALLOWED_HOSTS_SUBJECT}${rest}`, { subject: ALLOWED_HOSTS_SUBJECT });
+  return new ConfigError('ERR_CONFIG_ALLOWED_HOSTS', `${ALLOWED_HOSTS_SUBJECT}${rest}`, {
+    subject: ALLOWED_HOSTS_SUBJECT,
+  });
 }
 
 const LOOPBACK = new BlockList();
@@ -61,7 +63,9 @@ export function parseBindAddress(spec: string): BindAddress {
   }
   const wildcard = host === '0.0.0.0' || (family === 6 && normalizeV6(host) === '::');
   const loopback =
-    host === 'localhost' || (family === 4 && LOOPBACK.check(host, 'ipv4')) || (family === 6 && LOOPBACK.check(host, 'ipv6'));
+    host === 'localhost' ||
+    (family === 4 && LOOPBACK.check(host, 'ipv4')) ||
+    (family === 6 && LOOPBACK.check(host, 'ipv6'));
   return { host, port, urlHost: family === 6 ? `[${host}]` : host, wildcard, loopback };
 }
 

@@ -29,8 +29,23 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
-import { OAuthError, OAuthErrorCode, type AuthInfo, type OAuthTokenVerifier, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  errors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTVerifyGetKey,
+} from 'jose';
+import {
+  OAuthError,
+  OAuthErrorCode,
+  type AuthInfo,
+  type OAuthTokenVerifier,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 // One definition of the principal string: the approvers file (passkey approval) stores the same.
 import { jwtPrincipalFor } from '../principals.js';
 import { ConfigError } from '../errors.js';
@@ -40,7 +55,19 @@ import { renderValue } from '../prompt/render.js';
 export const CLOCK_TOLERANCE_SECONDS = 30;
 
 /** The JWS algorithms a token may be signed with: asymmetric only (RFC 7518 §3, RFC 8037). */
-export const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+export const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 
 /** Options of {@link createJwtVerifier}. */
 export interface JwtVerifierOptions {
@@ -103,7 +130,11 @@ export async function createJwtVerifier(options: JwtVerifierOptions): Promise<OA
   const keys = await loadKeySet(options.jwks);
   const audience = options.resource.href;
   const now = options.now ?? Date.now;
-  const refuse = (token: string, why: Pick<TokenRefusal, 'code' | 'claim'>, text = 'The access token is invalid or expired'): OAuthError => {
+  const refuse = (
+    token: string,
+    why: Pick<TokenRefusal, 'code' | 'claim'>,
+    text = 'The access token is invalid or expired',
+  ): OAuthError => {
     try {
       options.onRefused?.({ ...why, ...unverifiedClaims(token) });
     } catch {
@@ -129,11 +160,15 @@ export async function createJwtVerifier(options: JwtVerifierOptions): Promise<OA
       }
       const { iss, sub, exp } = payload;
       if (typeof iss !== 'string' || typeof sub !== 'string' || sub === '' || typeof exp !== 'number') {
-        throw refuse(token, { code: 'ERR_JWT_CLAIM_VALIDATION_FAILED', claim: typeof iss !== 'string' ? 'iss' : typeof exp !== 'number' ? 'exp' : 'sub' });
+        throw refuse(token, {
+          code: 'ERR_JWT_CLAIM_VALIDATION_FAILED',
+          claim: typeof iss !== 'string' ? 'iss' : typeof exp !== 'number' ? 'exp' : 'sub',
+        });
       }
       // jose let `exp` through within the skew; the SDK's verifyBearerToken refuses it with this text.
       if (exp < nowMs / 1000) throw refuse(token, { code: 'ERR_JWT_EXPIRED', claim: 'exp' }, 'Token has expired');
-      const clientId = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : sub;
+      const clientId =
+        typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : sub;
       const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter((s) => s !== '') : [];
       return { token, clientId, scopes, expiresAt: exp, resource: new URL(audience), extra: { iss, sub } };
     },
@@ -207,13 +242,19 @@ export function tokenRefusalLog(options: TokenRefusalLogOptions): (refusal: Toke
     }
     const suppressed = entry?.suppressed ?? 0;
     seen.set(reason, { loggedAtMs: nowMs, suppressed: 0 });
-    const named = (['iss', 'sub', 'kid'] as const).filter((k) => refusal[k] !== undefined).map((k) => `${k} ${shownClaim(refusal[k])}`);
+    const named = (['iss', 'sub', 'kid'] as const)
+      .filter((k) => refusal[k] !== undefined)
+      .map((k) => `${k} ${shownClaim(refusal[k])}`);
     // The code and claim are jose's own words (a fixed set); anything else is shown as untrusted.
-    const shownReason = /^[A-Z][A-Z0-9_]*( [a-z][a-z0-9_]*)?$/.test(reason) ? reason : renderValue(reason, { maxGraphemes: REFUSAL_VALUE_MAX_GRAPHEMES });
+    const shownReason = /^[A-Z][A-Z0-9_]*( [a-z][a-z0-9_]*)?$/.test(reason)
+      ? reason
+      : renderValue(reason, { maxGraphemes: REFUSAL_VALUE_MAX_GRAPHEMES });
     options.log(
       `bearer token refused: ${shownReason}` +
         (named.length > 0 ? `; ${named.join(', ')}` : '') +
-        (suppressed > 0 ? `; ${suppressed} more refused for the same reason since the previous such line, not logged` : ''),
+        (suppressed > 0
+          ? `; ${suppressed} more refused for the same reason since the previous such line, not logged`
+          : ''),
     );
   };
 }
@@ -240,7 +281,8 @@ async function loadKeySet(jwks: string | JSONWebKeySet): Promise<JWTVerifyGetKey
       throw jwksError(' is not a valid URL');
     }
     const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-    if (url.protocol !== 'https:' && !loopback) throw jwksError(' URL must be https (plain http only on a loopback host)');
+    if (url.protocol !== 'https:' && !loopback)
+      throw jwksError(' URL must be https (plain http only on a loopback host)');
     return createRemoteJWKSet(url);
   }
   let set: unknown = jwks;
@@ -258,13 +300,16 @@ async function loadKeySet(jwks: string | JSONWebKeySet): Promise<JWTVerifyGetKey
     }
   }
   const keys = (set as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(keys) || keys.length === 0) throw jwksError(' must be a JWK set: {"keys":[…]} with at least one key');
+  if (!Array.isArray(keys) || keys.length === 0)
+    throw jwksError(' must be a JWK set: {"keys":[…]} with at least one key');
   for (const [i, key] of keys.entries()) {
     const k = key as { kty?: unknown; alg?: unknown; d?: unknown };
     if (typeof k !== 'object' || k === null || typeof k.kty !== 'string') throw jwksError(`: keys[${i}] has no kty`);
     if (k.kty === 'oct') throw jwksError(`: keys[${i}] is a symmetric (oct) key; only public keys are accepted`);
     if (k.alg !== undefined && (typeof k.alg !== 'string' || !ASYMMETRIC_ALGORITHMS.includes(k.alg))) {
-      throw jwksError(`: keys[${i}] names alg ${JSON.stringify(k.alg)}; only ${ASYMMETRIC_ALGORITHMS.join(', ')} are accepted`);
+      throw jwksError(
+        `: keys[${i}] names alg ${JSON.stringify(k.alg)}; only ${ASYMMETRIC_ALGORITHMS.join(', ')} are accepted`,
+      );
     }
     if (k.d !== undefined) throw jwksError(`: keys[${i}] holds a private key (d); publish only the public part`);
   }
@@ -288,6 +333,7 @@ export function jwtPrincipal(ctx: ServerContext): string {
 export function jwtPrincipalOf(auth: AuthInfo | undefined): string {
   if (!auth) return 'local';
   const { iss, sub } = (auth.extra ?? {}) as { iss?: unknown; sub?: unknown };
-  if (typeof iss !== 'string' || typeof sub !== 'string') throw new TypeError('authInfo carries no verified iss and sub');
+  if (typeof iss !== 'string' || typeof sub !== 'string')
+    throw new TypeError('authInfo carries no verified iss and sub');
   return jwtPrincipalFor(iss, sub);
 }

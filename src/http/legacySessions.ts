@@ -61,8 +61,12 @@ export class LegacySessions {
   constructor(options: LegacySessionOptions) {
     const maxSessions = options.maxSessions ?? 1_000;
     const idleTimeoutMs = options.idleTimeoutMs ?? 1_800_000;
-    if (!Number.isSafeInteger(maxSessions) || maxSessions < 1) throw new RangeError(`maxSessions must be a positive whole number, got ${String(maxSessions)}`);
-    if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 1) throw new RangeError(`idleTimeoutMs must be a positive whole number of milliseconds, got ${String(idleTimeoutMs)}`);
+    if (!Number.isSafeInteger(maxSessions) || maxSessions < 1)
+      throw new RangeError(`maxSessions must be a positive whole number, got ${String(maxSessions)}`);
+    if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 1)
+      throw new RangeError(
+        `idleTimeoutMs must be a positive whole number of milliseconds, got ${String(idleTimeoutMs)}`,
+      );
     this.#options = { ...options, maxSessions, idleTimeoutMs };
   }
 
@@ -84,7 +88,8 @@ export class LegacySessions {
       const session = this.#sessions.get(sessionId);
       // 404 tells a 2025 client to start a new session (spec 2025-11-25, Session Management).
       if (!session) return jsonRpcError(404, -32001, 'Session not found');
-      if (session.principal !== principal) return jsonRpcError(403, -32000, 'This session belongs to another principal');
+      if (session.principal !== principal)
+        return jsonRpcError(403, -32000, 'This session belongs to another principal');
       this.#touch(sessionId, session);
       return session.transport.handleRequest(request, extra);
     }
@@ -97,7 +102,8 @@ export class LegacySessions {
       }
     }
     const initialize = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
-    if (!initialize) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
+    if (!initialize)
+      return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
     if (this.#sessions.size + this.#opening.size >= this.#options.maxSessions) {
       return jsonRpcError(503, -32000, 'Too many open sessions; try again later');
     }

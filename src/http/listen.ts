@@ -34,7 +34,12 @@ const WELL_FORMED_HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5}
  * @param onerror - errors of the Node adapter (a request that could not be converted).
  * @throws the listen error (`EADDRINUSE`, `EACCES`, `EADDRNOTAVAIL`) as Node reports it.
  */
-export async function listenHttp(app: HttpApp, host: string, port: number, onerror?: (error: Error) => void): Promise<Listening> {
+export async function listenHttp(
+  app: HttpApp,
+  host: string,
+  port: number,
+  onerror?: (error: Error) => void,
+): Promise<Listening> {
   const handle = toNodeHandler(app, onerror ? { onerror } : {});
   let inFlight = 0;
   let idle: (() => void) | undefined;
@@ -42,7 +47,9 @@ export async function listenHttp(app: HttpApp, host: string, port: number, onerr
     // A Host the adapter cannot turn into a URL (credentials, spaces, …) is refused here, plainly and
     // without echoing it: the app's own Host check then sees only well-formed authorities (RFC 3986 §3.2).
     if (!WELL_FORMED_HOST.test(req.headers.host ?? '')) {
-      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }).end('Bad Request: malformed Host header\n');
+      res
+        .writeHead(400, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' })
+        .end('Bad Request: malformed Host header\n');
       return;
     }
     // A GET on /mcp is a standing event stream of a 2025 session: it ends when the session closes, not on its own.

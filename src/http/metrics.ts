@@ -23,7 +23,12 @@ import type { Ledger } from '../store/ledger.js';
 /** The metrics of one server and the hooks that feed them. */
 export class ServerMetrics {
   readonly registry = new Registry();
-  readonly #decisions = new Counter({ name: 'mcp_confirm_decisions_total', help: 'Confirmation decisions by event and code.', labelNames: ['event', 'code'] as const, registers: [this.registry] });
+  readonly #decisions = new Counter({
+    name: 'mcp_confirm_decisions_total',
+    help: 'Confirmation decisions by event and code.',
+    labelNames: ['event', 'code'] as const,
+    registers: [this.registry],
+  });
   readonly #ledger = new Histogram({
     name: 'mcp_confirm_ledger_seconds',
     help: 'Ledger operation latency in seconds.',
@@ -51,7 +56,15 @@ export class ServerMetrics {
   /** Counts one decision event (for `ConfirmationOptions.onEvent`). */
   observe(event: ConfirmEvent): void {
     const code =
-      event.type === 'refused' ? event.code : event.type === 'state-refused' ? event.reason : event.type === 'not-confirmed' ? event.action : event.type === 'asked-again' ? event.reason : '';
+      event.type === 'refused'
+        ? event.code
+        : event.type === 'state-refused'
+          ? event.reason
+          : event.type === 'not-confirmed'
+            ? event.action
+            : event.type === 'asked-again'
+              ? event.reason
+              : '';
     this.#decisions.inc({ event: event.type, code });
   }
 
@@ -84,14 +97,24 @@ export class ServerMetrics {
 export async function healthResponse(ledger: Ledger, now: () => number = Date.now): Promise<Response> {
   try {
     const outcome = await ledger.spend(`healthz-${randomUUID()}`, now());
-    if (outcome === 'unknown') return new Response('ok\n', { status: 200, headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' } });
+    if (outcome === 'unknown')
+      return new Response('ok\n', {
+        status: 200,
+        headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' },
+      });
   } catch {
     // Fall through: the ledger did not answer.
   }
-  return new Response('ledger unavailable\n', { status: 503, headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' } });
+  return new Response('ledger unavailable\n', {
+    status: 503,
+    headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' },
+  });
 }
 
 /** `GET /metrics`: the registry in the Prometheus text format. */
 export async function metricsResponse(metrics: ServerMetrics): Promise<Response> {
-  return new Response(await metrics.registry.metrics(), { status: 200, headers: { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store' } });
+  return new Response(await metrics.registry.metrics(), {
+    status: 200,
+    headers: { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store' },
+  });
 }

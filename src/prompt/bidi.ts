@@ -147,7 +147,7 @@ export function reordersRtl(text: string): boolean {
   const { levels, orig } = resolved;
   // L2: check each maximal run at level 1 or more.
   const n = levels.length;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     if (levels[i] === 0) {
       i++;
       continue;
@@ -224,7 +224,7 @@ function resolve(text: string, always = false): { levels: Uint8Array; orig: Uint
     else if (x === Bc.CS && a === b && (a === Bc.EN || a === Bc.AN)) t[i] = a;
   }
   // W5: a run of ET next to an EN becomes EN.
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     if (t[i] !== Bc.ET) {
       i++;
       continue;
@@ -297,7 +297,7 @@ function resolve(text: string, always = false): { levels: Uint8Array; orig: Uint
 
   // N1/N2: a run of neutrals between two strong types of one direction (EN/AN count as R; sos
   // and eos are L) takes it; otherwise the embedding direction, L.
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     if (!isNeutral(t[i] ?? Bc.L)) {
       i++;
       continue;

@@ -304,7 +304,13 @@ function rawUnitsOf(escape: string): number {
  * The units of the escaped text from offset `startOff` of unit `startUnit` to offset `endOff` of
  * unit `endUnit` (only literal units are ever split: a separator never lies inside an escape).
  */
-function unitsBetween(units: readonly Unit[], startUnit: number, startOff: number, endUnit: number, endOff: number): Unit[] {
+function unitsBetween(
+  units: readonly Unit[],
+  startUnit: number,
+  startOff: number,
+  endUnit: number,
+  endOff: number,
+): Unit[] {
   const out: Unit[] = [];
   for (let k = startUnit; k <= endUnit && k < units.length; k++) {
     const u = units[k];
@@ -312,7 +318,9 @@ function unitsBetween(units: readonly Unit[], startUnit: number, startOff: numbe
     const from = k === startUnit ? startOff : 0;
     const to = k === endUnit ? endOff : u.text.length;
     if (to <= from) continue;
-    out.push(from === 0 && to === u.text.length ? u : { text: u.text.slice(from, to), escape: u.escape, complex: u.complex });
+    out.push(
+      from === 0 && to === u.text.length ? u : { text: u.text.slice(from, to), escape: u.escape, complex: u.complex },
+    );
   }
   return out;
 }
@@ -360,11 +368,19 @@ function assemble(full: string, replacements: readonly Replacement[], start: num
  *   least 10.
  * @param separator - a non-empty separator, or `undefined` for none.
  */
-export function shownBody(value: string, units: readonly Unit[], length: number, max: number, separator?: string): ShownBody {
+export function shownBody(
+  value: string,
+  units: readonly Unit[],
+  length: number,
+  max: number,
+  separator?: string,
+): ShownBody {
   if (value === '') return { body: EMPTY_VALUE, cut: false, cutPieces: [], leftOut: 0, pieces: 1 };
   // Narrow enough as a whole: then every component is too.
-  if (widthUpTo(units, length, max) <= max) return { body: joined(units), cut: false, cutPieces: [], leftOut: 0, pieces: 1 };
-  if (separator === undefined) return { body: cutMiddle(units, max), cut: true, cutPieces: [value], leftOut: 0, pieces: 1 };
+  if (widthUpTo(units, length, max) <= max)
+    return { body: joined(units), cut: false, cutPieces: [], leftOut: 0, pieces: 1 };
+  if (separator === undefined)
+    return { body: cutMiddle(units, max), cut: true, cutPieces: [value], leftOut: 0, pieces: 1 };
 
   // One pass over the escaped text, finding the components where the separator is literal.
   // A component no longer (in code units) than `max` is no wider, and is shown as it is; only
@@ -435,13 +451,15 @@ export function shownBody(value: string, units: readonly Unit[], length: number,
   // and one `…` component for those left out.
   const half = Math.floor((limit - 1 - 2 * sepWidth) / 2);
   let head = 0;
-  for (let acc = 0; head < n && acc + (widths[head] ?? 0) + sepWidth <= half; head++) acc += (widths[head] ?? 0) + sepWidth;
+  for (let acc = 0; head < n && acc + (widths[head] ?? 0) + sepWidth <= half; head++)
+    acc += (widths[head] ?? 0) + sepWidth;
   let tail = 0;
   for (let acc = 0; tail < n - head && acc + (widths[n - 1 - tail] ?? 0) + sepWidth <= half; tail++) {
     acc += (widths[n - 1 - tail] ?? 0) + sepWidth;
   }
   const parts: string[] = [];
-  if (head > 0) parts.push(assemble(full, replacements, 0, head < n ? (starts[head] ?? 0) - separator.length : full.length));
+  if (head > 0)
+    parts.push(assemble(full, replacements, 0, head < n ? (starts[head] ?? 0) - separator.length : full.length));
   parts.push('…');
   if (tail > 0) parts.push(assemble(full, replacements, starts[n - tail] ?? full.length, full.length));
   return { body: parts.join(separator), cut: true, cutPieces, leftOut: n - head - tail, pieces: n };

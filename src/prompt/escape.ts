@@ -214,10 +214,12 @@ function kindOf(cp: number): number {
   const m = KINDS.exec(ch);
   let kind = SAFE;
   if (m === null) kind = JOINERS.test(ch) ? SAFE_JOINER : SAFE;
-  else for (let g = 1; g <= 6; g++) if (m[g] !== undefined) {
-      kind = g;
-      break;
-    }
+  else
+    for (let g = 1; g <= 6; g++)
+      if (m[g] !== undefined) {
+        kind = g;
+        break;
+      }
   if (cp >= 0x300 && OVERLAY_MARKS.includes(ch)) return HIDDEN;
   if (kind !== HIDDEN && cp >= 0x80 && (PATH_SYNTAX_LOOKALIKES.includes(ch) || ELLIPSIS_LOOKALIKES.includes(ch))) {
     return LETTER_DIGIT_MARK.test(ch) && !NO_SCRIPT.test(ch) ? kind + PATH_LETTER : HIDDEN;

@@ -130,7 +130,9 @@ function shortenedSuffix(shown: ShownBody, prints: readonly string[]): string {
   if (shown.leftOut > 0) {
     return ` (shortened, ${shown.leftOut} of ${shown.pieces} components left out, fingerprint ${prints[0] ?? ''})`;
   }
-  return prints.length === 1 ? ` (shortened, fingerprint ${prints[0] ?? ''})` : ` (shortened, fingerprints ${prints.join(', ')})`;
+  return prints.length === 1
+    ? ` (shortened, fingerprint ${prints[0] ?? ''})`
+    : ` (shortened, fingerprints ${prints.join(', ')})`;
 }
 
 /**

@@ -26,7 +26,9 @@ export const MAX_MARK_RUN = 30;
 
 /** The code points counted in a run of combining marks (see {@link MAX_MARK_RUN}). */
 export const MARK_RUN_CLASS = /^[\p{M}\uFF9E\uFF9F]$/u;
-const marks = new BlockTable((cp) => (cp >= 0xd800 && cp <= 0xdfff ? 0 : MARK_RUN_CLASS.test(String.fromCodePoint(cp)) ? 1 : 0));
+const marks = new BlockTable((cp) =>
+  cp >= 0xd800 && cp <= 0xdfff ? 0 : MARK_RUN_CLASS.test(String.fromCodePoint(cp)) ? 1 : 0,
+);
 
 /** Whether the value has more than {@link MAX_MARK_RUN} combining marks in a row. */
 function longMarkRun(value: string): boolean {

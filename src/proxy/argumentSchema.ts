@@ -144,12 +144,16 @@ function firstProblem(text: string): string {
   return first.replace(/^data(?=[/ ])/, 'arguments');
 }
 
-type Validator = { getValidator(schema: unknown): (input: unknown) => { valid: boolean; errorMessage?: string | undefined } };
+type Validator = {
+  getValidator(schema: unknown): (input: unknown) => { valid: boolean; errorMessage?: string | undefined };
+};
 let validatorClass: Promise<new () => Validator> | undefined;
 
 /** The SDK's ajv-based validator, loaded on first use (ajv and its formats are not loaded by a proxy that never asks). */
 async function sdkValidator(): Promise<Validator> {
-  validatorClass ??= import('@modelcontextprotocol/server/validators/ajv').then((m) => m.AjvJsonSchemaValidator as unknown as new () => Validator);
+  validatorClass ??= import('@modelcontextprotocol/server/validators/ajv').then(
+    (m) => m.AjvJsonSchemaValidator as unknown as new () => Validator,
+  );
   // One engine per schema: ajv caches what it compiles, and would serve a schema by its `$id` even after the upstream changed it.
   return new (await validatorClass)();
 }
@@ -165,7 +169,10 @@ const CONSOLE_METHODS = ['log', 'warn', 'error'] as const;
 function withConsoleTo<T>(log: (line: string) => void, f: () => T): T {
   const saved = CONSOLE_METHODS.map((m) => console[m]);
   for (const m of CONSOLE_METHODS) {
-    console[m] = (...parts: unknown[]) => log(`argument check: the validator said ${renderValue(parts.map(String).join(' '), { maxGraphemes: MAX_LOG_GRAPHEMES })}`);
+    console[m] = (...parts: unknown[]) =>
+      log(
+        `argument check: the validator said ${renderValue(parts.map(String).join(' '), { maxGraphemes: MAX_LOG_GRAPHEMES })}`,
+      );
   }
   try {
     return f();
@@ -231,7 +238,9 @@ export class ArgumentChecker {
     }
     const problem = (await check)?.(args ?? {});
     if (problem !== undefined) {
-      throw new ConfirmBadArgumentError(`the arguments do not match the tool's inputSchema: ${renderValue(problem, { maxGraphemes: MAX_PROBLEM_GRAPHEMES })}`);
+      throw new ConfirmBadArgumentError(
+        `the arguments do not match the tool's inputSchema: ${renderValue(problem, { maxGraphemes: MAX_PROBLEM_GRAPHEMES })}`,
+      );
     }
   }
 }

@@ -64,7 +64,8 @@ export function validatePolicy(value: unknown): Policy {
     if (entries.length > MAX_GLOBS) throw policyError(`${list} has more than ${MAX_GLOBS} globs`);
     entries.forEach((glob: unknown, i) => {
       const where = `${list}[${i}]`;
-      if (typeof glob !== 'string') throw policyError(`${where} must be a string (a tool-name glob), got ${glob === null ? 'null' : typeof glob}`);
+      if (typeof glob !== 'string')
+        throw policyError(`${where} must be a string (a tool-name glob), got ${glob === null ? 'null' : typeof glob}`);
       if (glob === '') throw policyError(`${where} is empty`);
       if (glob.length > MAX_GLOB_LENGTH) throw policyError(`${where} is longer than ${MAX_GLOB_LENGTH} characters`);
       if (!glob.isWellFormed()) throw policyError(`${where} is not well-formed UTF-16 (a lone surrogate)`);
@@ -144,7 +145,12 @@ export interface DecisionHints {
  * @param annotations - the tool's current annotations (undefined when the tool is not listed).
  * @param confirmUnnamed - ask for every tool the policy does not name.
  */
-export function decide(policy: Policy, name: string, annotations: DecisionHints | undefined, confirmUnnamed: boolean): Decision {
+export function decide(
+  policy: Policy,
+  name: string,
+  annotations: DecisionHints | undefined,
+  confirmUnnamed: boolean,
+): Decision {
   const named = namedDecision(policy, name);
   if (named !== undefined) return named;
   if (confirmUnnamed) return 'confirm';

@@ -107,8 +107,16 @@ function canonicalText(value: unknown): string {
  * @throws {TypeError} when an argument has no canonical JSON form (the guard refuses such
  *   arguments with `ERR_CONFIRM_BAD_ARGUMENT` before asking).
  */
-export function proxyQuestion(tool: string, args: Record<string, unknown> | undefined, upstream: UpstreamNames, changed?: QuestionChanges): string {
-  const notices = [...(changed?.tool === true ? [TOOL_CHANGED_NOTICE] : []), ...(changed?.upstream === true ? [UPSTREAM_CHANGED_NOTICE] : [])];
+export function proxyQuestion(
+  tool: string,
+  args: Record<string, unknown> | undefined,
+  upstream: UpstreamNames,
+  changed?: QuestionChanges,
+): string {
+  const notices = [
+    ...(changed?.tool === true ? [TOOL_CHANGED_NOTICE] : []),
+    ...(changed?.upstream === true ? [UPSTREAM_CHANGED_NOTICE] : []),
+  ];
   const head = `Run the tool ${renderValue(tool)} of the upstream server ${renderValue(upstream.name)} version ${renderValue(upstream.version)}`;
   const keys = args === undefined ? [] : Object.keys(args).sort();
   if (keys.length === 0) return [...notices, `${head} with no arguments?`].join('\n');

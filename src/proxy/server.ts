@@ -57,8 +57,19 @@ import {
 import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
 import { DEFAULT_MAX_ARGUMENT_BYTES } from '../defaults.js';
-import { ConfirmBadArgumentError, ConfirmError, ConfirmPolicyDeniedError, ConfirmUpstreamToolGoneError, toToolError } from '../errors.js';
-import { ChangedBeforeActingError, OpenedState, type Confirmation, type ConfirmableTool } from '../guard/confirmation.js';
+import {
+  ConfirmBadArgumentError,
+  ConfirmError,
+  ConfirmPolicyDeniedError,
+  ConfirmUpstreamToolGoneError,
+  toToolError,
+} from '../errors.js';
+import {
+  ChangedBeforeActingError,
+  OpenedState,
+  type Confirmation,
+  type ConfirmableTool,
+} from '../guard/confirmation.js';
 import { ArgumentChecker } from './argumentSchema.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
 import { proxyPageValues, proxyQuestion, type QuestionChanges } from './question.js';
@@ -66,7 +77,9 @@ import { ToolListView } from './toolList.js';
 import { definitionDigest, Upstream, type UpstreamRequestOptions } from './upstream.js';
 
 /** The requests relayed to the upstream as they are, by the capability that offers them. */
-const RELAYED: ReadonlyArray<readonly [method: string, capability: 'resources' | 'prompts' | 'completions' | 'logging']> = [
+const RELAYED: ReadonlyArray<
+  readonly [method: string, capability: 'resources' | 'prompts' | 'completions' | 'logging']
+> = [
   ['resources/list', 'resources'],
   ['resources/templates/list', 'resources'],
   ['resources/read', 'resources'],
@@ -78,7 +91,8 @@ const RELAYED: ReadonlyArray<readonly [method: string, capability: 'resources' |
 
 /** Why the upstream's `roots/list` gets an error instead of the client's roots. */
 export const ROOTS_NOT_DECLARED = 'mcp-confirm proxy: the client declared no roots';
-export const ROOTS_SHARED = 'mcp-confirm proxy: the proxy serves several clients over HTTP, so no one client\'s roots are relayed';
+export const ROOTS_SHARED =
+  "mcp-confirm proxy: the proxy serves several clients over HTTP, so no one client's roots are relayed";
 export const ROOTS_MODERN_CLIENT =
   'mcp-confirm proxy: the client speaks MCP 2026-07-28, which has no server-to-client requests, so its roots cannot be asked';
 
@@ -120,7 +134,9 @@ export function checkArgumentSize(args: Record<string, unknown> | undefined, max
   if (typeof text !== 'string') return;
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
-    throw new ConfirmBadArgumentError(`the arguments are ${bytes} bytes as canonical JSON (RFC 8785), more than the proxy's bound of ${maxBytes} bytes (--max-argument-bytes)`);
+    throw new ConfirmBadArgumentError(
+      `the arguments are ${bytes} bytes as canonical JSON (RFC 8785), more than the proxy's bound of ${maxBytes} bytes (--max-argument-bytes)`,
+    );
   }
 }
 
@@ -198,7 +214,10 @@ function asProtocolError(e: unknown): unknown {
  * @returns `factory` for `serveStdio` (it reads the connection's era from the factory context),
  *   and `capabilities`, what the proxy offers (see {@link offeredCapabilities}).
  */
-export function createProxy(options: ProxyOptions): { factory: (context?: { era?: 'legacy' | 'modern' }) => McpServer; capabilities: ServerCapabilities } {
+export function createProxy(options: ProxyOptions): {
+  factory: (context?: { era?: 'legacy' | 'modern' }) => McpServer;
+  capabilities: ServerCapabilities;
+} {
   const { confirmation, upstream } = options;
   const policy = options.policy ?? EMPTY_POLICY;
   const confirmUnnamed = options.confirmUnnamed ?? false;
@@ -219,7 +238,12 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
     if (capabilities[kind]?.listChanged !== true) return;
     for (const s of servers.keys()) {
       if (!s.isConnected()) continue;
-      const sent = kind === 'tools' ? s.sendToolListChanged() : kind === 'resources' ? s.sendResourceListChanged() : s.sendPromptListChanged();
+      const sent =
+        kind === 'tools'
+          ? s.sendToolListChanged()
+          : kind === 'resources'
+            ? s.sendResourceListChanged()
+            : s.sendPromptListChanged();
       void Promise.resolve(sent).catch(() => {});
     }
   });
@@ -246,7 +270,12 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
    * a roots answer or a tools/list_changed notice that arrived while the jti was being spent or the
    * "confirmed" line written makes the guard ask again ({@link ChangedBeforeActingError}), nothing forwarded.
    */
-  const confirmable = (server: McpServer, name: string, listed: Tool, listedIn: number): ConfirmableTool<ProxyArgs, ProxyFingerprint> => {
+  const confirmable = (
+    server: McpServer,
+    name: string,
+    listed: Tool,
+    listedIn: number,
+  ): ConfirmableTool<ProxyArgs, ProxyFingerprint> => {
     let tool = listed;
     let generation = listedIn;
     /** Whether everything the fingerprint binds is still what the upstream has now, as far as the proxy knows. */
@@ -297,7 +326,9 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
         ? {}
         : {
             onprogress: (p) => {
-              void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } }).catch(() => {});
+              void ctx.mcpReq
+                .notify({ method: 'notifications/progress', params: { progressToken: token, ...p } })
+                .catch(() => {});
             },
           }),
     };
@@ -315,10 +346,20 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   };
 
   /** Forwards one call; `stillBound` (a confirmed call's last check) runs right before it is written, no await between. */
-  const forward = (server: McpServer, name: string, args: Record<string, unknown> | undefined, ctx: ServerContext, stillBound?: () => void): Promise<CallToolResult> =>
+  const forward = (
+    server: McpServer,
+    name: string,
+    args: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+    stillBound?: () => void,
+  ): Promise<CallToolResult> =>
     inFlight(server, ctx, () => upstream.callTool(name, args, relayOptions(ctx), stillBound));
 
-  const callTool = async (server: McpServer, params: { name: string; arguments?: Record<string, unknown> }, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
+  const callTool = async (
+    server: McpServer,
+    params: { name: string; arguments?: Record<string, unknown> },
+    ctx: ServerContext,
+  ): Promise<CallToolResult | InputRequiredResult> => {
     const { name } = params;
     try {
       // Before anything is rendered (the question's cost is linear in the arguments' size).
@@ -338,13 +379,20 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       if (tool === undefined) throw new ConfirmUpstreamToolGoneError();
       // Never ask about a call the upstream's own schema refuses (pattern keywords skipped: see argumentSchema.ts).
       await argumentChecker.check(tool, params.arguments);
-      const handler = confirmation.guard(server, name, confirmable(server, name, tool, listing.generation), { rethrow: (e) => e instanceof ProtocolError });
+      const handler = confirmation.guard(server, name, confirmable(server, name, tool, listing.generation), {
+        rethrow: (e) => e instanceof ProtocolError,
+      });
       const args: ProxyArgs = params.arguments === undefined ? {} : { arguments: params.arguments };
       const result = await handler(args, ctx);
       // The proxy's own answers (declined, not confirmed) carry no structured content. For a tool
       // that declares an outputSchema, a client refuses a non-error result without it (spec
       // 2025-06-18+, server/tools "Output Schema"), so they are marked isError: the call produced no output.
-      if (tool.outputSchema !== undefined && !('inputRequests' in result) && result.structuredContent === undefined && result.isError !== true) {
+      if (
+        tool.outputSchema !== undefined &&
+        !('inputRequests' in result) &&
+        result.structuredContent === undefined &&
+        result.isError !== true
+      ) {
         return { ...result, isError: true };
       }
       return result;
@@ -365,8 +413,10 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
   const clientRoots = async (): Promise<ListRootsResult> => {
     const conn = rootsConnection;
     if (conn?.era === 'modern') throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_MODERN_CLIENT);
-    if (conn === undefined || !conn.server.isConnected()) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: no client is connected');
-    if (!conn.server.server.getClientCapabilities()?.roots) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_NOT_DECLARED);
+    if (conn === undefined || !conn.server.isConnected())
+      throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: no client is connected');
+    if (!conn.server.server.getClientCapabilities()?.roots)
+      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, ROOTS_NOT_DECLARED);
     return conn.server.server.listRoots();
   };
 
@@ -377,22 +427,31 @@ export function createProxy(options: ProxyOptions): { factory: (context?: { era?
       server.server.setRequestHandler('tools/list', async (_request, ctx) => {
         try {
           const list = await fetchList(ctx.mcpReq.signal);
-          return { tools: [...list.values()].filter((t) => decide(policy, t.name, t.annotations, confirmUnnamed) !== 'deny') };
+          return {
+            tools: [...list.values()].filter((t) => decide(policy, t.name, t.annotations, confirmUnnamed) !== 'deny'),
+          };
         } catch (e) {
           throw asProtocolError(e);
         }
       });
-      server.server.setRequestHandler('tools/call', (request, ctx) => callTool(server, request.params as { name: string; arguments?: Record<string, unknown> }, ctx));
+      server.server.setRequestHandler('tools/call', (request, ctx) =>
+        callTool(server, request.params as { name: string; arguments?: Record<string, unknown> }, ctx),
+      );
     }
     for (const [method, capability] of RELAYED) {
       if (!capabilities[capability]) continue;
-      server.server.setRequestHandler(method as 'resources/list', (async (request: { params?: unknown }, ctx: ServerContext) => {
-        try {
-          return await inFlight(server, ctx, () => upstream.relay(method, withoutMeta(request.params), relayOptions(ctx)));
-        } catch (e) {
-          throw asProtocolError(e);
-        }
-      }) as never);
+      server.server.setRequestHandler(
+        method as 'resources/list',
+        (async (request: { params?: unknown }, ctx: ServerContext) => {
+          try {
+            return await inFlight(server, ctx, () =>
+              upstream.relay(method, withoutMeta(request.params), relayOptions(ctx)),
+            );
+          } catch (e) {
+            throw asProtocolError(e);
+          }
+        }) as never,
+      );
     }
     // A 2025-era client's changed roots: the upstream asks for them again.
     server.server.setNotificationHandler('notifications/roots/list_changed', () => {

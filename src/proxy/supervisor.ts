@@ -190,7 +190,10 @@ function main(argv: readonly string[]): void {
   for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(s, () => void end('signal'));
 
   // The reaper first: an upstream never runs without it.
-  const reaper = spawn('/bin/sh', ['-c', REAPER_SCRIPT, 'mcp-confirm-reaper'], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  const reaper = spawn('/bin/sh', ['-c', REAPER_SCRIPT, 'mcp-confirm-reaper'], {
+    stdio: ['pipe', 'ignore', 'ignore'],
+    detached: true,
+  });
   reaper.on('error', () => {}); // without /bin/sh: this process still ends the group itself
   reaper.unref();
   child = spawn(command, args, { stdio: ['pipe', 'inherit', 'inherit'], detached: true });

@@ -95,14 +95,20 @@ export class ToolListView {
    *
    * @throws as {@link tools}.
    */
-  async read(options: { fresh?: boolean; signal?: AbortSignal } = {}): Promise<{ tools: Map<string, Tool>; generation: number }> {
+  async read(
+    options: { fresh?: boolean; signal?: AbortSignal } = {},
+  ): Promise<{ tools: Map<string, Tool>; generation: number }> {
     const fresh = options.fresh === true || !this.options.cache;
     // A listing qualifies only if it started after this call asked (fresh) and in the current generation.
     const after = fresh ? this.started : -1;
     for (let stale = 0; ; stale++) {
-      if (!fresh && this.cached !== undefined && this.cached.generation === this.generation) return { tools: this.cached.tools, generation: this.generation };
+      if (!fresh && this.cached !== undefined && this.cached.generation === this.generation)
+        return { tools: this.cached.tools, generation: this.generation };
       if (stale >= MAX_STALE_LISTINGS) {
-        throw new ConfirmUpstreamFailedError(`its tool list changed during each of ${MAX_STALE_LISTINGS} readings in a row`, { request: 'tools/list' });
+        throw new ConfirmUpstreamFailedError(
+          `its tool list changed during each of ${MAX_STALE_LISTINGS} readings in a row`,
+          { request: 'tools/list' },
+        );
       }
       const listing = await whileWaiting(this.listingAfter(after), options.signal);
       const tools = await whileWaiting(listing.result, options.signal);
@@ -145,7 +151,11 @@ export class ToolListView {
     void result.then(
       (tools) => {
         // Cached only when no notice arrived while it was read (and only if notices keep it current); the latest started wins.
-        if (this.options.cache && generation === this.generation && (this.cached === undefined || this.cached.index < index)) {
+        if (
+          this.options.cache &&
+          generation === this.generation &&
+          (this.cached === undefined || this.cached.index < index)
+        ) {
           this.cached = { generation, index, tools };
         }
       },

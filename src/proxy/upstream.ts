@@ -205,7 +205,8 @@ export interface UpstreamRequestOptions {
  */
 export function childOf(transport: StdioClientTransport): ChildProcess | undefined {
   const child = (transport as unknown as { _process?: unknown })._process;
-  if (typeof child !== 'object' || child === null || !('pid' in child) || (child as ChildProcess).pid !== transport.pid) return undefined;
+  if (typeof child !== 'object' || child === null || !('pid' in child) || (child as ChildProcess).pid !== transport.pid)
+    return undefined;
   return child as ChildProcess;
 }
 
@@ -226,7 +227,8 @@ export const MAX_FAILURE_GRAPHEMES = 200;
 /** The error and its causes (`cause`), outermost first, at most 8. */
 function causeChain(e: unknown): unknown[] {
   const chain: unknown[] = [];
-  for (let c = e; c !== undefined && c !== null && chain.length < 8; c = (c as { cause?: unknown }).cause) chain.push(c);
+  for (let c = e; c !== undefined && c !== null && chain.length < 8; c = (c as { cause?: unknown }).cause)
+    chain.push(c);
   return chain;
 }
 
@@ -259,7 +261,10 @@ function httpStatusOf(e: unknown): number | undefined {
 export function describeFailure(e: unknown, http: boolean): string {
   if (http) {
     const status = httpStatusOf(e);
-    if (status !== undefined) return status >= 300 && status < 400 ? `HTTP ${status}, a redirect to another origin, not followed` : `HTTP ${status}`;
+    if (status !== undefined)
+      return status >= 300 && status < 400
+        ? `HTTP ${status}, a redirect to another origin, not followed`
+        : `HTTP ${status}`;
     if (causeChain(e).some((c) => c instanceof SyntaxError)) return 'its answer was not valid JSON';
   }
   return renderValue(e instanceof Error ? e.message : String(e), { maxGraphemes: MAX_FAILURE_GRAPHEMES });
@@ -299,7 +304,8 @@ export const SUPERVISOR_PATH = fileURLToPath(new URL('./supervisor.js', import.m
  */
 export function supervisedCommand(command: string, args: readonly string[]): { command: string; args: string[] } {
   if (process.platform === 'win32') return { command, args: [...args] };
-  if (!existsSync(SUPERVISOR_PATH)) throw new Error(`the upstream supervisor ${SUPERVISOR_PATH} is missing (run npm run build)`);
+  if (!existsSync(SUPERVISOR_PATH))
+    throw new Error(`the upstream supervisor ${SUPERVISOR_PATH} is missing (run npm run build)`);
   return { command: process.execPath, args: [SUPERVISOR_PATH, command, ...args] };
 }
 
@@ -356,11 +362,18 @@ export class Upstream {
     try {
       cwd = realpathSync(options.cwd ?? process.cwd());
     } catch (e) {
-      throw new Error(`the upstream's working directory cannot be resolved (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      throw new Error(
+        `the upstream's working directory cannot be resolved (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      );
     }
     // Under the supervisor (POSIX), which ends the upstream's process group when the proxy ends (see supervisor.ts).
     const supervised = supervisedCommand(command, args);
-    const transport = new StdioClientTransport({ ...supervised, cwd, env: options.env ?? processEnv(), stderr: 'inherit' });
+    const transport = new StdioClientTransport({
+      ...supervised,
+      cwd,
+      env: options.env ?? processEnv(),
+      stderr: 'inherit',
+    });
     // How the process ended (exit code or signal), recorded from the moment it is spawned: for the reason a
     // failed handshake gives, and for the down reason later (the transport forgets its process once closed).
     let ended: string | undefined;
@@ -390,13 +403,20 @@ export class Upstream {
       return ended;
     };
     const where = { command: [...options.command], cwd, ...(options.id !== undefined ? { id: options.id } : {}) };
-    return Upstream.open(options, transport, where, 'the upstream server could not be started or did not complete the handshake', (markDown) => {
-      // The exit code and signal make the down reason precise (see childOf for why the private field).
-      void exited.then(() => {
-        if (ended !== undefined) markDown(ended);
-      });
-      return () => ended;
-    }, endedHow);
+    return Upstream.open(
+      options,
+      transport,
+      where,
+      'the upstream server could not be started or did not complete the handshake',
+      (markDown) => {
+        // The exit code and signal make the down reason precise (see childOf for why the private field).
+        void exited.then(() => {
+          if (ended !== undefined) markDown(ended);
+        });
+        return () => ended;
+      },
+      endedHow,
+    );
   }
 
   /**
@@ -411,7 +431,12 @@ export class Upstream {
     const headers = new Headers();
     for (const [name, value] of options.headers ?? []) headers.append(name, value);
     const transport = new StreamableHTTPClientTransport(options.url, { requestInit: { headers } });
-    return Upstream.open(options, transport, { url: options.url.href, ...(options.id !== undefined ? { id: options.id } : {}) }, `the upstream server at ${shownUrl(options.url)} could not be reached or did not complete the handshake`);
+    return Upstream.open(
+      options,
+      transport,
+      { url: options.url.href, ...(options.id !== undefined ? { id: options.id } : {}) },
+      `the upstream server at ${shownUrl(options.url)} could not be reached or did not complete the handshake`,
+    );
   }
 
   /**
@@ -449,7 +474,8 @@ export class Upstream {
     });
     if (declareRoots) {
       client.setRequestHandler('roots/list', async (_request, ctx) => {
-        if (upstream === undefined) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: not ready');
+        if (upstream === undefined)
+          throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: not ready');
         return upstream.roots(ctx.mcpReq.signal);
       });
     }
@@ -506,12 +532,19 @@ export class Upstream {
     } catch (e) {
       const ended = await endedHow?.().catch(() => undefined);
       await transport.close().catch(() => {});
-      throw new Error(`${failure}: ${ended !== undefined ? `${ended} (${describeFailure(e, 'url' in where)})` : describeFailure(e, 'url' in where)}`);
+      throw new Error(
+        `${failure}: ${ended !== undefined ? `${ended} (${describeFailure(e, 'url' in where)})` : describeFailure(e, 'url' in where)}`,
+      );
     }
     connected = true;
     if (watchExit) exitDetail = watchExit(markDown);
     const info = client.getServerVersion();
-    upstream = new Upstream(client, { name: info?.name ?? '', version: info?.version ?? '', ...where }, callTimeoutMs, declareRoots);
+    upstream = new Upstream(
+      client,
+      { name: info?.name ?? '', version: info?.version ?? '', ...where },
+      callTimeoutMs,
+      declareRoots,
+    );
     return upstream;
   }
 
@@ -559,7 +592,11 @@ export class Upstream {
 
   private async roots(signal: AbortSignal): Promise<ListRootsResult> {
     while (this.rootsSource === undefined) {
-      if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'mcp-confirm proxy: roots/list cancelled before a client connected');
+      if (signal.aborted)
+        throw new ProtocolError(
+          ProtocolErrorCode.InternalError,
+          'mcp-confirm proxy: roots/list cancelled before a client connected',
+        );
       await new Promise<void>((resolve) => {
         this.rootsWaiters.push(resolve);
         signal.addEventListener('abort', () => resolve(), { once: true });
@@ -604,9 +641,11 @@ export class Upstream {
    */
   private failure(e: unknown, request: string): unknown {
     if (e instanceof ProtocolError) return e;
-    if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) return new ConfirmUpstreamTimeoutError(Math.round(this.callTimeoutMs / 1000), { request });
+    if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout)
+      return new ConfirmUpstreamTimeoutError(Math.round(this.callTimeoutMs / 1000), { request });
     if (this.downReason !== undefined) return new ConfirmUpstreamFailedError(this.downReason, { cause: e, request });
-    if (e instanceof SdkError && e.code === SdkErrorCode.ConnectionClosed) return new ConfirmUpstreamFailedError('its connection closed', { cause: e, request });
+    if (e instanceof SdkError && e.code === SdkErrorCode.ConnectionClosed)
+      return new ConfirmUpstreamFailedError('its connection closed', { cause: e, request });
     return new ConfirmUpstreamFailedError(describeFailure(e, this.http), { cause: e, request });
   }
 
@@ -623,7 +662,11 @@ export class Upstream {
     try {
       do {
         // Never from the SDK's response cache (an upstream's ttlMs would let it serve an old list).
-        const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.callTimeoutMs, signal, cacheMode: 'bypass' });
+        const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, {
+          timeout: this.callTimeoutMs,
+          signal,
+          cacheMode: 'bypass',
+        });
         tools.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor !== undefined);
@@ -641,13 +684,22 @@ export class Upstream {
    * @throws {ConfirmUpstreamInputError} `ERR_CONFIRM_UPSTREAM_INPUT` when a 2026-era upstream answers `input_required`.
    * @throws see {@link listTools}.
    */
-  async relay(method: string, params: Record<string, unknown> | undefined, options: UpstreamRequestOptions = {}): Promise<Record<string, unknown>> {
+  async relay(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: UpstreamRequestOptions = {},
+  ): Promise<Record<string, unknown>> {
     this.assertUp();
     let result: Record<string, unknown>;
     try {
       result = (await this.client.request(
         { method, ...(params === undefined ? {} : { params }) } as never,
-        { timeout: this.callTimeoutMs, signal: options.signal, onprogress: options.onprogress, allowInputRequired: true } as never,
+        {
+          timeout: this.callTimeoutMs,
+          signal: options.signal,
+          onprogress: options.onprogress,
+          allowInputRequired: true,
+        } as never,
       )) as Record<string, unknown>;
     } catch (e) {
       throw this.failure(e, method);
@@ -682,7 +734,12 @@ export class Upstream {
     try {
       result = (await this.client.request(
         { method: 'tools/call', params: args === undefined ? { name } : { name, arguments: args } } as never,
-        { timeout: this.callTimeoutMs, signal: options.signal, onprogress: options.onprogress, allowInputRequired: true } as never,
+        {
+          timeout: this.callTimeoutMs,
+          signal: options.signal,
+          onprogress: options.onprogress,
+          allowInputRequired: true,
+        } as never,
       )) as CallToolResult | InputRequiredResult;
     } catch (e) {
       throw this.failure(e, 'tools/call');

@@ -90,7 +90,8 @@ export class KeyRing {
     for (const spec of specs) {
       if (typeof spec !== 'object' || spec === null) throw new TypeError('each key must be an object {"kid","k"}');
       const kid = (spec as { kid?: unknown }).kid;
-      if (typeof kid !== 'string' || !KID.test(kid)) throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
+      if (typeof kid !== 'string' || !KID.test(kid))
+        throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
       if (seen.has(kid)) throw new TypeError(`key id ${kid} appears twice`);
       seen.add(kid);
       keys.push(await importKey(kid, decodeKey(kid, (spec as { k?: unknown }).k)));
@@ -134,7 +135,8 @@ export class KeyRing {
    * @throws {TypeError} when `kid` is not 1-64 characters of `A-Z a-z 0-9 . _ -` (the ring would refuse it).
    */
   static generateSpec(kid: string): KeySpec {
-    if (typeof kid !== 'string' || !KID.test(kid)) throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
+    if (typeof kid !== 'string' || !KID.test(kid))
+      throw new TypeError(`key id ${JSON.stringify(kid)} must be 1-64 characters of A-Z a-z 0-9 . _ -`);
     return { kid, k: randomBytes(32).toString('base64url') };
   }
 
@@ -160,6 +162,10 @@ export class KeyRing {
    * of the principal.
    */
   static principalTag(key: RingKey, principal: string): string {
-    return createHmac('sha256', key.principalSalt).update(JSON.stringify(principal), 'utf8').digest().subarray(0, 16).toString('base64url');
+    return createHmac('sha256', key.principalSalt)
+      .update(JSON.stringify(principal), 'utf8')
+      .digest()
+      .subarray(0, 16)
+      .toString('base64url');
   }
 }

@@ -139,7 +139,9 @@ export interface SealInput {
 
 /** Why {@link Sealer.open} refused a state; goes to `onerror` only, never to the client. */
 export class StateRefusedError extends Error {
-  constructor(readonly reason: 'malformed' | 'unknown-key' | 'decrypt' | 'audience' | 'expired' | 'principal' | 'claims') {
+  constructor(
+    readonly reason: 'malformed' | 'unknown-key' | 'decrypt' | 'audience' | 'expired' | 'principal' | 'claims',
+  ) {
     super(`requestState refused: ${reason}`);
     this.name = 'StateRefusedError';
   }
@@ -179,7 +181,9 @@ export class Sealer {
       throw new TypeError('audience must be a non-empty, well-formed string');
     }
     if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds <= 0 || options.ttlSeconds > MAX_TTL_SECONDS) {
-      throw new RangeError(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${String(options.ttlSeconds)}`);
+      throw new RangeError(
+        `ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${String(options.ttlSeconds)}`,
+      );
     }
     this.keys = options.keys;
     this.audience = options.audience;
@@ -187,7 +191,12 @@ export class Sealer {
     const byHeader = new Map<string, SealingKey>();
     for (const kid of options.keys.kids) {
       const encodedHeader = encodedHeaderFor(kid);
-      byHeader.set(encodedHeader, { key: options.keys.get(kid)!, encodedHeader, aad: Buffer.from(encodedHeader, 'ascii'), lastTag: undefined });
+      byHeader.set(encodedHeader, {
+        key: options.keys.get(kid)!,
+        encodedHeader,
+        aad: Buffer.from(encodedHeader, 'ascii'),
+        lastTag: undefined,
+      });
     }
     this.#byEncodedHeader = byHeader;
     this.#sealing = byHeader.get(encodedHeaderFor(options.keys.sealing.kid))!;
@@ -228,7 +237,10 @@ export class Sealer {
     const ciphertext = rest.length === 0 ? head : Buffer.concat([head, rest]);
     const tag = cipher.getAuthTag();
     const state = `${sealing.encodedHeader}..${encodedIv}.${ciphertext.toString('base64url')}.${tag.toString('base64url')}`;
-    if (state.length > MAX_STATE_LENGTH) throw new ConfirmBadArgumentError('the request is too large to confirm (its sealed state would exceed the size limit)');
+    if (state.length > MAX_STATE_LENGTH)
+      throw new ConfirmBadArgumentError(
+        'the request is too large to confirm (its sealed state would exceed the size limit)',
+      );
     return { state, claims };
   }
 
@@ -269,21 +281,36 @@ export class Sealer {
 
   #open(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
     // 1. Bound the input before any parsing: the client controls its size.
-    if (typeof state !== 'string' || state.length === 0 || state.length > MAX_STATE_LENGTH) throw new StateRefusedError('malformed');
+    if (typeof state !== 'string' || state.length === 0 || state.length > MAX_STATE_LENGTH)
+      throw new StateRefusedError('malformed');
     // 2. Exactly the five parts of a compact JWE (RFC 7516 §7.1).
     const parts = state.split('.');
     if (parts.length !== 5) throw new StateRefusedError('malformed');
-    const [encodedHeader, encryptedKey, encodedIv, encodedCiphertext, encodedTag] = parts as [string, string, string, string, string];
+    const [encodedHeader, encryptedKey, encodedIv, encodedCiphertext, encodedTag] = parts as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     // 3. The protected header must be, byte for byte, the one we write for a kid we hold: no other
     //    member (zip, crit, cty, jku, jwk, x5u, p2c, epk, …), no duplicate, no other order, spacing or spelling.
     const sealing = this.#byEncodedHeader.get(encodedHeader);
-    if (sealing === undefined) throw new StateRefusedError(this.#isOurHeaderForAnotherKid(encodedHeader) ? 'unknown-key' : 'malformed');
+    if (sealing === undefined)
+      throw new StateRefusedError(this.#isOurHeaderForAnotherKid(encodedHeader) ? 'unknown-key' : 'malformed');
     // 4. `dir` has no encrypted key; the IV and the tag have exactly AES-256-GCM's lengths; every part is canonical base64url.
-    if (encryptedKey !== '' || encodedIv.length !== IV_CHARS || encodedTag.length !== TAG_CHARS) throw new StateRefusedError('malformed');
+    if (encryptedKey !== '' || encodedIv.length !== IV_CHARS || encodedTag.length !== TAG_CHARS)
+      throw new StateRefusedError('malformed');
     const iv = decodeBase64url(encodedIv);
     const ciphertext = decodeBase64url(encodedCiphertext);
     const tag = decodeBase64url(encodedTag);
-    if (iv === undefined || iv.length !== IV_BYTES || ciphertext === undefined || tag === undefined || tag.length !== TAG_BYTES) {
+    if (
+      iv === undefined ||
+      iv.length !== IV_BYTES ||
+      ciphertext === undefined ||
+      tag === undefined ||
+      tag.length !== TAG_BYTES
+    ) {
       throw new StateRefusedError('malformed');
     }
     // 5. Decrypt and authenticate (AES-GCM tag over the header's ASCII and the ciphertext).
@@ -305,11 +332,13 @@ export class Sealer {
     } catch {
       throw new StateRefusedError('malformed');
     }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new StateRefusedError('malformed');
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
+      throw new StateRefusedError('malformed');
     // 7. Minted for this audience (RFC 7519 §4.1.3): another service sharing the keys is refused.
     if (payload.aud !== this.audience) throw new StateRefusedError('audience');
     // 8. Not expired: expired at exactly exp (RFC 7519 §4.1.4), compared in milliseconds with the injected clock.
-    if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp) || context.nowMs >= payload.exp * 1000) throw new StateRefusedError('expired');
+    if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp) || context.nowMs >= payload.exp * 1000)
+      throw new StateRefusedError('expired');
     // 9. The principal presenting it must be the one it was minted for (tag under the sealing key's salt).
     if (payload.sub !== principalTagOf(sealing, context.principal)) throw new StateRefusedError('principal');
     // 10. Our private claims must have exactly the shapes we write.

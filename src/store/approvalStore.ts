@@ -117,11 +117,23 @@ export interface ApprovalStore {
 }
 
 /** The method names of {@link ApprovalStore}, for wrappers such as the metrics' timed store. */
-export const APPROVAL_STORE_METHODS = ['openApproval', 'approvalById', 'approvalByJti', 'decideApproval', 'putChallenge', 'takeChallenge', 'advanceCounter'] as const;
+export const APPROVAL_STORE_METHODS = [
+  'openApproval',
+  'approvalById',
+  'approvalByJti',
+  'decideApproval',
+  'putChallenge',
+  'takeChallenge',
+  'advanceCounter',
+] as const;
 
 /** Whether a ledger object also implements {@link ApprovalStore} (has every one of its methods). */
 export function isApprovalStore(value: unknown): value is ApprovalStore {
-  return typeof value === 'object' && value !== null && APPROVAL_STORE_METHODS.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    APPROVAL_STORE_METHODS.every((m) => typeof (value as Record<string, unknown>)[m] === 'function')
+  );
 }
 
 /** The counter rule of W3C WebAuthn §6.1.1 (step 22 of §7.2) with 0 accepted while both are 0. */
@@ -134,7 +146,9 @@ export function counterAccepted(stored: number, next: number): boolean {
 /** Checks the fields of a new approval. @throws {RangeError} naming the bad field. */
 export function checkNewApproval(a: NewApproval): void {
   for (const k of ['id', 'jti', 'principal', 'view'] as const) {
-    if (typeof a[k] !== 'string' || (k !== 'principal' && a[k] === '')) throw new RangeError(`approval ${k} must be a non-empty string`);
+    if (typeof a[k] !== 'string' || (k !== 'principal' && a[k] === ''))
+      throw new RangeError(`approval ${k} must be a non-empty string`);
   }
-  if (!Number.isFinite(a.expiresAtMs)) throw new RangeError('approval expiresAtMs must be a finite number of milliseconds');
+  if (!Number.isFinite(a.expiresAtMs))
+    throw new RangeError('approval expiresAtMs must be a finite number of milliseconds');
 }

@@ -62,7 +62,11 @@ export const AUDIT_HEAD_STORE_METHODS = ['recordAuditHead', 'auditHead'] as cons
 
 /** Whether a store keeps audit heads (has every method of {@link AuditHeadStore}). */
 export function isAuditHeadStore(store: unknown): store is AuditHeadStore {
-  return typeof store === 'object' && store !== null && AUDIT_HEAD_STORE_METHODS.every((m) => typeof (store as Record<string, unknown>)[m] === 'function');
+  return (
+    typeof store === 'object' &&
+    store !== null &&
+    AUDIT_HEAD_STORE_METHODS.every((m) => typeof (store as Record<string, unknown>)[m] === 'function')
+  );
 }
 
 const TRAIL_ID = /^[A-Za-z0-9_-]{22}$/;
@@ -75,7 +79,13 @@ const MAC = /^[A-Za-z0-9_-]{43}$/;
  * @throws {RangeError} naming what is wrong (never echoing the path).
  */
 export function checkAuditHeadPath(path: string): void {
-  if (typeof path !== 'string' || path.length === 0 || path.length > 4096 || !path.isWellFormed() || path.includes('\u0000')) {
+  if (
+    typeof path !== 'string' ||
+    path.length === 0 ||
+    path.length > 4096 ||
+    !path.isWellFormed() ||
+    path.includes('\u0000')
+  ) {
     throw new RangeError('an audit head path must be 1 to 4,096 well-formed characters without NUL');
   }
 }
@@ -87,9 +97,12 @@ export function checkAuditHeadPath(path: string): void {
  */
 export function checkAuditHead(path: string, head: AuditHead): void {
   checkAuditHeadPath(path);
-  if (typeof head?.trail !== 'string' || !TRAIL_ID.test(head.trail)) throw new RangeError('an audit head trail id must be 22 base64url characters');
-  if (!Number.isSafeInteger(head.seq) || head.seq < 1) throw new RangeError('an audit head seq must be a positive integer');
-  if (typeof head.mac !== 'string' || !MAC.test(head.mac)) throw new RangeError('an audit head mac must be 43 base64url characters');
+  if (typeof head?.trail !== 'string' || !TRAIL_ID.test(head.trail))
+    throw new RangeError('an audit head trail id must be 22 base64url characters');
+  if (!Number.isSafeInteger(head.seq) || head.seq < 1)
+    throw new RangeError('an audit head seq must be a positive integer');
+  if (typeof head.mac !== 'string' || !MAC.test(head.mac))
+    throw new RangeError('an audit head mac must be 43 base64url characters');
 }
 
 /**
@@ -98,5 +111,12 @@ export function checkAuditHead(path: string, head: AuditHead): void {
 export function isAuditHead(value: unknown): value is AuditHead {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  return typeof v.trail === 'string' && TRAIL_ID.test(v.trail) && Number.isSafeInteger(v.seq) && (v.seq as number) >= 1 && typeof v.mac === 'string' && MAC.test(v.mac);
+  return (
+    typeof v.trail === 'string' &&
+    TRAIL_ID.test(v.trail) &&
+    Number.isSafeInteger(v.seq) &&
+    (v.seq as number) >= 1 &&
+    typeof v.mac === 'string' &&
+    MAC.test(v.mac)
+  );
 }

@@ -21,7 +21,12 @@ import { LEDGER_METHODS, type Ledger } from './ledger.js';
 export interface ConfirmStore extends Ledger, ApprovalStore, AuditHeadStore, GrantStore {}
 
 /** Every method of {@link ConfirmStore} besides `close`, once: what a wrapper forwards. */
-export const CONFIRM_STORE_METHODS = [...LEDGER_METHODS, ...APPROVAL_STORE_METHODS, ...AUDIT_HEAD_STORE_METHODS, ...GRANT_STORE_METHODS] as const;
+export const CONFIRM_STORE_METHODS = [
+  ...LEDGER_METHODS,
+  ...APPROVAL_STORE_METHODS,
+  ...AUDIT_HEAD_STORE_METHODS,
+  ...GRANT_STORE_METHODS,
+] as const;
 
 /** The name of one method of {@link ConfirmStore} (besides `close`). */
 export type ConfirmStoreMethod = (typeof CONFIRM_STORE_METHODS)[number];
@@ -30,14 +35,19 @@ export type ConfirmStoreMethod = (typeof CONFIRM_STORE_METHODS)[number];
 type MethodsOf<T> = { [K in keyof T]-?: T[K] extends ((...args: never[]) => unknown) | undefined ? K : never }[keyof T];
 // A compile-time check that the list names every method of the interface: adding a method to
 // ConfirmStore without adding it to CONFIRM_STORE_METHODS fails the build here.
-const LIST_IS_COMPLETE: Exclude<MethodsOf<ConfirmStore>, ConfirmStoreMethod | 'close'> extends never ? true : never = true;
+const LIST_IS_COMPLETE: Exclude<MethodsOf<ConfirmStore>, ConfirmStoreMethod | 'close'> extends never ? true : never =
+  true;
 void LIST_IS_COMPLETE;
 
 /** Whether a value has every method of {@link ConfirmStore} (and its `kind` and `shared`). */
 export function isConfirmStore(value: unknown): value is ConfirmStore {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  return typeof v['kind'] === 'string' && typeof v['shared'] === 'boolean' && CONFIRM_STORE_METHODS.every((m) => typeof v[m] === 'function');
+  return (
+    typeof v['kind'] === 'string' &&
+    typeof v['shared'] === 'boolean' &&
+    CONFIRM_STORE_METHODS.every((m) => typeof v[m] === 'function')
+  );
 }
 
 /**
@@ -49,7 +59,10 @@ export function isConfirmStore(value: unknown): value is ConfirmStore {
  * @param around - called for each call, e.g. to time it; must return (or rethrow) `run()`'s outcome.
  * @returns a new {@link ConfirmStore} object.
  */
-export function wrapStore(store: ConfirmStore, around: <T>(method: ConfirmStoreMethod, run: () => Promise<T>) => Promise<T>): ConfirmStore {
+export function wrapStore(
+  store: ConfirmStore,
+  around: <T>(method: ConfirmStoreMethod, run: () => Promise<T>) => Promise<T>,
+): ConfirmStore {
   const wrapped: Record<string, unknown> = { kind: store.kind, shared: store.shared };
   for (const method of CONFIRM_STORE_METHODS) {
     const f = store[method] as (...args: unknown[]) => Promise<unknown>;

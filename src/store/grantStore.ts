@@ -221,7 +221,14 @@ export interface GrantStore {
 }
 
 /** The methods of {@link GrantStore}, for wrappers such as the metrics' timed store. */
-export const GRANT_STORE_METHODS = ['spendGranting', 'findGrants', 'takeGrantUse', 'revokeGrant', 'spendPlanning', 'takePlanSlot'] as const;
+export const GRANT_STORE_METHODS = [
+  'spendGranting',
+  'findGrants',
+  'takeGrantUse',
+  'revokeGrant',
+  'spendPlanning',
+  'takePlanSlot',
+] as const;
 
 /** Default bound on live grants per principal, and on live plans per principal: 16. */
 export const DEFAULT_MAX_GRANTS_PER_PRINCIPAL = 16;
@@ -238,7 +245,6 @@ export const MAX_PLAN_SLOTS = 50;
 /** Most uses one grant may have: 1,000,000. */
 export const MAX_GRANT_USES = 1_000_000;
 
-
 const ID = /^[A-Za-z0-9_-]{22}$/;
 const DIGEST = /^[A-Za-z0-9_-]{43}$/;
 
@@ -249,7 +255,8 @@ function text(name: string, value: unknown, max: number, allowEmpty: boolean): v
 }
 
 function time(name: string, value: unknown): void {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a Unix time in whole milliseconds`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new RangeError(`${name} must be a Unix time in whole milliseconds`);
 }
 
 /**
@@ -268,11 +275,13 @@ function time(name: string, value: unknown): void {
  */
 export function checkNewGrant(grant: NewGrant, nowMs?: number): void {
   if (typeof grant !== 'object' || grant === null) throw new RangeError('grant must be an object');
-  if (typeof grant.id !== 'string' || !ID.test(grant.id)) throw new RangeError('grant id must be 22 base64url characters');
+  if (typeof grant.id !== 'string' || !ID.test(grant.id))
+    throw new RangeError('grant id must be 22 base64url characters');
   for (const f of ['audience', 'principal', 'tool', 'approver'] as const) text(`grant ${f}`, grant[f], 1_024, false);
   text('grant scope', grant.scope, MAX_GRANT_TEXT_LENGTH, false);
   for (const f of ['binding', 'summary'] as const) text(`grant ${f}`, grant[f], MAX_GRANT_TEXT_LENGTH, true);
-  if (typeof grant.policyDigest !== 'string' || !DIGEST.test(grant.policyDigest)) throw new RangeError('grant policyDigest must be 43 base64url characters');
+  if (typeof grant.policyDigest !== 'string' || !DIGEST.test(grant.policyDigest))
+    throw new RangeError('grant policyDigest must be 43 base64url characters');
   if (!Number.isSafeInteger(grant.maxUses) || grant.maxUses < 1 || grant.maxUses > MAX_GRANT_USES) {
     throw new RangeError(`grant maxUses must be a whole number from 1 to ${MAX_GRANT_USES}`);
   }
@@ -307,7 +316,8 @@ export function checkNewPlan(plan: NewPlan, nowMs?: number): void {
   }
   const keys = new Set<string>();
   for (const slot of plan.slots) {
-    if (typeof slot?.key !== 'string' || !DIGEST.test(slot.key)) throw new RangeError('plan slot key must be 43 base64url characters');
+    if (typeof slot?.key !== 'string' || !DIGEST.test(slot.key))
+      throw new RangeError('plan slot key must be 43 base64url characters');
     if (keys.has(slot.key)) throw new RangeError('plan slots must have distinct keys');
     keys.add(slot.key);
     text('plan slot tool', slot.tool, 1_024, false);
@@ -328,7 +338,8 @@ export function checkNewPlan(plan: NewPlan, nowMs?: number): void {
  * @throws {RangeError} when `nowMs` is not a finite number of milliseconds.
  */
 export function checkNowMs(nowMs: number): void {
-  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) throw new RangeError('nowMs must be a finite number of milliseconds');
+  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs))
+    throw new RangeError('nowMs must be a finite number of milliseconds');
 }
 
 /**
@@ -339,7 +350,8 @@ export function checkNowMs(nowMs: number): void {
 export function checkGrantQuery(query: GrantQuery): void {
   if (typeof query !== 'object' || query === null) throw new RangeError('grant query must be an object');
   for (const f of ['audience', 'principal', 'tool'] as const) {
-    if (query[f] !== undefined && typeof query[f] !== 'string') throw new RangeError(`grant query ${f} must be a string`);
+    if (query[f] !== undefined && typeof query[f] !== 'string')
+      throw new RangeError(`grant query ${f} must be a string`);
   }
 }
 

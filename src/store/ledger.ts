@@ -71,6 +71,7 @@ export const LEDGER_METHODS = ['issue', 'spend'] as const;
  */
 export function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isSafeInteger(v) || v <= 0)
+    throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
   return v;
 }

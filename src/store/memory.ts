@@ -154,9 +154,17 @@ export class MemoryLedger implements ConfirmStore {
   constructor(options: MemoryLedgerOptions = {}) {
     this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);
     this.maxTotal = positiveInteger('maxTotal', options.maxTotal, 100_000);
-    this.maxGrantsPerPrincipal = positiveInteger('maxGrantsPerPrincipal', options.maxGrantsPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxGrantsPerPrincipal = positiveInteger(
+      'maxGrantsPerPrincipal',
+      options.maxGrantsPerPrincipal,
+      DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+    );
     this.maxGrants = positiveInteger('maxGrants', options.maxGrants, DEFAULT_MAX_GRANTS);
-    this.maxPlansPerPrincipal = positiveInteger('maxPlansPerPrincipal', options.maxPlansPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxPlansPerPrincipal = positiveInteger(
+      'maxPlansPerPrincipal',
+      options.maxPlansPerPrincipal,
+      DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+    );
     this.maxPlans = positiveInteger('maxPlans', options.maxPlans, DEFAULT_MAX_GRANTS);
   }
 
@@ -266,7 +274,8 @@ export class MemoryLedger implements ConfirmStore {
   /** {@link ApprovalStore.openApproval}; bounded by `maxTotal` (expired approvals swept first). */
   async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
     checkNewApproval(approval);
-    if (this.#approvals.has(approval.id) || this.#approvalOfJti.has(approval.jti)) throw new RangeError('approval already opened');
+    if (this.#approvals.has(approval.id) || this.#approvalOfJti.has(approval.jti))
+      throw new RangeError('approval already opened');
     if (this.#approvals.size >= this.maxTotal) {
       for (const [id, r] of this.#approvals) if (nowMs >= r.expiresAtMs) this.#dropApproval(id, r);
       if (this.#approvals.size >= this.maxTotal) throw new ConfirmCapacityError('total');
@@ -331,7 +340,8 @@ export class MemoryLedger implements ConfirmStore {
     this.#challengesOf.set(id, held);
     // Forget the lists of ids that hold nothing any more (amortised: only once they outnumber the challenges).
     if (this.#challengesOf.size > this.#challenges.size + 1024) {
-      for (const [other, list] of this.#challengesOf) if (!list.some((c) => this.#challenges.get(c)?.id === other)) this.#challengesOf.delete(other);
+      for (const [other, list] of this.#challengesOf)
+        if (!list.some((c) => this.#challenges.get(c)?.id === other)) this.#challengesOf.delete(other);
     }
   }
 
@@ -473,7 +483,12 @@ export class MemoryLedger implements ConfirmStore {
     let best: PlanRecord | undefined;
     for (const r of holders) {
       if (nowMs >= r.plan.expiresAtMs || this.#plans.get(r.plan.id) !== r) continue;
-      if (best === undefined || r.plan.expiresAtMs < best.plan.expiresAtMs || (r.plan.expiresAtMs === best.plan.expiresAtMs && r.plan.id < best.plan.id)) best = r;
+      if (
+        best === undefined ||
+        r.plan.expiresAtMs < best.plan.expiresAtMs ||
+        (r.plan.expiresAtMs === best.plan.expiresAtMs && r.plan.id < best.plan.id)
+      )
+        best = r;
     }
     if (best === undefined) return undefined;
     const index = best.unused.get(key)!;
@@ -481,7 +496,13 @@ export class MemoryLedger implements ConfirmStore {
     holders.delete(best);
     if (holders.size === 0) this.#plansOfSlot.delete(key);
     if (best.unused.size === 0) this.#dropPlan(best);
-    return { planId: best.plan.id, index, identity: best.plan.slots[index]!.identity, slotsLeft: best.unused.size, expiresAtMs: best.plan.expiresAtMs };
+    return {
+      planId: best.plan.id,
+      index,
+      identity: best.plan.slots[index]!.identity,
+      slotsLeft: best.unused.size,
+      expiresAtMs: best.plan.expiresAtMs,
+    };
   }
 
   /**
@@ -490,7 +511,8 @@ export class MemoryLedger implements ConfirmStore {
    */
   #capEndedGrants(nowMs: number): void {
     const ended: GrantRecord[] = [];
-    for (const r of this.#grants.values()) if (nowMs < r.grant.expiresAtMs && (r.revoked || r.usesLeft <= 0)) ended.push(r);
+    for (const r of this.#grants.values())
+      if (nowMs < r.grant.expiresAtMs && (r.revoked || r.usesLeft <= 0)) ended.push(r);
     if (ended.length <= this.maxGrants) return;
     for (const [id, r] of this.#grants) if (nowMs >= r.grant.expiresAtMs) this.#grants.delete(id);
     ended.sort((a, b) => a.grant.expiresAtMs - b.grant.expiresAtMs || (a.grant.id < b.grant.id ? -1 : 1));

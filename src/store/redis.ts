@@ -199,7 +199,6 @@ import {
 
 export type { RedisCommandClient } from './redisDeadline.js';
 
-
 /** Options of {@link RedisLedger}. Give exactly one of `url` and `client`. */
 export interface RedisLedgerOptions {
   /**
@@ -257,26 +256,24 @@ export interface RedisLedgerOptions {
   maxPlans?: number;
 }
 
-
-
 const SPEND_OUTCOMES: ReadonlySet<string> = new Set<SpendOutcome>(['spent', 'already-spent', 'unknown', 'expired']);
 
 function nonNegativeInteger(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${name} must be a non-negative integer, got ${String(value)}`);
+  if (!Number.isSafeInteger(v) || v < 0)
+    throw new RangeError(`${name} must be a non-negative integer, got ${String(value)}`);
   return v;
 }
 
 function finiteMs(name: string, value: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RangeError(`${name} must be a finite number of milliseconds`);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw new RangeError(`${name} must be a finite number of milliseconds`);
   return value;
 }
 
-
-
-
 /** The grant and plan scripts of a ledger, by the method that runs each. */
-type GrantScriptName = 'spendGranting' | 'takeGrantUse' | 'revokeGrant' | 'findGrants' | 'spendPlanning' | 'takePlanSlot';
+type GrantScriptName =
+  'spendGranting' | 'takeGrantUse' | 'revokeGrant' | 'findGrants' | 'spendPlanning' | 'takePlanSlot';
 
 /**
  * Reads the reply of a spendGranting or spendPlanning script.
@@ -289,7 +286,10 @@ function spendCreating(reply: string | undefined, record: 'grant' | 'plan', meth
   const bar = reply === undefined ? -1 : reply.indexOf('|');
   const spend = bar < 0 ? '' : reply!.slice(0, bar);
   const created = bar < 0 ? '' : reply!.slice(bar + 1);
-  if (SPEND_OUTCOMES.has(spend) && (spend === 'spent' ? created === 'created' || created === 'full' : created === 'none')) {
+  if (
+    SPEND_OUTCOMES.has(spend) &&
+    (spend === 'spent' ? created === 'created' || created === 'full' : created === 'none')
+  ) {
     return { spend: spend as SpendOutcome, created: created as SpendCreating['created'] };
   }
   throw new ConfirmLedgerUnavailableError({ cause: new TypeError(`unexpected reply to ${method}`) });
@@ -308,7 +308,8 @@ function ownedClient(url: string, options: { connectTimeoutMs: number; onError: 
       keepAlive: true,
       noDelay: true,
       // Never give up: capped exponential backoff with jitter, whatever the cause.
-      reconnectStrategy: (retries: number) => Math.min(25 * 2 ** Math.min(retries, 10), 1_000) + Math.floor(Math.random() * 50),
+      reconnectStrategy: (retries: number) =>
+        Math.min(25 * 2 ** Math.min(retries, 10), 1_000) + Math.floor(Math.random() * 50),
     },
   });
   // Without a listener an 'error' event would crash the process.
@@ -363,7 +364,8 @@ export class RedisLedger implements ConfirmStore {
    *   or a control character.
    */
   constructor(options: RedisLedgerOptions) {
-    if ((options.url === undefined) === (options.client === undefined)) throw new TypeError('give exactly one of url and client');
+    if ((options.url === undefined) === (options.client === undefined))
+      throw new TypeError('give exactly one of url and client');
     const namespace = options.namespace ?? 'mcp-confirm';
     if (
       typeof namespace !== 'string' ||
@@ -386,9 +388,17 @@ export class RedisLedger implements ConfirmStore {
     this.#issueSha = sha1(this.#issueScript);
     this.#spendScript = spendScript(this.#prefix, this.maxTotal);
     this.#spendSha = sha1(this.#spendScript);
-    this.maxGrantsPerPrincipal = positiveInteger('maxGrantsPerPrincipal', options.maxGrantsPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxGrantsPerPrincipal = positiveInteger(
+      'maxGrantsPerPrincipal',
+      options.maxGrantsPerPrincipal,
+      DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+    );
     this.maxGrants = positiveInteger('maxGrants', options.maxGrants, DEFAULT_MAX_GRANTS);
-    this.maxPlansPerPrincipal = positiveInteger('maxPlansPerPrincipal', options.maxPlansPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxPlansPerPrincipal = positiveInteger(
+      'maxPlansPerPrincipal',
+      options.maxPlansPerPrincipal,
+      DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+    );
     this.maxPlans = positiveInteger('maxPlans', options.maxPlans, DEFAULT_MAX_GRANTS);
     const named = (text: string): readonly [string, string] => [sha1(text), text];
     this.#grantScripts = {
@@ -407,7 +417,8 @@ export class RedisLedger implements ConfirmStore {
       } catch {
         throw new TypeError('url must be a redis:// or rediss:// URL');
       }
-      if (protocol !== 'redis:' && protocol !== 'rediss:') throw new TypeError('url must be a redis:// or rediss:// URL');
+      if (protocol !== 'redis:' && protocol !== 'rediss:')
+        throw new TypeError('url must be a redis:// or rediss:// URL');
       const onError = options.onError ?? (() => {});
       const client = ownedClient(options.url, { connectTimeoutMs: this.connectTimeoutMs, onError });
       this.#owned = client;
@@ -470,16 +481,19 @@ export class RedisLedger implements ConfirmStore {
     finiteMs('nowMs', nowMs);
     const remaining = Math.max(0, Math.ceil(expiresAtMs - nowMs));
     const px = Math.max(1, remaining + this.clockSkewMs);
-    const reply = await this.#runner.run([
-      'EVALSHA',
-      this.#issueSha,
-      '1',
-      this.#entryPrefix + jti,
-      principal,
-      String(expiresAtMs),
-      String(nowMs),
-      String(px),
-    ], this.#issueScript);
+    const reply = await this.#runner.run(
+      [
+        'EVALSHA',
+        this.#issueSha,
+        '1',
+        this.#entryPrefix + jti,
+        principal,
+        String(expiresAtMs),
+        String(nowMs),
+        String(px),
+      ],
+      this.#issueScript,
+    );
     switch (reply) {
       case 'issued':
         return;
@@ -506,7 +520,10 @@ export class RedisLedger implements ConfirmStore {
    */
   async spend(jti: string, nowMs: number): Promise<SpendOutcome> {
     finiteMs('nowMs', nowMs);
-    const reply = await this.#runner.run(['EVALSHA', this.#spendSha, '1', this.#entryPrefix + jti, String(nowMs)], this.#spendScript);
+    const reply = await this.#runner.run(
+      ['EVALSHA', this.#spendSha, '1', this.#entryPrefix + jti, String(nowMs)],
+      this.#spendScript,
+    );
     if (reply !== undefined && SPEND_OUTCOMES.has(reply)) return reply as SpendOutcome;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to spend') });
   }
@@ -580,10 +597,16 @@ export class RedisLedger implements ConfirmStore {
   /** {@link ApprovalStore.takeChallenge}: `GETDEL` inside one script. */
   async takeChallenge(challenge: string, nowMs: number): Promise<string | undefined> {
     finiteMs('nowMs', nowMs);
-    const reply = await this.#runner.script(CHALLENGE_TAKE_SHA, CHALLENGE_TAKE_SCRIPT, [this.#prefix + 'ch:' + challenge], []);
+    const reply = await this.#runner.script(
+      CHALLENGE_TAKE_SHA,
+      CHALLENGE_TAKE_SCRIPT,
+      [this.#prefix + 'ch:' + challenge],
+      [],
+    );
     if (reply === 'none') return undefined;
     const bar = reply === undefined ? -1 : reply.indexOf('|');
-    if (reply === undefined || bar < 1) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takeChallenge') });
+    if (reply === undefined || bar < 1)
+      throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takeChallenge') });
     const expiresAtMs = Number(reply.slice(0, bar));
     return nowMs < expiresAtMs ? reply.slice(bar + 1) : undefined;
   }
@@ -607,7 +630,12 @@ export class RedisLedger implements ConfirmStore {
   /** {@link AuditHeadStore.recordAuditHead}: one script (another trail replaces, a later seq moves forward). */
   async recordAuditHead(path: string, head: AuditHead): Promise<void> {
     checkAuditHead(path, head);
-    const reply = await this.#runner.script(AUDIT_HEAD_RECORD_SHA, AUDIT_HEAD_RECORD_SCRIPT, [this.#prefix + 'ah:' + path], [head.trail, String(head.seq), head.mac]);
+    const reply = await this.#runner.script(
+      AUDIT_HEAD_RECORD_SHA,
+      AUDIT_HEAD_RECORD_SCRIPT,
+      [this.#prefix + 'ah:' + path],
+      [head.trail, String(head.seq), head.mac],
+    );
     if (reply === 'recorded' || reply === 'kept') return;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to recordAuditHead') });
   }
@@ -615,11 +643,17 @@ export class RedisLedger implements ConfirmStore {
   /** {@link AuditHeadStore.auditHead}. */
   async auditHead(path: string): Promise<AuditHead | undefined> {
     checkAuditHeadPath(path);
-    const reply = await this.#runner.script(AUDIT_HEAD_READ_SHA, AUDIT_HEAD_READ_SCRIPT, [this.#prefix + 'ah:' + path], []);
+    const reply = await this.#runner.script(
+      AUDIT_HEAD_READ_SHA,
+      AUDIT_HEAD_READ_SCRIPT,
+      [this.#prefix + 'ah:' + path],
+      [],
+    );
     if (reply === 'none') return undefined;
     const [trail, seq, mac, ...rest] = (reply ?? '').split('|');
     const head = { trail, seq: Number(seq), mac };
-    if (rest.length > 0 || !/^[0-9]+$/.test(seq ?? '') || !isAuditHead(head)) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to auditHead') });
+    if (rest.length > 0 || !/^[0-9]+$/.test(seq ?? '') || !isAuditHead(head))
+      throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to auditHead') });
     return head;
   }
 
@@ -665,7 +699,11 @@ export class RedisLedger implements ConfirmStore {
     checkGrantQuery(query);
     checkNowMs(nowMs);
     const asked = (value: string | undefined): string => (value === undefined ? '' : '=' + value);
-    const reply = await this.#grantScript('findGrants', [], [String(nowMs), asked(query.principal), asked(query.audience), asked(query.tool)]);
+    const reply = await this.#grantScript(
+      'findGrants',
+      [],
+      [String(nowMs), asked(query.principal), asked(query.audience), asked(query.tool)],
+    );
     let grants: Grant[];
     try {
       const list = JSON.parse(reply ?? '') as unknown;
@@ -686,7 +724,8 @@ export class RedisLedger implements ConfirmStore {
           createdAtMs: Number(o['created']),
           expiresAtMs: Number(o['exp']),
         };
-        for (const n of [g.maxUses, g.usesLeft, g.createdAtMs, g.expiresAtMs]) if (!Number.isSafeInteger(n)) throw new TypeError('numbers');
+        for (const n of [g.maxUses, g.usesLeft, g.createdAtMs, g.expiresAtMs])
+          if (!Number.isSafeInteger(n)) throw new TypeError('numbers');
         return g;
       });
     } catch (cause) {
@@ -699,9 +738,11 @@ export class RedisLedger implements ConfirmStore {
   async takeGrantUse(id: string, nowMs: number): Promise<TakeGrantOutcome> {
     checkNowMs(nowMs);
     const reply = await this.#grantScript('takeGrantUse', [this.#prefix + 'gr:' + id], [String(nowMs)]);
-    if (reply === 'unknown' || reply === 'expired' || reply === 'revoked' || reply === 'exhausted') return { taken: false, reason: reply };
+    if (reply === 'unknown' || reply === 'expired' || reply === 'revoked' || reply === 'exhausted')
+      return { taken: false, reason: reply };
     const m = /^taken\|([0-9]+)\|([0-9]+)$/.exec(reply ?? '');
-    if (m === null) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takeGrantUse') });
+    if (m === null)
+      throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takeGrantUse') });
     return { taken: true, usesLeft: Number(m[1]), expiresAtMs: Number(m[2]) };
   }
 
@@ -728,7 +769,11 @@ export class RedisLedger implements ConfirmStore {
       String(plan.slots.length),
     ];
     for (const slot of plan.slots) args.push(slot.key, slot.tool, slot.identity);
-    const reply = await this.#grantScript('spendPlanning', [this.#entryPrefix + jti, this.#prefix + 'pl:' + plan.id], args);
+    const reply = await this.#grantScript(
+      'spendPlanning',
+      [this.#entryPrefix + jti, this.#prefix + 'pl:' + plan.id],
+      args,
+    );
     return spendCreating(reply, 'plan', 'spendPlanning');
   }
 
@@ -738,8 +783,15 @@ export class RedisLedger implements ConfirmStore {
     const reply = await this.#grantScript('takePlanSlot', [this.#prefix + 'pl-s:' + key], [String(nowMs)]);
     if (reply === 'none') return undefined;
     const m = /^taken\|([A-Za-z0-9_-]+)\|([0-9]+)\|([0-9]+)\|([0-9]+)\|/.exec(reply ?? '');
-    if (m === null) throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takePlanSlot') });
-    return { planId: m[1]!, index: Number(m[2]), slotsLeft: Number(m[3]), expiresAtMs: Number(m[4]), identity: reply!.slice(m[0].length) };
+    if (m === null)
+      throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to takePlanSlot') });
+    return {
+      planId: m[1]!,
+      index: Number(m[2]),
+      slotsLeft: Number(m[3]),
+      expiresAtMs: Number(m[4]),
+      identity: reply!.slice(m[0].length),
+    };
   }
 
   async #readApproval(keys: [string, string], nowMs: number): Promise<ApprovalRecord | undefined> {

@@ -226,7 +226,8 @@ END;
 `;
 
 function finiteMs(name: string, value: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RangeError(`${name} must be a finite number of milliseconds`);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw new RangeError(`${name} must be a finite number of milliseconds`);
   return value;
 }
 
@@ -322,12 +323,21 @@ export class SqliteLedger implements ConfirmStore {
     this.maxPerPrincipal = positiveInteger('maxPerPrincipal', options.maxPerPrincipal, 1_000);
     this.maxTotal = positiveInteger('maxTotal', options.maxTotal, 100_000);
     this.timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 2_000);
-    this.maxGrantsPerPrincipal = positiveInteger('maxGrantsPerPrincipal', options.maxGrantsPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxGrantsPerPrincipal = positiveInteger(
+      'maxGrantsPerPrincipal',
+      options.maxGrantsPerPrincipal,
+      DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+    );
     this.maxGrants = positiveInteger('maxGrants', options.maxGrants, DEFAULT_MAX_GRANTS);
-    this.maxPlansPerPrincipal = positiveInteger('maxPlansPerPrincipal', options.maxPlansPerPrincipal, DEFAULT_MAX_GRANTS_PER_PRINCIPAL);
+    this.maxPlansPerPrincipal = positiveInteger(
+      'maxPlansPerPrincipal',
+      options.maxPlansPerPrincipal,
+      DEFAULT_MAX_GRANTS_PER_PRINCIPAL,
+    );
     this.maxPlans = positiveInteger('maxPlans', options.maxPlans, DEFAULT_MAX_GRANTS);
     const synchronous = options.synchronous ?? 'normal';
-    if (synchronous !== 'normal' && synchronous !== 'full') throw new RangeError("synchronous must be 'normal' or 'full'");
+    if (synchronous !== 'normal' && synchronous !== 'full')
+      throw new RangeError("synchronous must be 'normal' or 'full'");
     this.#retry = new BusyRetry(this.timeoutMs);
 
     // A new file is created readable by its owner only (it holds confirmations, approvals with their
@@ -885,7 +895,9 @@ function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
   db.transaction(() => db.exec(APPROVAL_SCHEMA)).immediate();
   const columns = 'id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id';
   return {
-    insertApproval: db.prepare(`INSERT INTO ${APPROVALS} (id, jti, principal, view, expires_at_ms) VALUES (?, ?, ?, ?, ?)`),
+    insertApproval: db.prepare(
+      `INSERT INTO ${APPROVALS} (id, jti, principal, view, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
+    ),
     sweepApprovals: db.prepare(`DELETE FROM ${APPROVALS} WHERE expires_at_ms <= ?`),
     approvalById: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE id = ? AND expires_at_ms > ?`),
     approvalByJti: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE jti = ? AND expires_at_ms > ?`),
@@ -916,7 +928,8 @@ function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
 function toRecord(row: ApprovalRow | undefined): ApprovalRecord | undefined {
   if (row === undefined) return undefined;
   const status = row.status as ApprovalStatus;
-  if (status !== 'pending' && status !== 'approved' && status !== 'declined') throw new TypeError('unexpected approval status');
+  if (status !== 'pending' && status !== 'approved' && status !== 'declined')
+    throw new TypeError('unexpected approval status');
   return {
     id: row.id,
     jti: row.jti,
@@ -950,7 +963,9 @@ interface AuditHeadStatements {
 function prepareAuditHeadStatements(db: Database.Database, create: boolean): AuditHeadStatements | undefined {
   if (create) {
     db.transaction(() => db.exec(AUDIT_HEADS_SCHEMA)).immediate();
-  } else if (db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`).get(AUDIT_HEADS) === undefined) {
+  } else if (
+    db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`).get(AUDIT_HEADS) === undefined
+  ) {
     return undefined;
   }
   return {
@@ -1095,11 +1110,14 @@ function prepareGrantOps(
   bounds: { maxGrantsPerPrincipal: number; maxGrants: number; maxPlansPerPrincipal: number; maxPlans: number },
 ): GrantOps {
   const present = db
-    .prepare(`SELECT count(*) AS n FROM sqlite_schema WHERE name IN (${GRANT_SCHEMA_OBJECTS.map(() => '?').join(', ')})`)
+    .prepare(
+      `SELECT count(*) AS n FROM sqlite_schema WHERE name IN (${GRANT_SCHEMA_OBJECTS.map(() => '?').join(', ')})`,
+    )
     .get(...GRANT_SCHEMA_OBJECTS) as { n: number };
   if (present.n !== GRANT_SCHEMA_OBJECTS.length) db.transaction(() => db.exec(GRANT_SCHEMA)).immediate();
   const LIVE = 'uses_left > 0 AND revoked = 0';
-  const columns = 'id, audience, principal, tool, scope, binding, summary, policy_digest, approver, max_uses, uses_left, created_at_ms, expires_at_ms';
+  const columns =
+    'id, audience, principal, tool, scope, binding, summary, policy_digest, approver, max_uses, uses_left, created_at_ms, expires_at_ms';
   const st = {
     grantExists: db.prepare<[string], { one: number }>(`SELECT 1 AS one FROM ${GRANTS} WHERE id = ?`),
     sweepGrants: db.prepare<[number], unknown>(`DELETE FROM ${GRANTS} WHERE expires_at_ms <= ?`),
@@ -1107,15 +1125,18 @@ function prepareGrantOps(
       `SELECT (SELECT count(*) FROM ${GRANTS} WHERE principal = ? AND expires_at_ms > ? AND ${LIVE}) AS held,
               (SELECT count(*) FROM ${GRANTS} WHERE expires_at_ms > ? AND ${LIVE}) AS total`,
     ),
-    insertGrant: db.prepare<[string, string, string, string, string, string, string, string, string, number, number, number, number], unknown>(
-      `INSERT INTO ${GRANTS} (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
+    insertGrant: db.prepare<
+      [string, string, string, string, string, string, string, string, string, number, number, number, number],
+      unknown
+    >(`INSERT INTO ${GRANTS} (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     // Keeps the `maxGrants` ended grants (used up or revoked, not expired) that expire last.
     capEnded: db.prepare<[number, number], unknown>(
       `DELETE FROM ${GRANTS} WHERE id IN (SELECT id FROM ${GRANTS} WHERE (uses_left = 0 OR revoked = 1) AND expires_at_ms > ?
          ORDER BY expires_at_ms DESC, id DESC LIMIT -1 OFFSET ?)`,
     ),
-    findAll: db.prepare<[number], GrantRow>(`SELECT ${columns} FROM ${GRANTS} WHERE expires_at_ms > ? AND ${LIVE} ORDER BY created_at_ms, id`),
+    findAll: db.prepare<[number], GrantRow>(
+      `SELECT ${columns} FROM ${GRANTS} WHERE expires_at_ms > ? AND ${LIVE} ORDER BY created_at_ms, id`,
+    ),
     findOf: db.prepare<[string, number], GrantRow>(
       `SELECT ${columns} FROM ${GRANTS} WHERE principal = ? AND expires_at_ms > ? AND ${LIVE} ORDER BY created_at_ms, id`,
     ),
@@ -1125,7 +1146,9 @@ function prepareGrantOps(
     grantState: db.prepare<[string], { uses_left: number; expires_at_ms: number; revoked: number }>(
       `SELECT uses_left, expires_at_ms, revoked FROM ${GRANTS} WHERE id = ?`,
     ),
-    revoke: db.prepare<[string, number], { id: string }>(`UPDATE ${GRANTS} SET revoked = 1 WHERE id = ? AND expires_at_ms > ? AND ${LIVE} RETURNING id`),
+    revoke: db.prepare<[string, number], { id: string }>(
+      `UPDATE ${GRANTS} SET revoked = 1 WHERE id = ? AND expires_at_ms > ? AND ${LIVE} RETURNING id`,
+    ),
     planExists: db.prepare<[string], { one: number }>(`SELECT 1 AS one FROM ${PLANS} WHERE id = ?`),
     sweepPlans: db.prepare<[number], unknown>(`DELETE FROM ${PLANS} WHERE expires_at_ms <= ?`),
     sweepSlots: db.prepare<[number], unknown>(`DELETE FROM ${PLAN_SLOTS} WHERE expires_at_ms <= ?`),
@@ -1145,7 +1168,9 @@ function prepareGrantOps(
          ORDER BY expires_at_ms, plan_id LIMIT 1`,
     ),
     deleteSlot: db.prepare<[string, number], unknown>(`DELETE FROM ${PLAN_SLOTS} WHERE plan_id = ? AND idx = ?`),
-    useSlot: db.prepare<[string], { slots_left: number }>(`UPDATE ${PLANS} SET slots_left = slots_left - 1 WHERE id = ? RETURNING slots_left`),
+    useSlot: db.prepare<[string], { slots_left: number }>(
+      `UPDATE ${PLANS} SET slots_left = slots_left - 1 WHERE id = ? RETURNING slots_left`,
+    ),
     deletePlan: db.prepare<[string], unknown>(`DELETE FROM ${PLANS} WHERE id = ?`),
   };
   const capEnded = (nowMs: number): void => {
@@ -1160,13 +1185,31 @@ function prepareGrantOps(
       st.sweepGrants.run(nowMs);
       const c = st.grantCounts.get(g.principal, nowMs, nowMs)!;
       if (c.held >= bounds.maxGrantsPerPrincipal || c.total >= bounds.maxGrants) return { spend, created: 'full' };
-      st.insertGrant.run(g.id, g.audience, g.principal, g.tool, g.scope, g.binding, g.summary, g.policyDigest, g.approver, g.maxUses, g.maxUses - 1, g.createdAtMs, g.expiresAtMs);
+      st.insertGrant.run(
+        g.id,
+        g.audience,
+        g.principal,
+        g.tool,
+        g.scope,
+        g.binding,
+        g.summary,
+        g.policyDigest,
+        g.approver,
+        g.maxUses,
+        g.maxUses - 1,
+        g.createdAtMs,
+        g.expiresAtMs,
+      );
       if (g.maxUses === 1) capEnded(nowMs);
       return { spend, created: 'created' };
     }).immediate,
     findGrants: (query, nowMs) =>
       (query.principal === undefined ? st.findAll.all(nowMs) : st.findOf.all(query.principal, nowMs))
-        .filter((row) => (query.audience === undefined || row.audience === query.audience) && (query.tool === undefined || row.tool === query.tool))
+        .filter(
+          (row) =>
+            (query.audience === undefined || row.audience === query.audience) &&
+            (query.tool === undefined || row.tool === query.tool),
+        )
         .map(toGrant),
     takeGrantUse: db.transaction((id: string, nowMs: number): TakeGrantOutcome => {
       const row = st.takeUse.get(id, nowMs);
@@ -1193,7 +1236,16 @@ function prepareGrantOps(
       st.sweepSlots.run(nowMs);
       const c = st.planCounts.get(p.principal, nowMs, nowMs)!;
       if (c.held >= bounds.maxPlansPerPrincipal || c.total >= bounds.maxPlans) return { spend, created: 'full' };
-      st.insertPlan.run(p.id, p.audience, p.principal, p.approver, p.createdAtMs, p.expiresAtMs, p.slots.length, p.slots.length);
+      st.insertPlan.run(
+        p.id,
+        p.audience,
+        p.principal,
+        p.approver,
+        p.createdAtMs,
+        p.expiresAtMs,
+        p.slots.length,
+        p.slots.length,
+      );
       p.slots.forEach((slot, i) => st.insertSlot.run(p.id, i, slot.key, slot.tool, slot.identity, p.expiresAtMs));
       return { spend, created: 'created' };
     }).immediate,
@@ -1205,7 +1257,13 @@ function prepareGrantOps(
         const plan = st.useSlot.get(slot.plan_id);
         if (plan === undefined) continue; // a slot whose plan is gone: dropped, and the next one tried
         if (plan.slots_left <= 0) st.deletePlan.run(slot.plan_id);
-        return { planId: slot.plan_id, index: slot.idx, identity: slot.identity, slotsLeft: plan.slots_left, expiresAtMs: slot.expires_at_ms };
+        return {
+          planId: slot.plan_id,
+          index: slot.idx,
+          identity: slot.identity,
+          slotsLeft: plan.slots_left,
+          expiresAtMs: slot.expires_at_ms,
+        };
       }
     }).immediate,
   };

@@ -32,12 +32,14 @@ let clock = Date.now();
 const close: Array<() => Promise<unknown>> = [];
 
 function url(reply: Reply): { url: string; state: string } {
-  if (reply.kind !== 'input_required' || reply.state === undefined) throw new Error(`expected input_required, got ${JSON.stringify(reply)}`);
+  if (reply.kind !== 'input_required' || reply.state === undefined)
+    throw new Error(`expected input_required, got ${JSON.stringify(reply)}`);
   const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as { params: { url: string } };
   return { url: entry.params.url, state: reply.state };
 }
 
-const call = (path: string, extra: Record<string, unknown> = {}) => callTool(client, { name: 'delete_file', arguments: { path }, ...extra });
+const call = (path: string, extra: Record<string, unknown> = {}) =>
+  callTool(client, { name: 'delete_file', arguments: { path }, ...extra });
 const ACCEPT = { confirm: { action: 'accept' } };
 
 beforeAll(async () => {
@@ -59,16 +61,32 @@ beforeAll(async () => {
   });
   await enrolled;
   const ledger = new MemoryLedger();
-  approval = await PasskeyApproval.start({ store: ledger, approvers: await loadApproversForServer(approversPath, [root]), waitSeconds: 0, now: () => clock });
+  approval = await PasskeyApproval.start({
+    store: ledger,
+    approvers: await loadApproversForServer(approversPath, [root]),
+    waitSeconds: 0,
+    now: () => clock,
+  });
   close.push(() => approval.close());
-  const built = await createDemoServer({ roots: [root], store: ledger, approval, now: () => clock, ttlSeconds: 300, onEvent: () => {} });
+  const built = await createDemoServer({
+    roots: [root],
+    store: ledger,
+    approval,
+    now: () => clock,
+    ttlSeconds: 300,
+    onEvent: () => {},
+  });
   factory = built.factory;
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const handle = serveStdio(built.factory, { transport: serverSide, onerror: () => {} });
   close.push(() => handle.close());
   client = new Client(
     { name: 'window-test', version: '0.0.0' },
-    { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+    {
+      capabilities: { elicitation: { url: {} } },
+      versionNegotiation: { mode: { pin: '2026-07-28' } },
+      inputRequired: { autoFulfill: false },
+    },
   );
   await client.connect(clientSide);
   close.push(() => client.close());
@@ -153,7 +171,10 @@ describe('passkey approval time rules (injected clock)', { timeout: 180_000 }, (
     });
     try {
       await v1.connect(clientSide as never);
-      const result = (await v1.callTool({ name: 'delete_file', arguments: { path: 'legacy.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+      const result = (await v1.callTool({ name: 'delete_file', arguments: { path: 'legacy.txt' } })) as {
+        content: Array<{ text?: string }>;
+        isError?: boolean;
+      };
       expect(asked.mode).toBe('url');
       expect(asked.url).toMatch(/^http:\/\/localhost:[0-9]+\/approve\/[A-Za-z0-9_-]+$/);
       expect(asked.message).toContain('legacy.txt');

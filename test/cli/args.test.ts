@@ -19,11 +19,20 @@ describe('one option table per command', () => {
     [['demo', '--port', '1'], '--port belongs to approvers enroll'],
     [['keygen', '--root', '/tmp'], 'keygen takes only --kid'],
     [['keygen', '--yes'], 'keygen takes only --kid'],
-    [['audit', 'verify', 'f', '--key-file', 'k', '--http', '127.0.0.1:0'], 'audit verify takes only --key-file, --ledger and --audience, not --http'],
-    [['approvers', 'enroll', '--approvers', 'p', '--name', 'ann', '--ttl', '5'], 'approvers enroll does not take --ttl'],
+    [
+      ['audit', 'verify', 'f', '--key-file', 'k', '--http', '127.0.0.1:0'],
+      'audit verify takes only --key-file, --ledger and --audience, not --http',
+    ],
+    [
+      ['approvers', 'enroll', '--approvers', 'p', '--name', 'ann', '--ttl', '5'],
+      'approvers enroll does not take --ttl',
+    ],
     [['approvers', 'list', '--approvers', 'p', '--http', '127.0.0.1:0'], 'approvers list does not take --http'],
     [['approvers', 'list', '--approvers', 'p', '--name', 'ann'], 'approvers list does not take --name'],
-    [['approvers', 'remove', '--approvers', 'p', '--name', 'ann', '--timeout', '5'], '--port, --timeout, --replace, --public-url and --principal belong to approvers enroll'],
+    [
+      ['approvers', 'remove', '--approvers', 'p', '--name', 'ann', '--timeout', '5'],
+      '--port, --timeout, --replace, --public-url and --principal belong to approvers enroll',
+    ],
   ])('%j is refused: %s', (argv, message) => {
     expect(refused(argv)).toThrow(new UsageError(message));
   });
@@ -31,14 +40,41 @@ describe('one option table per command', () => {
   it('control: each command takes its own flags', () => {
     expect(parseCommand(['demo', '--yes'])).toEqual({ kind: 'demo', yes: true });
     expect(parseCommand(['keygen', '--kid', 'k1'])).toEqual({ kind: 'keygen', kid: 'k1' });
-    expect(parseCommand(['audit', 'verify', 'f', '--key-file', 'k'])).toMatchObject({ kind: 'audit-verify', file: 'f', keyFile: 'k', audience: 'mcp-confirm' });
+    expect(parseCommand(['audit', 'verify', 'f', '--key-file', 'k'])).toMatchObject({
+      kind: 'audit-verify',
+      file: 'f',
+      keyFile: 'k',
+      audience: 'mcp-confirm',
+    });
     expect(parseCommand(['approvers', 'list', '--approvers', 'p'])).toEqual({ kind: 'approvers-list', approvers: 'p' });
-    expect(parseCommand(['approvers', 'remove', '--approvers', 'p', '--name', 'ann'])).toEqual({ kind: 'approvers-remove', approvers: 'p', name: 'ann' });
-    expect(parseCommand(['approvers', 'enroll', '--approvers', 'p', '--name', 'ann', '--principal', 'https://issuer.example', 'sub'])).toMatchObject({
+    expect(parseCommand(['approvers', 'remove', '--approvers', 'p', '--name', 'ann'])).toEqual({
+      kind: 'approvers-remove',
+      approvers: 'p',
+      name: 'ann',
+    });
+    expect(
+      parseCommand([
+        'approvers',
+        'enroll',
+        '--approvers',
+        'p',
+        '--name',
+        'ann',
+        '--principal',
+        'https://issuer.example',
+        'sub',
+      ]),
+    ).toMatchObject({
       kind: 'approvers-enroll',
       principals: ['["jwt","https://issuer.example","sub"]'],
     });
-    expect(parseCommand(['--root', '/tmp', '--ttl', '60'])).toMatchObject({ kind: 'serve', roots: ['/tmp'], ttlSeconds: 60, ledger: 'memory', approval: { approval: 'form' } });
+    expect(parseCommand(['--root', '/tmp', '--ttl', '60'])).toMatchObject({
+      kind: 'serve',
+      roots: ['/tmp'],
+      ttlSeconds: 60,
+      ledger: 'memory',
+      approval: { approval: 'form' },
+    });
   });
 
   it('an unknown flag is named as unknown, before a flag of another command', () => {
@@ -58,11 +94,19 @@ describe('one option table per command', () => {
     expect(refused(['demo', 'now'])).toThrow(new UsageError('unexpected argument: now'));
     expect(refused(['audit'])).toThrow(new UsageError('audit needs a command: audit verify FILE --key-file PATH'));
     expect(refused(['audit', 'check'])).toThrow(new UsageError('unknown audit command: check'));
-    expect(refused(['approvers', 'wipe', '--approvers', 'p'])).toThrow(new UsageError('approvers takes enroll, list or remove'));
+    expect(refused(['approvers', 'wipe', '--approvers', 'p'])).toThrow(
+      new UsageError('approvers takes enroll, list or remove'),
+    );
   });
 
   it('proxy goes through the same entry, with its own table and messages', () => {
-    expect(parseCommand(['proxy', '--ttl', '60', 'node', 'server.js'])).toMatchObject({ kind: 'proxy', ttlSeconds: 60, upstream: { kind: 'command', command: ['node', 'server.js'] } });
-    expect(refused(['proxy', '--root', '/tmp', 'node', 'server.js'])).toThrow(new UsageError('proxy: unknown option --root'));
+    expect(parseCommand(['proxy', '--ttl', '60', 'node', 'server.js'])).toMatchObject({
+      kind: 'proxy',
+      ttlSeconds: 60,
+      upstream: { kind: 'command', command: ['node', 'server.js'] },
+    });
+    expect(refused(['proxy', '--root', '/tmp', 'node', 'server.js'])).toThrow(
+      new UsageError('proxy: unknown option --root'),
+    );
   });
 });

@@ -16,7 +16,10 @@ const REPO = join(import.meta.dirname, '../..');
 type Target = 'cli' | 'fixture';
 /** Which target runs which scenario (README, "Conformance"): the same file `scripts/conformance.mjs` reads. */
 const LIST = JSON.parse(readFileSync(join(import.meta.dirname, 'scenarios.json'), 'utf8')) as Record<Target, string[]>;
-const RUNS: Array<[Target, string]> = [...LIST.cli.map((n): [Target, string] => ['cli', n]), ...LIST.fixture.map((n): [Target, string] => ['fixture', n])];
+const RUNS: Array<[Target, string]> = [
+  ...LIST.cli.map((n): [Target, string] => ['cli', n]),
+  ...LIST.fixture.map((n): [Target, string] => ['fixture', n]),
+];
 
 interface Check {
   id: string;
@@ -40,7 +43,10 @@ interface Server {
 let report: { node: string; suite: string; targets: Record<Target, Server>; scenarios: Scenario[] };
 
 beforeAll(async () => {
-  const proc = spawn(process.execPath, [join(REPO, 'scripts/conformance.mjs'), '--json'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [join(REPO, 'scripts/conformance.mjs'), '--json'], {
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   proc.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -51,8 +57,12 @@ beforeAll(async () => {
   report = JSON.parse(line) as typeof report;
 }, 900_000);
 
-const scenario = (target: Target, name: string): Scenario => report.scenarios.find((x) => x.target === target && x.name === name)!;
-const succeeded = (target: Target, name: string): string[] => scenario(target, name).checks.filter((c) => c.status === 'SUCCESS').map((c) => c.id);
+const scenario = (target: Target, name: string): Scenario =>
+  report.scenarios.find((x) => x.target === target && x.name === name)!;
+const succeeded = (target: Target, name: string): string[] =>
+  scenario(target, name)
+    .checks.filter((c) => c.status === 'SUCCESS')
+    .map((c) => c.id);
 
 describe('@modelcontextprotocol/conformance server scenarios against mcp-confirm --http and the fixture on src/http', () => {
   it('ran the pinned suite on Node 22, every listed scenario against its target and no other', () => {
@@ -71,7 +81,8 @@ describe('@modelcontextprotocol/conformance server scenarios against mcp-confirm
   });
 
   it('both servers were stopped at the end by SIGTERM, each exiting 0 (no SIGKILL needed)', () => {
-    for (const t of ['cli', 'fixture'] as const) expect(report.targets[t].exit, t).toEqual({ code: 0, signal: null, killed: false });
+    for (const t of ['cli', 'fixture'] as const)
+      expect(report.targets[t].exit, t).toEqual({ code: 0, signal: null, killed: false });
   });
 
   it.each(RUNS)('against %s: %s passes (no failed check)', (target, name) => {
@@ -85,6 +96,8 @@ describe('@modelcontextprotocol/conformance server scenarios against mcp-confirm
 
   it('tampered-state and dns-rebinding-protection are decided by mcp-confirm: the tampered state is refused (fixture), a foreign Host is refused by the real mcp-confirm --http', () => {
     expect(succeeded('fixture', 'input-required-result-tampered-state')).toContain('sep-2322-reject-tampered-state');
-    expect(succeeded('cli', 'dns-rebinding-protection')).toEqual(expect.arrayContaining(['localhost-host-rebinding-rejected', 'localhost-host-valid-accepted']));
+    expect(succeeded('cli', 'dns-rebinding-protection')).toEqual(
+      expect.arrayContaining(['localhost-host-rebinding-rejected', 'localhost-host-valid-accepted']),
+    );
   });
 });

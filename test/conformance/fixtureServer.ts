@@ -32,7 +32,10 @@ const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t
 const NO_ARGUMENTS = z.strictObject({});
 
 function factory(): McpServer {
-  const server = new McpServer({ name: 'mcp-confirm-conformance-fixture', version: '0.0.0' }, { ...confirmation.serverOptions });
+  const server = new McpServer(
+    { name: 'mcp-confirm-conformance-fixture', version: '0.0.0' },
+    { ...confirmation.serverOptions },
+  );
 
   server.registerTool(
     'test_input_required_result_elicitation',
@@ -55,11 +58,19 @@ function factory(): McpServer {
 
   // Confirmation tools: request-state, tampered-state, and server-stateless's diagnostic
   // test_streaming_elicitation (its response stream carries only the input_required result).
-  for (const name of ['test_input_required_result_request_state', 'test_input_required_result_tampered_state', 'test_streaming_elicitation']) {
+  for (const name of [
+    'test_input_required_result_request_state',
+    'test_input_required_result_tampered_state',
+    'test_streaming_elicitation',
+  ]) {
     confirmation.register(
       server,
       name,
-      { description: 'A confirmed no-op: asks a human to confirm (sealed, single-use requestState), then reports state-ok.', inputSchema: NO_ARGUMENTS },
+      {
+        description:
+          'A confirmed no-op: asks a human to confirm (sealed, single-use requestState), then reports state-ok.',
+        inputSchema: NO_ARGUMENTS,
+      },
       {
         question: () => question`Please confirm`,
         act: () => text('state-ok: requestState verified, confirmed, done.'),
@@ -75,7 +86,12 @@ function factory(): McpServer {
     async (_args, ctx) => {
       if (inputResponse(ctx.mcpReq.inputResponses, 'sample').kind !== 'missing') return text('sampled');
       return inputRequired({
-        inputRequests: { sample: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }], maxTokens: 10 }) },
+        inputRequests: {
+          sample: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }],
+            maxTokens: 10,
+          }),
+        },
       });
     },
   );
@@ -83,7 +99,10 @@ function factory(): McpServer {
   // server-stateless: a tool that logs; the SDK sends notifications/message only when the request set a log level.
   server.registerTool(
     'test_logging_tool',
-    { description: 'Logs one message at info level (sent only when the request asked for a log level), then answers.', inputSchema: NO_ARGUMENTS },
+    {
+      description: 'Logs one message at info level (sent only when the request asked for a log level), then answers.',
+      inputSchema: NO_ARGUMENTS,
+    },
     async (_args, ctx) => {
       await ctx.mcpReq.log('info', 'test_logging_tool ran');
       return text('logged');
@@ -124,7 +143,12 @@ function factory(): McpServer {
 // The app needs its resource URL (and so the port) first: listen through a forwarder, as the CLI does.
 let app: ReturnType<typeof createHttpApp> | undefined;
 const listening = await listenHttp(
-  { fetch: (r: Request) => app!.fetch(r), close: () => app!.close(), resourceMetadataUrl: undefined, legacySessions: 0 },
+  {
+    fetch: (r: Request) => app!.fetch(r),
+    close: () => app!.close(),
+    resourceMetadataUrl: undefined,
+    legacySessions: 0,
+  },
   bind.host,
   bind.port,
   (e) => process.stderr.write(`fixture: ${e.message}\n`),

@@ -3,7 +3,23 @@
  * subprocess (stdio and --http) with real clients; the trail read back and
  * verified by the built CLI.
  */
-import { closeSync, constants, existsSync, mkdirSync, openSync, readSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
@@ -55,7 +71,9 @@ function verify(file: string, keys = keyFile): Promise<Finished> {
  * Starts `mcp-confirm --root … --key-file … --audit R/log/trail` over stdio; resolves once its trail file is
  * named on stderr. `endInput()` is a clean stop (the trail gets its closed line).
  */
-async function serveAudited(extra: string[] = []): Promise<{ client: Client; trail: string; stderr: () => string; endInput: () => Promise<unknown> }> {
+async function serveAudited(
+  extra: string[] = [],
+): Promise<{ client: Client; trail: string; stderr: () => string; endInput: () => Promise<unknown> }> {
   return startAudited(['--root', root, '--key-file', keyFile, '--audit', join(R, 'log', 'trail'), ...extra], cleanups);
 }
 
@@ -82,7 +100,12 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     // Round 1's line is written before the question goes out (after the trail's opening line).
     expect(linesOf(trail).map((l) => l['event'])).toEqual(['opened', 'asked']);
-    const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const done = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
 
@@ -109,22 +132,29 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     expect(readFileSync(trail, 'utf8')).not.toContain('"local"');
 
     // The server still runs: the trail is open (4), its chain intact so far.
-    const checked = (await verify(trail));
+    const checked = await verify(trail);
     expect(checked.status).toBe(4);
     expect(checked.stdout).toBe('4\n');
   });
 
   it('decline, cancel, a replay (ERR_CONFIRM_SPENT), a mismatch (ERR_CONFIRM_MISMATCH) and a refusal before asking are each logged', async () => {
     const { client, trail } = await serveAudited();
-    const call = (args: unknown, extra: Record<string, unknown> = {}) => callTool(client, { name: 'delete_file', arguments: args, ...extra });
+    const call = (args: unknown, extra: Record<string, unknown> = {}) =>
+      callTool(client, { name: 'delete_file', arguments: args, ...extra });
 
     const a = asked(await call({ path: 'cache.txt' }));
-    expect(await call({ path: 'cache.txt' }, { inputResponses: DECLINE, requestState: a.state })).toMatchObject({ kind: 'result', isError: false });
+    expect(await call({ path: 'cache.txt' }, { inputResponses: DECLINE, requestState: a.state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
     const replay = await call({ path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: a.state });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
 
     const b = asked(await call({ path: 'cache.txt' }));
-    expect(await call({ path: 'cache.txt' }, { inputResponses: CANCEL, requestState: b.state })).toMatchObject({ kind: 'result', isError: false });
+    expect(await call({ path: 'cache.txt' }, { inputResponses: CANCEL, requestState: b.state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
 
     const c = asked(await call({ path: 'cache.txt' }));
     const mismatch = await call({ path: 'thesis.txt' }, { inputResponses: ACCEPT, requestState: c.state });
@@ -132,7 +162,10 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     const outside = await call({ path: '/etc/passwd' });
     expect(outside.kind === 'result' && outside.text.startsWith('[ERR_CONFIRM_OUTSIDE_ROOTS]')).toBe(true);
     // Control: the same state for its own call still deletes (a mismatch does not spend it).
-    expect(await call({ path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: c.state })).toMatchObject({ kind: 'result', isError: false });
+    expect(await call({ path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: c.state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
 
@@ -155,7 +188,12 @@ describe('mcp-confirm --audit PATH (stdio) writes one line per decision', () => 
     expect(lines[6]!['jti']).toBe(lines[5]!['jti']);
     expect(lines[6]!['args']).toBe(canonicalDigest({ path: 'thesis.txt' }));
     // Refused before asking: no jti and no question, but the principal tag and the digest.
-    expect(lines[7]).toMatchObject({ jti: null, question: null, principal: await localTag(), args: canonicalDigest({ path: '/etc/passwd' }) });
+    expect(lines[7]).toMatchObject({
+      jti: null,
+      question: null,
+      principal: await localTag(),
+      args: canonicalDigest({ path: '/etc/passwd' }),
+    });
     expect((await verify(trail)).stdout).toBe(`${lines.length + 1}\n`);
   });
 });
@@ -182,7 +220,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
 
   it('exits 0 on an intact (closed) trail and prints its last seq on stdout', async () => {
     const { trail } = await sixLineTrail();
-    const r = (await verify(trail));
+    const r = await verify(trail);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('8\n');
   });
@@ -193,7 +231,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     // thesis.txt's question on line 5: one digit of the size, still canonical JSON with the right seq.
     changed[4] = changed[4]!.replace('Size: 6 bytes', 'Size: 7 bytes');
     expect(changed[4]).not.toBe(text[4]);
-    const r = (await verify(variant('changed.jsonl', changed)));
+    const r = await verify(variant('changed.jsonl', changed));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 5');
     expect(r.stdout).toBe('');
@@ -201,7 +239,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
 
   it('exits 3 naming the first bad line when a middle line is deleted', async () => {
     const { text } = await sixLineTrail();
-    const r = (await verify(variant('deleted.jsonl', [...text.slice(0, 2), ...text.slice(3)])));
+    const r = await verify(variant('deleted.jsonl', [...text.slice(0, 2), ...text.slice(3)]));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 3');
   });
@@ -210,7 +248,7 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     const { text } = await sixLineTrail();
     const swapped = [...text];
     [swapped[1], swapped[2]] = [swapped[2]!, swapped[1]!];
-    const r = (await verify(variant('swapped.jsonl', swapped)));
+    const r = await verify(variant('swapped.jsonl', swapped));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 2');
   });
@@ -220,21 +258,26 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     writeFileSync(join(root, 'cache.txt'), 'again');
     const other = await serveAudited();
     const { state } = asked(await callTool(other.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-    await callTool(other.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    await callTool(other.client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     const foreign = readFileSync(other.trail, 'utf8').split('\n');
     expect(JSON.parse(foreign[2]!)).toMatchObject({ seq: 3, event: 'confirmed' });
     const mixed = [...text];
     mixed[2] = foreign[2]!;
     // Control: the other trail is intact so far on its own (open: its server still runs).
     expect((await verify(other.trail)).status).toBe(4);
-    const r = (await verify(variant('foreign.jsonl', mixed)));
+    const r = await verify(variant('foreign.jsonl', mixed));
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 3');
   });
 
   it('cutting lines off the end takes the closed line with them: the file alone reads as open (exit 4) with a smaller last seq (with --ledger it is cut: test/e2e/auditTrailEnds.test.ts)', async () => {
     const { text } = await sixLineTrail();
-    const r = (await verify(variant('cut.jsonl', text.slice(0, 4))));
+    const r = await verify(variant('cut.jsonl', text.slice(0, 4)));
     expect(r.status).toBe(4);
     expect(r.stdout).toBe('4\n');
     expect(r.stderr).toContain('is open (not closed');
@@ -244,12 +287,12 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     const { trail, text } = await sixLineTrail();
     const otherKeys = join(R, 'other-keys.json');
     writeFileSync(otherKeys, (await run(['keygen', '--kid', 'k1'])).stdout);
-    const wrongKey = (await verify(trail, otherKeys));
+    const wrongKey = await verify(trail, otherKeys);
     expect(wrongKey.status).toBe(3);
     expect(wrongKey.stderr).toContain('broken at line 1');
     const partial = join(R, 'partial.jsonl');
     writeFileSync(partial, `${text.slice(0, 5).join('\n')}\n${text[5]!.slice(0, 20)}`);
-    const r = (await verify(partial));
+    const r = await verify(partial);
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('broken at line 6');
   });
@@ -266,12 +309,15 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
       [['audit', 'verify', join(R, 'missing.jsonl'), '--key-file', keyFile], /cannot read audit trail .*ENOENT/],
       [['audit', 'verify', file, '--key-file', join(R, 'missing.json')], /cannot read key file/],
       [['audit', 'verify', file, '--key-file', keyFile, '--ledger', 'memory'], /needs a shared store/],
-      [['audit', 'verify', file, '--key-file', keyFile, '--ledger', `sqlite:${join(R, 'missing.db')}`], /no such SQLite file/],
+      [
+        ['audit', 'verify', file, '--key-file', keyFile, '--ledger', `sqlite:${join(R, 'missing.db')}`],
+        /no such SQLite file/,
+      ],
       [['audit', 'verify', file, '--key-file', keyFile, '--ledger', 'bogus'], /unknown ledger/],
       [['audit', 'verify', file, '--key-file', keyFile, '--audience', 'x'], /--audience only with --ledger/],
     ];
     for (const [args, message] of cases) {
-      const r = (await run(args));
+      const r = await run(args);
       expect({ args, status: r.status }).toEqual({ args, status: 2 });
       expect(r.stderr).toMatch(message);
       expect(r.stdout).toBe('');
@@ -279,16 +325,16 @@ describe('mcp-confirm audit verify FILE --key-file PATH', () => {
     // Verifying created no ledger file.
     expect(existsSync(join(R, 'missing.db'))).toBe(false);
     // Control: the empty file with the key file is checked (no opening line: legacy, exit 5, last seq 0).
-    expect((await verify(file))).toMatchObject({ status: 5, stdout: '0\n' });
+    expect(await verify(file)).toMatchObject({ status: 5, stdout: '0\n' });
   });
 });
 
 describe('--audit start-up and fail closed', () => {
   it('--audit without --key-file exits 2 saying why; an uncreatable trail exits 2 naming it', async () => {
-    const noKeys = (await run(['--root', root, '--audit', join(R, 'log', 'trail')]));
+    const noKeys = await run(['--root', root, '--audit', join(R, 'log', 'trail')]);
     expect(noKeys.status).toBe(2);
     expect(noKeys.stderr).toContain('--audit needs --key-file');
-    const noDir = (await run(['--root', root, '--key-file', keyFile, '--audit', join(R, 'missing-dir', 'trail')]));
+    const noDir = await run(['--root', root, '--key-file', keyFile, '--audit', join(R, 'missing-dir', 'trail')]);
     expect(noDir.status).toBe(2);
     expect(noDir.stderr).toMatch(/--audit: cannot create .*missing-dir.*ENOENT/);
     expect(readdirSync(join(R, 'log'))).toEqual([]);
@@ -310,18 +356,30 @@ describe('--audit start-up and fail closed', () => {
     const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     renameSync(trail, `${trail}.aside`);
     mkdirSync(trail);
-    const refused = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
-    expect(refused.kind === 'result' && refused.isError && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
+    const refused = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
+    expect(
+      refused.kind === 'result' && refused.isError && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]'),
+    ).toBe(true);
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('cache');
     // Control: once the trail is back, a new confirmation deletes, and the chain goes on from the last line written.
     rmSync(trail, { recursive: true });
     renameSync(`${trail}.aside`, trail);
     const again = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-    const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: again.state });
+    const done = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: again.state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
     expect(linesOf(trail).map((l) => l['event'])).toEqual(['opened', 'asked', 'asked', 'confirmed', 'acted']);
-    expect((await verify(trail))).toMatchObject({ status: 4, stdout: '5\n' });
+    expect(await verify(trail)).toMatchObject({ status: 4, stdout: '5\n' });
   });
 
   it('a trail replaced by a symbolic link (to /dev/full) is not followed: the delete is refused, the file stays', async () => {
@@ -329,7 +387,12 @@ describe('--audit start-up and fail closed', () => {
     const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     unlinkSync(trail);
     symlinkSync('/dev/full', trail);
-    const refused = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const refused = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(refused.kind === 'result' && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
   });
@@ -340,7 +403,12 @@ describe('--audit start-up and fail closed', () => {
     renameSync(trail, `${trail}.aside`);
     execFileSync('mkfifo', [trail]);
     // No reader: the open must not wait for one.
-    const refused = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const refused = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(refused.kind === 'result' && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
     // A reader on the pipe: the open succeeds, but a pipe is not a regular file, so nothing is written to it.
@@ -373,7 +441,16 @@ describe('--audit start-up and fail closed', () => {
 
 describe('--audit over --http', () => {
   it('a confirmed delete through a 2026-era client is logged; forged states are one aggregated line written at SIGTERM, then the closed line; the trail verifies intact', async () => {
-    const server = await startHttpServer(['--root', root, '--http', '127.0.0.1:0', '--key-file', keyFile, '--audit', join(R, 'log', 'trail')]);
+    const server = await startHttpServer([
+      '--root',
+      root,
+      '--http',
+      '127.0.0.1:0',
+      '--key-file',
+      keyFile,
+      '--audit',
+      join(R, 'log', 'trail'),
+    ]);
     cleanups.push(async () => {
       if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
       await server.exited;
@@ -383,9 +460,21 @@ describe('--audit over --http', () => {
     const client = await connectModern(server.url);
     cleanups.push(() => client.close());
     const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-    expect(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await callTool(client, {
+        name: 'delete_file',
+        arguments: { path: 'cache.txt' },
+        inputResponses: ACCEPT,
+        requestState: state,
+      }),
+    ).toMatchObject({ kind: 'result', isError: false });
     for (let i = 0; i < 25; i++) {
-      const forged = await callTool(client, { name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: ACCEPT, requestState: `forged-${i}` });
+      const forged = await callTool(client, {
+        name: 'delete_file',
+        arguments: { path: 'thesis.txt' },
+        inputResponses: ACCEPT,
+        requestState: `forged-${i}`,
+      });
       expect(forged).toMatchObject({ kind: 'error', code: -32602 });
     }
     // Counted, not written yet.
@@ -399,7 +488,7 @@ describe('--audit over --http', () => {
     expect(lines[4]).toMatchObject({ count: 25, tool: null, jti: null, principal: null });
     expect(lines[5]).toMatchObject({ seq: 6, lines: 6 });
     expect(lines[1]!['principal']).toBe(await localTag());
-    expect((await verify(trail!))).toMatchObject({ status: 0, stdout: '6\n' });
+    expect(await verify(trail!)).toMatchObject({ status: 0, stdout: '6\n' });
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
   });
 });

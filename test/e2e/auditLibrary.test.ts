@@ -32,7 +32,13 @@ afterEach(async () => {
 });
 
 /** A demo server with an audit trail whose interval ticks only when the test says so. */
-async function audited(): Promise<{ factory: Parameters<typeof connect>[0]; audit: AuditLog; tick: () => void; events: () => string[]; keys: AuditKeys }> {
+async function audited(): Promise<{
+  factory: Parameters<typeof connect>[0];
+  audit: AuditLog;
+  tick: () => void;
+  events: () => string[];
+  keys: AuditKeys;
+}> {
   const keys = await AuditKeys.fromSpecs([spec]);
   let flush: (() => void) | undefined;
   let intervalMs: number | undefined;
@@ -67,7 +73,18 @@ function lines(): Array<Record<string, unknown>> {
 
 /** Lets the flush started by a tick finish: it queued its line, and the line's write resolves in order. */
 async function settled(audit: AuditLog): Promise<void> {
-  await audit.record({ event: 'refused', tool: 'marker', principal: null, jti: null, args: null, question: null, outcome: null, code: null, count: null, approver: null });
+  await audit.record({
+    event: 'refused',
+    tool: 'marker',
+    principal: null,
+    jti: null,
+    args: null,
+    question: null,
+    outcome: null,
+    code: null,
+    count: null,
+    approver: null,
+  });
 }
 
 describe('refused states are counted and written as one line per interval', () => {
@@ -76,7 +93,11 @@ describe('refused states are counted and written as one line per interval', () =
     const c = await connect(factory);
     cleanups.push(() => c.close());
     for (let i = 0; i < 1000; i++) {
-      const r = await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.${i}` });
+      const r = await c.call(
+        'delete_file',
+        { path: 'cache.txt' },
+        { inputResponses: ACCEPT, requestState: `forged.${i}` },
+      );
       expect(r.kind === 'error' && r.code === -32602).toBe(true);
     }
     // Counted, not written: the flood wrote nothing after the trail's opening line.
@@ -84,9 +105,18 @@ describe('refused states are counted and written as one line per interval', () =
     tick();
     await settled(audit);
     expect(events()).toEqual(['opened', 'states-refused', 'refused']);
-    expect(lines()[1]).toMatchObject({ seq: 2, event: 'states-refused', count: 1000, tool: null, jti: null, principal: null, question: null });
+    expect(lines()[1]).toMatchObject({
+      seq: 2,
+      event: 'states-refused',
+      count: 1000,
+      tool: null,
+      jti: null,
+      principal: null,
+      question: null,
+    });
     // The next interval counts afresh; an interval without refusals writes nothing.
-    for (let i = 0; i < 3; i++) await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.again.${i}` });
+    for (let i = 0; i < 3; i++)
+      await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.again.${i}` });
     tick();
     await settled(audit);
     tick();
@@ -95,17 +125,24 @@ describe('refused states are counted and written as one line per interval', () =
     expect(lines()[3]).toMatchObject({ event: 'states-refused', count: 3 });
     // Control: a genuine confirmation still goes through and is logged line by line.
     const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
-    expect(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject({ kind: 'result', isError: false });
     expect(events().slice(-3)).toEqual(['asked', 'confirmed', 'acted']);
     // Still being written: open (not closed), every line good.
-    expect(verifyAuditTrail(readFileSync(join(R, 'trail.jsonl')), keys)).toMatchObject({ status: 'open', intact: false, lastSeq: 9 });
+    expect(verifyAuditTrail(readFileSync(join(R, 'trail.jsonl')), keys)).toMatchObject({
+      status: 'open',
+      intact: false,
+      lastSeq: 9,
+    });
   });
 
   it('close() writes the count not yet written and the closed line, then refuses further lines', async () => {
     const { factory, audit, events } = await audited();
     const c = await connect(factory);
     cleanups.push(() => c.close());
-    for (let i = 0; i < 7; i++) await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.${i}` });
+    for (let i = 0; i < 7; i++)
+      await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: `forged.${i}` });
     await audit.close();
     expect(events()).toEqual(['opened', 'states-refused', 'closed']);
     expect(lines()[1]).toMatchObject({ count: 7 });
@@ -133,7 +170,12 @@ describe('the guard hands each decision to the audit trail', () => {
     asked(await c.call('delete_file', { path: 'cache.txt' }, { requestState: first.state }));
     expect(events()).toEqual(['opened', 'asked', 'asked-again']);
     const [, a, b] = lines();
-    expect(b).toMatchObject({ outcome: 'no-answer', tool: 'delete_file', principal: a!['principal'], args: a!['args'] });
+    expect(b).toMatchObject({
+      outcome: 'no-answer',
+      tool: 'delete_file',
+      principal: a!['principal'],
+      args: a!['args'],
+    });
     expect(b!['jti']).not.toBe(a!['jti']);
   });
 
@@ -155,8 +197,14 @@ describe('the guard hands each decision to the audit trail', () => {
     const c = await connect(factory);
     cleanups.push(() => c.close());
     const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
-    await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: { confirm: { action: 'decline' } }, requestState: state });
-    const macKey = Buffer.from(hkdfSync('sha256', Buffer.from(spec.k, 'base64url'), 'mcp-confirm/v1/audit-salt', 'mcp-confirm/v1/audit-mac', 32));
+    await c.call(
+      'delete_file',
+      { path: 'cache.txt' },
+      { inputResponses: { confirm: { action: 'decline' } }, requestState: state },
+    );
+    const macKey = Buffer.from(
+      hkdfSync('sha256', Buffer.from(spec.k, 'base64url'), 'mcp-confirm/v1/audit-salt', 'mcp-confirm/v1/audit-mac', 32),
+    );
     let previous = 'mcp-confirm/v1/audit-genesis';
     const text = readFileSync(join(R, 'trail.jsonl'), 'utf8').split('\n').slice(0, -1);
     expect(text).toHaveLength(3);
@@ -164,7 +212,11 @@ describe('the guard hands each decision to the audit trail', () => {
     for (const line of text) {
       const { mac, ...rest } = JSON.parse(line) as Record<string, unknown>;
       expect(line).toBe(canonicalize({ ...rest, mac }));
-      expect(mac).toBe(createHmac('sha256', macKey).update(canonicalize([previous, rest])!, 'utf8').digest('base64url'));
+      expect(mac).toBe(
+        createHmac('sha256', macKey)
+          .update(canonicalize([previous, rest])!, 'utf8')
+          .digest('base64url'),
+      );
       previous = mac as string;
     }
   });
@@ -194,21 +246,48 @@ describe('with a head store (the memory ledger, for the library)', () => {
     const c = await connect(factory);
     cleanups.push(() => c.close());
     const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
-    expect(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject({ kind: 'result', isError: false });
     await audit.close();
     const all = readFileSync(path);
     const head = await ledger.auditHead(path);
     expect(head).toEqual(audit.head);
     expect(head).toMatchObject({ seq: 5 });
-    expect(verifyAuditTrail(all, keys, { head })).toMatchObject({ status: 'intact', intact: true, lastSeq: 5, headSeq: 5 });
-    const cut = Buffer.from(all.toString('utf8').split('\n').slice(0, 3).map((l) => `${l}\n`).join(''));
+    expect(verifyAuditTrail(all, keys, { head })).toMatchObject({
+      status: 'intact',
+      intact: true,
+      lastSeq: 5,
+      headSeq: 5,
+    });
+    const cut = Buffer.from(
+      all
+        .toString('utf8')
+        .split('\n')
+        .slice(0, 3)
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
     expect(verifyAuditTrail(cut, keys)).toMatchObject({ status: 'open', lastSeq: 3 });
-    expect(verifyAuditTrail(cut, keys, { head })).toMatchObject({ status: 'cut', intact: false, lastSeq: 3, headSeq: 5, missing: 2 });
+    expect(verifyAuditTrail(cut, keys, { head })).toMatchObject({
+      status: 'cut',
+      intact: false,
+      lastSeq: 3,
+      headSeq: 5,
+      missing: 2,
+    });
     // Another trail (same keys) at this path: the store records this one.
     const other = await AuditLog.open({ path: join(R, 'other.jsonl'), keys });
     await other.close();
-    expect(verifyAuditTrail(readFileSync(join(R, 'other.jsonl')), keys, { head })).toMatchObject({ status: 'replaced', recorded: audit.trail.id, trail: { id: other.trail.id } });
-    expect(verifyAuditTrail(all, keys, { head: null })).toMatchObject({ status: 'unrecorded', trail: { id: audit.trail.id } });
+    expect(verifyAuditTrail(readFileSync(join(R, 'other.jsonl')), keys, { head })).toMatchObject({
+      status: 'replaced',
+      recorded: audit.trail.id,
+      trail: { id: other.trail.id },
+    });
+    expect(verifyAuditTrail(all, keys, { head: null })).toMatchObject({
+      status: 'unrecorded',
+      trail: { id: audit.trail.id },
+    });
   });
 });
 
@@ -232,7 +311,9 @@ describe('a head store that fails', () => {
     const c = await connect(factory);
     cleanups.push(() => c.close());
     const { state } = asked(await c.call('delete_file', { path: 'cache.txt' }));
-    expect(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject({ kind: 'result', isError: false });
     expect(lines().map((l) => l['event'])).toEqual(['opened', 'asked', 'confirmed', 'acted']);
     expect(errors.filter((m) => m.startsWith('cannot record its head in the store'))).toHaveLength(1);
     expect(await ledger.auditHead(path)).toBeUndefined();

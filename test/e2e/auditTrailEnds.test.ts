@@ -9,14 +9,35 @@
  * (missing: the test fails, it is never skipped).
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool } from '../helpers/harness.js';
-import { linesOf, MAIN, OPEN_SENTENCE, startAudited, textLinesOf, verifyTrail, type AuditedProcess } from '../helpers/auditTrail.js';
+import {
+  linesOf,
+  MAIN,
+  OPEN_SENTENCE,
+  startAudited,
+  textLinesOf,
+  verifyTrail,
+  type AuditedProcess,
+} from '../helpers/auditTrail.js';
 import { runProcess, until } from '../helpers/processes.js';
 
 const LEGACY = resolve(import.meta.dirname, 'fixtures/auditLegacy');
@@ -52,7 +73,9 @@ function serve(extra: string[] = []): Promise<AuditedProcess> {
 /** Asks, accepts, and checks the file is gone: three decision lines (asked, confirmed, acted). */
 async function confirmDelete(client: Client, path: string): Promise<void> {
   const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path } }));
-  expect(await callTool(client, { name: 'delete_file', arguments: { path }, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+  expect(
+    await callTool(client, { name: 'delete_file', arguments: { path }, inputResponses: ACCEPT, requestState: state }),
+  ).toMatchObject({ kind: 'result', isError: false });
   expect(existsSync(join(root, path))).toBe(false);
 }
 
@@ -67,7 +90,14 @@ describe('the first line names the trail', () => {
     await confirmDelete(a.client, 'a.txt');
     const [opening, ...rest] = linesOf(a.trail);
     expect(Object.keys(opening!).sort()).toEqual(OPENING_KEYS);
-    expect(opening).toMatchObject({ event: 'opened', seq: 1, host: hostname(), pid: a.child.pid, heads: null, kid: 'k1' });
+    expect(opening).toMatchObject({
+      event: 'opened',
+      seq: 1,
+      host: hostname(),
+      pid: a.child.pid,
+      heads: null,
+      kid: 'k1',
+    });
     expect(opening!['trail']).toMatch(/^[A-Za-z0-9_-]{22}$/);
     // The file name's time and pid are the opening line's.
     const stamp = new Date(opening!['started'] as string).toISOString().replace(/[-:]/g, '').replace('.', '');
@@ -177,17 +207,33 @@ describe('a cut end', () => {
     expect(alone.stderr).toContain('verify with --ledger to tell a cut end');
     const cut = await verifyTrail(p.trail, keyFile, ['--ledger', `sqlite:${ledger}`]);
     expect(cut).toMatchObject({ status: 3, stdout: '' });
-    expect(cut.stderr).toContain('is cut: it ends at line 5, but the store records line 8 as written: 3 line(s) missing');
+    expect(cut.stderr).toContain(
+      'is cut: it ends at line 5, but the store records line 8 as written: 3 line(s) missing',
+    );
     // Only the closed line cut off: one line missing.
     writeLines(p.trail, text.slice(0, 7));
-    expect((await verifyTrail(p.trail, keyFile, ['--ledger', `sqlite:${ledger}`])).stderr).toContain('1 line(s) missing');
+    expect((await verifyTrail(p.trail, keyFile, ['--ledger', `sqlite:${ledger}`])).stderr).toContain(
+      '1 line(s) missing',
+    );
   });
 
   it("--audit DIRLINK/../trail with DIRLINK a symbolic link to Y/sub: the trail is written in Y, its head recorded under Y's real path, and audit verify --ledger of Y/trail.… finds it (intact, exit 0); control: the same path as given verifies too", async () => {
     const ledger = join(R, 'ledger.db');
     mkdirSync(join(R, 'Y', 'sub'), { recursive: true });
     symlinkSync(join(R, 'Y', 'sub'), join(R, 'log', 'dirlink'));
-    const p = await startAudited(['--root', root, '--key-file', keyFile, '--audit', `${join(R, 'log', 'dirlink')}/../trail`, '--ledger', `sqlite:${ledger}`], cleanups);
+    const p = await startAudited(
+      [
+        '--root',
+        root,
+        '--key-file',
+        keyFile,
+        '--audit',
+        `${join(R, 'log', 'dirlink')}/../trail`,
+        '--ledger',
+        `sqlite:${ledger}`,
+      ],
+      cleanups,
+    );
     await confirmDelete(p.client, 'a.txt');
     expect(await p.endInput()).toEqual({ code: 0, signal: null });
     // The system took .. after the link: the file is in Y, not in log (path.join would have dropped it by text).
@@ -203,12 +249,18 @@ describe('a cut end', () => {
     expect(verified.stderr).not.toContain('no head');
     expect(verified).toMatchObject({ status: 0, stdout: '5\n' });
     // Control: the path as the server was given it names the same file and the same head.
-    expect(await verifyTrail(p.trail, keyFile, ['--ledger', `sqlite:${ledger}`])).toMatchObject({ status: 0, stdout: '5\n' });
+    expect(await verifyTrail(p.trail, keyFile, ['--ledger', `sqlite:${ledger}`])).toMatchObject({
+      status: 0,
+      stdout: '5\n',
+    });
   });
 
   it('with --ledger redis://… and --audience NAME: the head is kept under that namespace; a cut end is cut (exit 3), uncut (control) intact; another --audience finds no head (exit 3)', async () => {
     const url = process.env.REDIS_URL;
-    if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+    if (!url)
+      throw new Error(
+        'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+      );
     const audience = `trail-test-${basename(R)}`;
     const p = await serve(['--ledger', url, '--audience', audience]);
     expect(p.stderr()).toContain('heads recorded in the redis ledger');
@@ -223,7 +275,9 @@ describe('a cut end', () => {
     writeLines(p.trail, text.slice(0, 3));
     const cut = await verifyTrail(p.trail, keyFile, ['--ledger', url, '--audience', audience]);
     expect(cut.status).toBe(3);
-    expect(cut.stderr).toContain('is cut: it ends at line 3, but the store records line 5 as written: 2 line(s) missing');
+    expect(cut.stderr).toContain(
+      'is cut: it ends at line 3, but the store records line 5 as written: 2 line(s) missing',
+    );
   });
 });
 
@@ -243,7 +297,13 @@ describe('another trail in its place', () => {
       expect((await verifyTrail(t, keyFile)).status).toBe(0);
       expect((await verifyTrail(t, keyFile, ['--ledger', ledger])).status).toBe(0);
     }
-    return { a: a.trail, b: b.trail, ledger, idA: linesOf(a.trail)[0]!['trail'] as string, idB: linesOf(b.trail)[0]!['trail'] as string };
+    return {
+      a: a.trail,
+      b: b.trail,
+      ledger,
+      idA: linesOf(a.trail)[0]!['trail'] as string,
+      idB: linesOf(b.trail)[0]!['trail'] as string,
+    };
   }
 
   it('a whole trail of another process (same key file, same store) put at this path: exit 3 without --ledger (its file name names another process) and with --ledger (the store records another trail id)', async () => {
@@ -251,10 +311,14 @@ describe('another trail in its place', () => {
     copyFileSync(b, a);
     const alone = await verifyTrail(a, keyFile);
     expect(alone).toMatchObject({ status: 3, stdout: '' });
-    expect(alone.stderr).toMatch(/is broken: its file name names pid [0-9]+ started at [0-9T]+Z, but its opening line names pid [0-9]+ started at [0-9T]+Z \(another process's trail in its place\)/);
+    expect(alone.stderr).toMatch(
+      /is broken: its file name names pid [0-9]+ started at [0-9T]+Z, but its opening line names pid [0-9]+ started at [0-9T]+Z \(another process's trail in its place\)/,
+    );
     const stored = await verifyTrail(a, keyFile, ['--ledger', ledger]);
     expect(stored.status).toBe(3);
-    expect(stored.stderr).toContain(`is not the trail recorded for this path: the file holds trail ${idB}, the store records trail ${idA}`);
+    expect(stored.stderr).toContain(
+      `is not the trail recorded for this path: the file holds trail ${idB}, the store records trail ${idA}`,
+    );
   });
 
   it('a prefix of another trail (its opening line and first lines) put at this path: exit 3, with --ledger naming both trail ids; the same prefix at its own path is open, and with --ledger cut', async () => {
@@ -282,7 +346,9 @@ describe('a trail written before trails were named', () => {
     copyFileSync(LEGACY_TRAIL, trail);
     const r = await verifyTrail(trail, legacyKeys);
     expect(r).toMatchObject({ status: 5, stdout: '5\n' });
-    expect(r.stderr).toContain('is legacy (no opening line: written before trails were named): 5 line(s) chained intact');
+    expect(r.stderr).toContain(
+      'is legacy (no opening line: written before trails were named): 5 line(s) chained intact',
+    );
     expect(r.stderr).not.toContain('intact:');
     writeFileSync(trail, readFileSync(trail, 'utf8').replace('"outcome":"accept"', '"outcome":"decline"'));
     const changed = await verifyTrail(trail, legacyKeys);
@@ -321,8 +387,15 @@ describe('a failed write is cut back', () => {
     const { state } = asked(await callTool(p.client, { name: 'delete_file', arguments: { path: 'a.txt' } }));
     const before = readFileSync(p.trail);
     limitFileSize(p.child.pid!, before.length + 20);
-    const refused = await callTool(p.client, { name: 'delete_file', arguments: { path: 'a.txt' }, inputResponses: ACCEPT, requestState: state });
-    expect(refused.kind === 'result' && refused.isError && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
+    const refused = await callTool(p.client, {
+      name: 'delete_file',
+      arguments: { path: 'a.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
+    expect(
+      refused.kind === 'result' && refused.isError && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]'),
+    ).toBe(true);
     expect(existsSync(join(root, 'a.txt'))).toBe(true);
     // stderr is a pipe of its own: wait for the line, by order.
     await until(() => p.stderr().includes('cutting back the partial write'));
@@ -332,7 +405,14 @@ describe('a failed write is cut back', () => {
     limitFileSize(p.child.pid!, 'unlimited');
     await confirmDelete(p.client, 'a.txt');
     expect(await p.endInput()).toEqual({ code: 0, signal: null });
-    expect(linesOf(p.trail).map((l) => l['event'])).toEqual(['opened', 'asked', 'asked', 'confirmed', 'acted', 'closed']);
+    expect(linesOf(p.trail).map((l) => l['event'])).toEqual([
+      'opened',
+      'asked',
+      'asked',
+      'confirmed',
+      'acted',
+      'closed',
+    ]);
     expect(await verifyTrail(p.trail, keyFile)).toMatchObject({ status: 0, stdout: '6\n' });
   });
 
@@ -343,9 +423,20 @@ describe('a failed write is cut back', () => {
     renameSync(p.trail, `${p.trail}.aside`);
     writeLines(p.trail, text.slice(0, 1)); // the opening line only: the "asked" line is gone
     limitFileSize(p.child.pid!, statSync(p.trail).size + 20);
-    const refused = await callTool(p.client, { name: 'delete_file', arguments: { path: 'a.txt' }, inputResponses: ACCEPT, requestState: state });
+    const refused = await callTool(p.client, {
+      name: 'delete_file',
+      arguments: { path: 'a.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(refused.kind === 'result' && refused.text.startsWith('[ERR_CONFIRM_AUDIT_UNAVAILABLE]')).toBe(true);
-    await until(() => p.stderr().includes('cannot cut back a partial write (the last line this process wrote is not in the file); refusing every later line'));
+    await until(() =>
+      p
+        .stderr()
+        .includes(
+          'cannot cut back a partial write (the last line this process wrote is not in the file); refusing every later line',
+        ),
+    );
     limitFileSize(p.child.pid!, 'unlimited');
     renameSync(`${p.trail}.aside`, p.trail);
     const later = await callTool(p.client, { name: 'delete_file', arguments: { path: 'a.txt' } });

@@ -4,7 +4,17 @@
  * first (the README's test command does it).
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -41,10 +51,7 @@ async function spawnServer(args: string[]): Promise<{ client: Client; stderr: ()
   transport.stderr?.on('data', (chunk: Buffer) => {
     err += chunk.toString('utf8');
   });
-  const client = new Client(
-    { name: 'cli-test', version: '0.0.0' },
-    MANUAL_CLIENT_OPTIONS,
-  );
+  const client = new Client({ name: 'cli-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
   await client.connect(transport);
   clients.push(client);
   return { client, stderr: () => err };
@@ -65,7 +72,9 @@ function run(args: string[], input = ''): Promise<Finished> {
  */
 function demoInTerminal(keys: string): Promise<{ status: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-qec', `${process.execPath} ${MAIN} demo`, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('script', ['-qec', `${process.execPath} ${MAIN} demo`, '/dev/null'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let typed = false;
     const timer = setTimeout(() => {
@@ -97,10 +106,20 @@ describe('mcp-confirm --root DIR over stdio', () => {
     const { client, stderr } = await spawnServer(['--root', root]);
     const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     expect(message).toContain(join(root, 'cache.txt'));
-    const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const done = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
-    const replay = await callTool(client, { name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: ACCEPT, requestState: state });
+    const replay = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'thesis.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_MISMATCH]')).toBe(true);
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
     await stderrSays(stderr, 'serving delete_file over stdio');
@@ -114,26 +133,52 @@ describe('mcp-confirm --root DIR over stdio', () => {
     const a = await spawnServer(['--root', root, '--key-file', keyFile]);
     const b = await spawnServer(['--root', root, '--key-file', keyFile]);
     const { state } = asked(await callTool(a.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-    const onB = await callTool(b.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const onB = await callTool(b.client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(onB.kind === 'result' && onB.text.startsWith('[ERR_CONFIRM_UNKNOWN]')).toBe(true);
     if (onB.kind === 'result') expect(onB.text).toContain('shared ledger');
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
     // Control: without the shared key file, process B cannot even open the state.
     const c = await spawnServer(['--root', root]);
-    expect(await callTool(c.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({
+    expect(
+      await callTool(c.client, {
+        name: 'delete_file',
+        arguments: { path: 'cache.txt' },
+        inputResponses: ACCEPT,
+        requestState: state,
+      }),
+    ).toMatchObject({
       kind: 'error',
       code: -32602,
     });
     // And on A it works.
-    expect(await callTool(a.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({
+    expect(
+      await callTool(a.client, {
+        name: 'delete_file',
+        arguments: { path: 'cache.txt' },
+        inputResponses: ACCEPT,
+        requestState: state,
+      }),
+    ).toMatchObject({
       kind: 'result',
       isError: false,
     });
   });
 
-  it('answers a 2026-07-28 client without the elicitation capability with -32021, its requiredCapabilities and this project\'s sentence (the stdio server that loads its layer lazily, as a host runs it); nothing is deleted', async () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, '--root', root], stderr: 'pipe' });
-    const client = new Client({ name: 'cli-test-no-elicitation', version: '0.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } });
+  it("answers a 2026-07-28 client without the elicitation capability with -32021, its requiredCapabilities and this project's sentence (the stdio server that loads its layer lazily, as a host runs it); nothing is deleted", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [MAIN, '--root', root],
+      stderr: 'pipe',
+    });
+    const client = new Client(
+      { name: 'cli-test-no-elicitation', version: '0.0.0' },
+      { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+    );
     await client.connect(transport);
     clients.push(client);
     expect(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } })).toEqual({
@@ -146,11 +191,12 @@ describe('mcp-confirm --root DIR over stdio', () => {
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
     // Control: the same command asks a client that declares elicitation.
     const { client: able } = await spawnServer(['--root', root]);
-    expect((await callTool(able, { name: 'delete_file', arguments: { path: 'cache.txt' } })).kind).toBe('input_required');
+    expect((await callTool(able, { name: 'delete_file', arguments: { path: 'cache.txt' } })).kind).toBe(
+      'input_required',
+    );
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
   });
 });
-
 
 /** The trace of test/fixtures/loadTrace.mjs, split at the first answer: what was loaded before it, and after. */
 function traceAtAnswer(file: string): { before: string[]; after: string[] } {
@@ -161,7 +207,11 @@ function traceAtAnswer(file: string): { before: string[]; after: string[] } {
 }
 
 /** Spawns the built CLI under a `--import` fixture, with its environment variable, and connects a client. */
-async function spawnWith(fixture: string, env: Record<string, string>, args: string[]): Promise<{ client: Client; stderr: () => string }> {
+async function spawnWith(
+  fixture: string,
+  env: Record<string, string>,
+  args: string[],
+): Promise<{ client: Client; stderr: () => string }> {
   const transport = new InPlaceStdioTransport({
     command: process.execPath,
     args: ['--import', resolve(import.meta.dirname, `../fixtures/${fixture}`), MAIN, ...args],
@@ -201,22 +251,39 @@ describe('cold start', () => {
     const { message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     expect(message).toContain(join(root, 'cache.txt'));
     const { after } = traceAtAnswer(trace);
-    for (const m of ['/dist/guard/confirmation.js', '/dist/demo/deleteFile.js', '/dist/state/sealer.js', '/dist/prompt/render.js']) {
-      expect(after.some((u) => u.endsWith(m)), m).toBe(true);
+    for (const m of [
+      '/dist/guard/confirmation.js',
+      '/dist/demo/deleteFile.js',
+      '/dist/state/sealer.js',
+      '/dist/prompt/render.js',
+    ]) {
+      expect(
+        after.some((u) => u.endsWith(m)),
+        m,
+      ).toBe(true);
     }
     // Without --approval passkey nothing loads the approval page or the WebAuthn library, not even the call.
-    expect([...before, ...after].filter((u) => /\/dist\/approval\/(?!publicUrl\.js$)|\/node_modules\/@simplewebauthn\//.test(u))).toEqual([]);
+    expect(
+      [...before, ...after].filter((u) =>
+        /\/dist\/approval\/(?!publicUrl\.js$)|\/node_modules\/@simplewebauthn\//.test(u),
+      ),
+    ).toEqual([]);
   });
 
   it('a store named by --ledger is loaded before the first answer (a bad one is exit 2): --ledger sqlite: loads the SQLite store', async () => {
     const trace = join(R, 'loaded-sqlite.txt');
     writeFileSync(trace, '');
-    await spawnWith('loadTrace.mjs', { MCP_CONFIRM_LOAD_TRACE: trace }, ['--root', root, '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`]);
+    await spawnWith('loadTrace.mjs', { MCP_CONFIRM_LOAD_TRACE: trace }, [
+      '--root',
+      root,
+      '--ledger',
+      `sqlite:${join(R, 'ledger.sqlite')}`,
+    ]);
     const { before } = traceAtAnswer(trace);
     expect(before.some((u) => u.endsWith('/dist/store/sqlite.js'))).toBe(true);
   });
 
-  it('lists delete_file, announces itself and its capabilities exactly as the library\'s createDemoServer does', async () => {
+  it("lists delete_file, announces itself and its capabilities exactly as the library's createDemoServer does", async () => {
     const cli = await spawnServer(['--root', root]);
     const library = await connect((await createDemoServer({ roots: [root] })).factory);
     try {
@@ -225,30 +292,53 @@ describe('cold start', () => {
       expect(cli.client.getServerCapabilities()).toEqual(library.client.getServerCapabilities());
       // Not vacuous: the schema is the full one.
       const [tool] = (await cli.client.listTools()).tools;
-      expect(tool).toMatchObject({ name: 'delete_file', inputSchema: { type: 'object', required: ['path'], additionalProperties: false } });
+      expect(tool).toMatchObject({
+        name: 'delete_file',
+        inputSchema: { type: 'object', required: ['path'], additionalProperties: false },
+      });
     } finally {
       await library.close();
     }
   });
 
   it('a confirmation layer that cannot be loaded: the call is answered with the internal error, nothing deleted, the reason on stderr, and the server keeps serving; control: the same call on a whole install is asked', async () => {
-    const broken = await spawnWith('failLoad.mjs', { MCP_CONFIRM_FAIL_LOAD: '/dist/guard/confirmation.js' }, ['--root', root]);
+    const broken = await spawnWith('failLoad.mjs', { MCP_CONFIRM_FAIL_LOAD: '/dist/guard/confirmation.js' }, [
+      '--root',
+      root,
+    ]);
     // The first answer and the tool list need no confirmation layer.
     expect((await broken.client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
     for (let i = 0; i < 2; i++) {
       const reply = await callTool(broken.client, { name: 'delete_file', arguments: { path: 'cache.txt' } });
-      expect(reply).toMatchObject({ kind: 'result', isError: true, text: 'Internal error in the confirmation layer; nothing was done.' });
+      expect(reply).toMatchObject({
+        kind: 'result',
+        isError: true,
+        text: 'Internal error in the confirmation layer; nothing was done.',
+      });
     }
     // A requestState cannot be verified without the layer: refused as any unverifiable state.
-    expect(await callTool(broken.client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: 'x.y.z' })).toMatchObject({
+    expect(
+      await callTool(broken.client, {
+        name: 'delete_file',
+        arguments: { path: 'cache.txt' },
+        inputResponses: ACCEPT,
+        requestState: 'x.y.z',
+      }),
+    ).toMatchObject({
       kind: 'error',
       code: -32602,
     });
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
-    await stderrSays(broken.stderr, 'mcp-confirm: the confirmation layer could not be loaded: cannot load /dist/guard/confirmation.js (test fixture failLoad.mjs)');
+    await stderrSays(
+      broken.stderr,
+      'mcp-confirm: the confirmation layer could not be loaded: cannot load /dist/guard/confirmation.js (test fixture failLoad.mjs)',
+    );
     expect((await broken.client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
     // Control: the same fixture failing a module nobody loads, and the call is asked.
-    const whole = await spawnWith('failLoad.mjs', { MCP_CONFIRM_FAIL_LOAD: '/dist/no-such-module.js' }, ['--root', root]);
+    const whole = await spawnWith('failLoad.mjs', { MCP_CONFIRM_FAIL_LOAD: '/dist/no-such-module.js' }, [
+      '--root',
+      root,
+    ]);
     asked(await callTool(whole.client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
   });
 });
@@ -278,10 +368,13 @@ describe('exit codes and messages', () => {
   it.each([
     ['does not exist', () => join(R, 'missing')],
     ['is a file', () => join(root, 'cache.txt')],
-    ['is a symbolic link', () => {
-      symlinkSync(root, join(R, 'link'));
-      return join(R, 'link');
-    }],
+    [
+      'is a symbolic link',
+      () => {
+        symlinkSync(root, join(R, 'link'));
+        return join(R, 'link');
+      },
+    ],
   ])('exits 2 naming a root that %s', async (_label, make) => {
     const bad = make();
     const r = await run(['--root', root, '--root', bad]);
@@ -331,7 +424,11 @@ describe('exit codes and messages', () => {
     ['--ttl over one day', ['--ttl', '86401'], '--ttl'],
     ['an --audience with braces', ['--audience', 'a{b}'], '--audience'],
     ['an unknown --ledger', ['--ledger', 'mongodb://x'], '--ledger'],
-    ['a --ledger SQLite file in a missing directory', ['--ledger', 'sqlite:/nonexistent-dir/ledger.db'], 'directory does not exist'],
+    [
+      'a --ledger SQLite file in a missing directory',
+      ['--ledger', 'sqlite:/nonexistent-dir/ledger.db'],
+      'directory does not exist',
+    ],
   ])('exits 2 for %s', async (_label, args, mentions) => {
     const r = await run(args[0] === 'keygen' ? args : ['--root', root, ...args]);
     expect(r.status).toBe(2);
@@ -362,7 +459,9 @@ describe('exit codes and messages', () => {
   });
 
   it('--version prints the version in package.json and exits 0, with nothing on stderr', async () => {
-    const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+    const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
     const r = await run(['--version']);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(`${version}\n`);
@@ -408,6 +507,3 @@ describe('mcp-confirm demo', () => {
     expect(out.trimEnd().split('\n').at(-1)).toBe('thesis.txt is intact.');
   });
 });
-
-
-

@@ -60,7 +60,10 @@ async function spawnCli(args: string[], fixture?: { file: string; env: Record<st
 
 /** The hold of the confirmation layer's entry module (its load waits for `hold/release`). */
 const HELD = { file: 'holdLoad.mjs', env: { MCP_CONFIRM_HOLD_LOAD: '/dist/guard/confirmation.js' } };
-const held = (): { file: string; env: Record<string, string> } => ({ ...HELD, env: { ...HELD.env, MCP_CONFIRM_HOLD_DIR: hold } });
+const held = (): { file: string; env: Record<string, string> } => ({
+  ...HELD,
+  env: { ...HELD.env, MCP_CONFIRM_HOLD_DIR: hold },
+});
 
 /** Resolves once `file` exists (an event of the other process), or fails after the process deadline. */
 async function fileAppears(file: string): Promise<void> {
@@ -79,9 +82,9 @@ async function sharedArgs(): Promise<string[]> {
   return ['--root', root, '--key-file', join(R, 'keys.json'), '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`];
 }
 
-describe('cold start under attack: calls racing the confirmation layer\'s load', () => {
+describe("cold start under attack: calls racing the confirmation layer's load", () => {
   it(
-    'cold-1: eight concurrent round-2 calls with one state, sent while the layer\'s load is held, delete the file exactly once (seven ERR_CONFIRM_SPENT); tools/list answers meanwhile and nothing acts before the load; control: the state was accepted once',
+    "cold-1: eight concurrent round-2 calls with one state, sent while the layer's load is held, delete the file exactly once (seven ERR_CONFIRM_SPENT); tools/list answers meanwhile and nothing acts before the load; control: the state was accepted once",
     async () => {
       const args = await sharedArgs();
       const asker = await spawnCli(args);
@@ -89,7 +92,12 @@ describe('cold start under attack: calls racing the confirmation layer\'s load',
       const racer = await spawnCli(args, held());
       const settled: Reply[] = [];
       const calls = Array.from({ length: 8 }, () =>
-        callTool(racer, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state }).then((r) => {
+        callTool(racer, {
+          name: 'delete_file',
+          arguments: { path: 'cache.txt' },
+          inputResponses: ACCEPT,
+          requestState: state,
+        }).then((r) => {
           settled.push(r);
           return r;
         }),
@@ -108,7 +116,12 @@ describe('cold start under attack: calls racing the confirmation layer\'s load',
       expect(existsSync(join(root, 'cache.txt'))).toBe(false);
       expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
       // The asker sees it used too.
-      const again = await callTool(asker, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+      const again = await callTool(asker, {
+        name: 'delete_file',
+        arguments: { path: 'cache.txt' },
+        inputResponses: ACCEPT,
+        requestState: state,
+      });
       expect(again.kind === 'result' && again.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     },
     TEST_TIMEOUT_MS,
@@ -122,7 +135,12 @@ describe('cold start under attack: calls racing the confirmation layer\'s load',
       const { state } = asked(await callTool(asker, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
       const racer = await spawnCli(args, held());
       const first = callTool(racer, { name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: ACCEPT });
-      const other = callTool(racer, { name: 'delete_file', arguments: { path: 'thesis.txt' }, inputResponses: ACCEPT, requestState: state });
+      const other = callTool(racer, {
+        name: 'delete_file',
+        arguments: { path: 'thesis.txt' },
+        inputResponses: ACCEPT,
+        requestState: state,
+      });
       await fileAppears(join(hold, 'held'));
       expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
       writeFileSync(join(hold, 'release'), '');
@@ -133,7 +151,14 @@ describe('cold start under attack: calls racing the confirmation layer\'s load',
       expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
       expect(existsSync(join(root, 'cache.txt'))).toBe(true);
       // Control: the state asked on the other process deletes cache.txt here, once.
-      expect(await callTool(racer, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      expect(
+        await callTool(racer, {
+          name: 'delete_file',
+          arguments: { path: 'cache.txt' },
+          inputResponses: ACCEPT,
+          requestState: state,
+        }),
+      ).toMatchObject({
         kind: 'result',
         isError: false,
       });
@@ -143,7 +168,7 @@ describe('cold start under attack: calls racing the confirmation layer\'s load',
   );
 
   it(
-    'cold-3: a 2025-era v1 client\'s first call, made while the load is held, is pushed its elicitation only after the layer loads: decline deletes nothing; control: accept deletes',
+    "cold-3: a 2025-era v1 client's first call, made while the load is held, is pushed its elicitation only after the layer loads: decline deletes nothing; control: accept deletes",
     async () => {
       const transport = new V1StdioClientTransport({
         command: process.execPath,
@@ -157,12 +182,16 @@ describe('cold start under attack: calls racing the confirmation layer\'s load',
       let answer: 'accept' | 'decline' = 'decline';
       client.setRequestHandler(ElicitRequestSchema, async (req) => {
         pushed.push((req.params as { message: string }).message);
-        return (answer === 'accept' ? { action: 'accept', content: { confirmed: true } } : { action: 'decline' }) as never;
+        return (
+          answer === 'accept' ? { action: 'accept', content: { confirmed: true } } : { action: 'decline' }
+        ) as never;
       });
       await client.connect(transport);
       closers.push(() => client.close());
       const call = (path: string) =>
-        client.callTool({ name: 'delete_file', arguments: { path } }, undefined, { timeout: PROCESS_DEADLINE_MS }) as Promise<{ content: Array<{ text?: string }>; isError?: boolean }>;
+        client.callTool({ name: 'delete_file', arguments: { path } }, undefined, {
+          timeout: PROCESS_DEADLINE_MS,
+        }) as Promise<{ content: Array<{ text?: string }>; isError?: boolean }>;
       const declined = call('cache.txt');
       await fileAppears(join(hold, 'held'));
       expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
@@ -188,15 +217,32 @@ describe('cold start under attack: calls racing the confirmation layer\'s load',
       const args = await sharedArgs();
       const asker = await spawnCli(args);
       const { state } = asked(await callTool(asker, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-      const broken = await spawnCli(args, { file: 'failLoad.mjs', env: { MCP_CONFIRM_FAIL_LOAD: '/dist/guard/confirmation.js' } });
+      const broken = await spawnCli(args, {
+        file: 'failLoad.mjs',
+        env: { MCP_CONFIRM_FAIL_LOAD: '/dist/guard/confirmation.js' },
+      });
       for (let i = 0; i < 2; i++) {
-        expect(await callTool(broken, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({
+        expect(
+          await callTool(broken, {
+            name: 'delete_file',
+            arguments: { path: 'cache.txt' },
+            inputResponses: ACCEPT,
+            requestState: state,
+          }),
+        ).toMatchObject({
           kind: 'error',
           code: -32602,
         });
       }
       expect(existsSync(join(root, 'cache.txt'))).toBe(true);
-      expect(await callTool(asker, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      expect(
+        await callTool(asker, {
+          name: 'delete_file',
+          arguments: { path: 'cache.txt' },
+          inputResponses: ACCEPT,
+          requestState: state,
+        }),
+      ).toMatchObject({
         kind: 'result',
         isError: false,
       });

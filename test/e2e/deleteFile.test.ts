@@ -5,7 +5,19 @@
  * Attack rounds are driven by hand.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -46,8 +58,10 @@ async function serve(options: Partial<DemoServerOptions> = {}, clientOptions: Pa
   return { ...built, c, store };
 }
 
-const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) => c.call('delete_file', { path }, extra);
-const code = (reply: Reply): string | undefined => (reply.kind === 'result' ? /^\[([A-Z_]+)\]/.exec(reply.text)?.[1] : undefined);
+const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) =>
+  c.call('delete_file', { path }, extra);
+const code = (reply: Reply): string | undefined =>
+  reply.kind === 'result' ? /^\[([A-Z_]+)\]/.exec(reply.text)?.[1] : undefined;
 
 function expectRefused(reply: Reply, errorCode: string): void {
   expect(reply.kind, JSON.stringify(reply)).toBe('result');
@@ -71,7 +85,11 @@ describe('the happy path', () => {
     const { c } = await serve();
     const { state } = asked(await del(c, 'cache.txt'));
     const reply = await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state });
-    expect(reply).toMatchObject({ kind: 'result', isError: false, text: `Deleted \`${join(root, 'cache.txt')}\` (5 bytes).` });
+    expect(reply).toMatchObject({
+      kind: 'result',
+      isError: false,
+      text: `Deleted \`${join(root, 'cache.txt')}\` (5 bytes).`,
+    });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
     expect(readdir(root)).not.toContain(expect.stringContaining('quarantine'));
   });
@@ -84,12 +102,20 @@ describe('the happy path', () => {
     expect(one.message).toContain(' Size: 1 byte. This cannot be undone.');
     expect(one.message).not.toContain('1 bytes');
     const done = await del(c, 'one.txt', { inputResponses: ACCEPT, requestState: one.state });
-    expect(done).toMatchObject({ kind: 'result', isError: false, text: `Deleted \`${join(root, 'one.txt')}\` (1 byte).` });
+    expect(done).toMatchObject({
+      kind: 'result',
+      isError: false,
+      text: `Deleted \`${join(root, 'one.txt')}\` (1 byte).`,
+    });
     // Control: other sizes keep the plural.
     const empty = asked(await del(c, 'empty.txt'));
     expect(empty.message).toContain(' Size: 0 bytes. This cannot be undone.');
     const gone = await del(c, 'empty.txt', { inputResponses: ACCEPT, requestState: empty.state });
-    expect(gone).toMatchObject({ kind: 'result', isError: false, text: `Deleted \`${join(root, 'empty.txt')}\` (0 bytes).` });
+    expect(gone).toMatchObject({
+      kind: 'result',
+      isError: false,
+      text: `Deleted \`${join(root, 'empty.txt')}\` (0 bytes).`,
+    });
   });
 
   it('names a hostile file in the success result without raw controls, bidi or line breaks (no injection into the model)', async () => {
@@ -109,7 +135,10 @@ describe('the happy path', () => {
     const { c } = await serve();
     const path = join(root, 'notes', 'cache.txt');
     const { state } = asked(await del(c, path));
-    expect(await del(c, path, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(await del(c, path, { inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
     expect(existsSync(path)).toBe(false);
   });
 
@@ -130,7 +159,12 @@ describe('the happy path', () => {
     const { c } = await serve();
     const { tools } = await c.client.listTools();
     const tool = tools.find((t) => t.name === 'delete_file');
-    expect(tool?.annotations).toMatchObject({ destructiveHint: true, readOnlyHint: false, idempotentHint: false, openWorldHint: false });
+    expect(tool?.annotations).toMatchObject({
+      destructiveHint: true,
+      readOnlyHint: false,
+      idempotentHint: false,
+      openWorldHint: false,
+    });
     expect(tool?.inputSchema).toMatchObject({ type: 'object', required: ['path'], additionalProperties: false });
   });
 });
@@ -143,17 +177,32 @@ describe('binding (bind-1, replay)', () => {
   it('refuses the approval for notes/cache.txt moved onto notes/thesis.txt, and onto notes/./cache.txt; the control succeeds once', async () => {
     const { c } = await serve();
     const { state } = asked(await del(c, 'notes/cache.txt'));
-    expectRefused(await del(c, 'notes/thesis.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_MISMATCH');
-    expectRefused(await del(c, 'notes/./cache.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_MISMATCH');
+    expectRefused(
+      await del(c, 'notes/thesis.txt', { inputResponses: ACCEPT, requestState: state }),
+      'ERR_CONFIRM_MISMATCH',
+    );
+    expectRefused(
+      await del(c, 'notes/./cache.txt', { inputResponses: ACCEPT, requestState: state }),
+      'ERR_CONFIRM_MISMATCH',
+    );
     expect(readFileSync(join(root, 'notes', 'thesis.txt'), 'utf8')).toBe('notes thesis');
-    expect(await del(c, 'notes/cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
-    expectRefused(await del(c, 'notes/cache.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_SPENT');
+    expect(await del(c, 'notes/cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
+    expectRefused(
+      await del(c, 'notes/cache.txt', { inputResponses: ACCEPT, requestState: state }),
+      'ERR_CONFIRM_SPENT',
+    );
   });
 
   it('refuses an approval replayed after the file was recreated with ERR_CONFIRM_SPENT, leaving the new file', async () => {
     const { c } = await serve();
     const { state } = asked(await del(c, 'cache.txt'));
-    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
     writeFileSync(join(root, 'cache.txt'), 'cache');
     expectRefused(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_SPENT');
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
@@ -162,7 +211,9 @@ describe('binding (bind-1, replay)', () => {
   it('deletes exactly once when one accepted round 2 is fired 32 times at once (spend-1)', async () => {
     const { c } = await serve();
     const { state } = asked(await del(c, 'cache.txt'));
-    const replies = await Promise.all(Array.from({ length: 32 }, () => del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })));
+    const replies = await Promise.all(
+      Array.from({ length: 32 }, () => del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })),
+    );
     expect(replies.filter((r) => r.kind === 'result' && !r.isError)).toHaveLength(1);
     expect(replies.filter((r) => code(r) === 'ERR_CONFIRM_SPENT')).toHaveLength(31);
   });
@@ -171,12 +222,21 @@ describe('binding (bind-1, replay)', () => {
     let nowMs = Date.now();
     const { c } = await serve({ now: () => nowMs, ttlSeconds: 30 });
     const { state } = asked(await del(c, 'cache.txt'));
-    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: tamper(state) })).toMatchObject({ kind: 'error', code: -32602 });
+    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: tamper(state) })).toMatchObject({
+      kind: 'error',
+      code: -32602,
+    });
     nowMs += 30_000;
-    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'error', code: -32602 });
+    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'error',
+      code: -32602,
+    });
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
     const fresh = asked(await del(c, 'cache.txt'));
-    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: fresh.state })).toMatchObject({ kind: 'result', isError: false });
+    expect(await del(c, 'cache.txt', { inputResponses: ACCEPT, requestState: fresh.state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
   });
 
   it('refuses a state from a server with another audience and another key (bind-7 audience; other key)', async () => {
@@ -186,10 +246,19 @@ describe('binding (bind-1, replay)', () => {
     const b = await serve({ keys, store: ledger, audience: 'host-b' });
     const stranger = await serve({ store: ledger, audience: 'host-a' });
     const { state } = asked(await del(a.c, 'cache.txt'));
-    expect(await del(b.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'error', code: -32602 });
-    expect(await del(stranger.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'error', code: -32602 });
+    expect(await del(b.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'error',
+      code: -32602,
+    });
+    expect(await del(stranger.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'error',
+      code: -32602,
+    });
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
-    expect(await del(a.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(await del(a.c, 'cache.txt', { inputResponses: ACCEPT, requestState: state })).toMatchObject({
+      kind: 'result',
+      isError: false,
+    });
   });
 
   it('asks again when round 2 comes without a state, or with the answer only (bind-4)', async () => {
@@ -219,7 +288,11 @@ describe('refused before asking', () => {
     ['a path outside the roots', () => join(outside, 'victim.txt'), 'ERR_CONFIRM_OUTSIDE_ROOTS'],
     ['.. out of the root', () => '../outside/victim.txt', 'ERR_CONFIRM_OUTSIDE_ROOTS'],
     ['a prefix sibling R/allowed_evil (fs-1)', () => join(R, 'allowed_evil', 'x.txt'), 'ERR_CONFIRM_OUTSIDE_ROOTS'],
-    ['R/allowed/../allowed_evil/x.txt (fs-1)', () => join(root, '..', 'allowed_evil', 'x.txt'), 'ERR_CONFIRM_OUTSIDE_ROOTS'],
+    [
+      'R/allowed/../allowed_evil/x.txt (fs-1)',
+      () => join(root, '..', 'allowed_evil', 'x.txt'),
+      'ERR_CONFIRM_OUTSIDE_ROOTS',
+    ],
     ['relative ../allowed-x/x.txt (fs-1)', () => '../allowed-x/x.txt', 'ERR_CONFIRM_OUTSIDE_ROOTS'],
     ['a directory', () => 'notes', 'ERR_CONFIRM_NOT_REGULAR_FILE'],
     ['the root itself', () => root, 'ERR_CONFIRM_NOT_REGULAR_FILE'],
@@ -321,7 +394,10 @@ describe('the re-check before acting', () => {
       const reply = await del(c, 'locked/keep.txt', { inputResponses: ACCEPT, requestState: state });
       expectRefused(reply, 'ERR_CONFIRM_OS');
       if (reply.kind === 'result') expect(reply.text).toMatch(/EPERM|EACCES/);
-      expectRefused(await del(c, 'locked/keep.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_SPENT');
+      expectRefused(
+        await del(c, 'locked/keep.txt', { inputResponses: ACCEPT, requestState: state }),
+        'ERR_CONFIRM_SPENT',
+      );
     } finally {
       unlockDirectory(dir);
     }
@@ -344,10 +420,16 @@ describe('two eras', () => {
   it('deletes for a 2025-era v1 client that accepts the legacy elicitation, and not for one that declines', async () => {
     const built = await createDemoServer({ roots: [root] });
     const yes = await connectV1(built.factory, { answer: () => ({ action: 'accept', content: { confirmed: true } }) });
-    expect(await yes.callTool('delete_file', { path: 'cache.txt' })).toEqual({ text: `Deleted \`${join(root, 'cache.txt')}\` (5 bytes).`, isError: false });
+    expect(await yes.callTool('delete_file', { path: 'cache.txt' })).toEqual({
+      text: `Deleted \`${join(root, 'cache.txt')}\` (5 bytes).`,
+      isError: false,
+    });
     expect(yes.asked[0]).toContain('cache.txt');
     const no = await connectV1(built.factory, { answer: () => ({ action: 'decline' }) });
-    expect(await no.callTool('delete_file', { path: 'thesis.txt' })).toEqual({ text: 'You declined; nothing was deleted.', isError: false });
+    expect(await no.callTool('delete_file', { path: 'thesis.txt' })).toEqual({
+      text: 'You declined; nothing was deleted.',
+      isError: false,
+    });
     expect(existsSync(join(root, 'thesis.txt'))).toBe(true);
     await yes.close();
     await no.close();

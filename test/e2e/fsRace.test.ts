@@ -16,7 +16,17 @@
  * without RENAME_EXCHANGE, fails the test: it never skips.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -130,10 +140,16 @@ async function serve(): Promise<Connected> {
   return c;
 }
 
-const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) => c.call('delete_file', { path }, extra);
-const codeOf = (reply: Reply): string | undefined => (reply.kind === 'result' && reply.isError ? /^\[([A-Z_]+)\] /.exec(reply.text)?.[1] : undefined);
+const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) =>
+  c.call('delete_file', { path }, extra);
+const codeOf = (reply: Reply): string | undefined =>
+  reply.kind === 'result' && reply.isError ? /^\[([A-Z_]+)\] /.exec(reply.text)?.[1] : undefined;
 const isDeletion = (reply: Reply, planted: string): boolean =>
-  reply.kind === 'result' && !reply.isError && reply.text.startsWith('Deleted ') && reply.text.includes(planted) && reply.text.endsWith('(8 bytes).');
+  reply.kind === 'result' &&
+  !reply.isError &&
+  reply.text.startsWith('Deleted ') &&
+  reply.text.includes(planted) &&
+  reply.text.endsWith('(8 bytes).');
 
 /** Re-creates the planted file if it is missing; create-only, so it never replaces or writes through anything. */
 function replant(planted: string): void {
@@ -154,8 +170,13 @@ interface SwapReport {
  * Starts the flipper swapping root/a and root/a_alt until told to stop: `progress()` is its last
  * progress line; `stop()` signals it and resolves its last line once it has ended.
  */
-function startFlipper(): { progress: () => SwapReport; stop: () => Promise<{ status: number | null; report: SwapReport; stderr: string }> } {
-  const child = spawn(flipperBin, [join(root, 'a'), join(root, 'a_alt'), String(MAX_SWAPS)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startFlipper(): {
+  progress: () => SwapReport;
+  stop: () => Promise<{ status: number | null; report: SwapReport; stderr: string }>;
+} {
+  const child = spawn(flipperBin, [join(root, 'a'), join(root, 'a_alt'), String(MAX_SWAPS)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   flipper = child;
   let out = '';
   let err = '';
@@ -267,7 +288,10 @@ describe.each([
     const c = await serve();
     const first = await del(c, path);
     expect(first.kind, JSON.stringify(first)).toBe('input_required');
-    const second = await del(c, path, { inputResponses: ACCEPT, requestState: first.kind === 'input_required' ? first.state : undefined });
+    const second = await del(c, path, {
+      inputResponses: ACCEPT,
+      requestState: first.kind === 'input_required' ? first.state : undefined,
+    });
     expect(isDeletion(second, planted), JSON.stringify(second)).toBe(true);
     expect(() => lstatSync(planted)).toThrow(/ENOENT/);
     await expectVictimIntact(before, victimIds);

@@ -35,10 +35,7 @@ async function serveHttp() {
   /** A client whose every request reaches the handler as the given user would after token verification. */
   const clientAs = async (auth: AuthInfo): Promise<Client> => {
     const fetchAs: typeof fetch = async (input, init) => handler.fetch(new Request(input, init), { authInfo: auth });
-    const client = new Client(
-      { name: `http-${auth.token}`, version: '0.0.0' },
-      MANUAL_CLIENT_OPTIONS,
-    );
+    const client = new Client({ name: `http-${auth.token}`, version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
     await client.connect(new StreamableHTTPClientTransport(new URL('http://mcp.example.test/mcp'), { fetch: fetchAs }));
     closers.push(() => client.close());
     return client;
@@ -46,7 +43,12 @@ async function serveHttp() {
   return { clientAs };
 }
 
-const user = (name: string, extra: Record<string, unknown> = { sub: name }): AuthInfo => ({ token: `token-${name}`, clientId: 'notes-app', scopes: ['mcp'], extra });
+const user = (name: string, extra: Record<string, unknown> = { sub: name }): AuthInfo => ({
+  token: `token-${name}`,
+  clientId: 'notes-app',
+  scopes: ['mcp'],
+  extra,
+});
 
 describe('over HTTP, a state is bound to the user who was asked (bind-7)', () => {
   it('refuses with -32602 a state minted for user U1 presented by user U2 of the same OAuth client; U1 then redeems it', async () => {
@@ -54,10 +56,20 @@ describe('over HTTP, a state is bound to the user who was asked (bind-7)', () =>
     const alice = await clientAs(user('alice'));
     const mallory = await clientAs(user('mallory'));
     const { state } = asked(await callTool(alice, { name: 'delete_file', arguments: { path: 'report.txt' } }));
-    const stolen = await callTool(mallory, { name: 'delete_file', arguments: { path: 'report.txt' }, inputResponses: ACCEPT, requestState: state });
+    const stolen = await callTool(mallory, {
+      name: 'delete_file',
+      arguments: { path: 'report.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(stolen).toMatchObject({ kind: 'error', code: -32602 });
     expect(existsSync(join(root, 'report.txt'))).toBe(true);
-    const own = await callTool(alice, { name: 'delete_file', arguments: { path: 'report.txt' }, inputResponses: ACCEPT, requestState: state });
+    const own = await callTool(alice, {
+      name: 'delete_file',
+      arguments: { path: 'report.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(own).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'report.txt'))).toBe(false);
   });
@@ -67,7 +79,12 @@ describe('over HTTP, a state is bound to the user who was asked (bind-7)', () =>
     const first = await clientAs(user('first', {}));
     const second = await clientAs(user('second', {}));
     const { state } = asked(await callTool(first, { name: 'delete_file', arguments: { path: 'report.txt' } }));
-    const other = await callTool(second, { name: 'delete_file', arguments: { path: 'report.txt' }, inputResponses: ACCEPT, requestState: state });
+    const other = await callTool(second, {
+      name: 'delete_file',
+      arguments: { path: 'report.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(other).toMatchObject({ kind: 'result', isError: false });
   });
 });

@@ -45,16 +45,25 @@ async function serve(extra: string[] = []): Promise<HttpServerProcess> {
 describe('mcp-confirm --http serves both protocol eras at /mcp', () => {
   it('a 2025-era v1 client (StreamableHTTPClientTransport) is asked through a pushed elicitation/create and deletes the file once', async () => {
     const server = await serve();
-    const { client, asked: questions } = await connectLegacy(server.url, async () => ({ action: 'accept', content: { confirmed: true } }));
+    const { client, asked: questions } = await connectLegacy(server.url, async () => ({
+      action: 'accept',
+      content: { confirmed: true },
+    }));
     cleanups.push(() => client.close());
-    const first = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    const first = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as {
+      content: Array<{ text?: string }>;
+      isError?: boolean;
+    };
     expect(first.isError ?? false).toBe(false);
     expect(first.content[0]?.text).toMatch(/^Deleted `.*cache\.txt` \(5 bytes\)\.$/);
     expect(questions).toHaveLength(1);
     expect(questions[0]).toContain('cache.txt');
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
     // Once: the same call again is refused before asking (the file is gone).
-    const again = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    const again = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as {
+      content: Array<{ text?: string }>;
+      isError?: boolean;
+    };
     expect(again.isError).toBe(true);
     expect(again.content[0]?.text).toMatch(/^\[ERR_CONFIRM_GONE\]/);
     expect(questions).toHaveLength(1);
@@ -64,7 +73,10 @@ describe('mcp-confirm --http serves both protocol eras at /mcp', () => {
     const server = await serve();
     const { client, asked: questions } = await connectLegacy(server.url, async () => ({ action: 'decline' }));
     cleanups.push(() => client.close());
-    const r = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    const r = (await client.callTool({ name: 'delete_file', arguments: { path: 'cache.txt' } })) as {
+      content: Array<{ text?: string }>;
+      isError?: boolean;
+    };
     expect(r.content[0]?.text).toContain('nothing was deleted');
     expect(questions).toHaveLength(1);
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
@@ -77,11 +89,21 @@ describe('mcp-confirm --http serves both protocol eras at /mcp', () => {
     const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
     expect(message).toContain('cache.txt');
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
-    const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const done = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
     writeFileSync(join(root, 'cache.txt'), 'cache');
-    const replay = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const replay = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
   });
@@ -159,16 +181,29 @@ describe('graceful SIGTERM', () => {
 });
 
 describe('Host and Origin checks (DNS rebinding)', () => {
-  const headersWith = (extra: Record<string, string>) => ({ 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...extra });
+  const headersWith = (extra: Record<string, string>) => ({
+    'Content-Type': 'application/json',
+    Accept: 'application/json, text/event-stream',
+    ...extra,
+  });
 
   it('dns-rebinding: Host evil.example.com with that Origin gets 403; the same request with the bound Host gets 200', async () => {
     const server = await serve();
-    const evil = await rawRequest(server.url, { headers: headersWith({ Host: 'evil.example.com', Origin: 'http://evil.example.com' }), body: LEGACY_INITIALIZE });
+    const evil = await rawRequest(server.url, {
+      headers: headersWith({ Host: 'evil.example.com', Origin: 'http://evil.example.com' }),
+      body: LEGACY_INITIALIZE,
+    });
     expect(evil.status).toBe(403);
     expect(evil.headers['mcp-session-id']).toBeUndefined();
-    const evilHostOnly = await rawRequest(server.url, { headers: headersWith({ Host: `evil.example.com:${server.url.port}` }), body: LEGACY_INITIALIZE });
+    const evilHostOnly = await rawRequest(server.url, {
+      headers: headersWith({ Host: `evil.example.com:${server.url.port}` }),
+      body: LEGACY_INITIALIZE,
+    });
     expect(evilHostOnly.status).toBe(403);
-    const control = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host }), body: LEGACY_INITIALIZE });
+    const control = await rawRequest(server.url, {
+      headers: headersWith({ Host: server.url.host }),
+      body: LEGACY_INITIALIZE,
+    });
     expect(control.status).toBe(200);
     expect(control.headers['mcp-session-id']).toEqual(expect.any(String));
   });
@@ -176,12 +211,21 @@ describe('Host and Origin checks (DNS rebinding)', () => {
   it('answers a malformed Host (credentials in it) with 400 without echoing it, on /mcp and /healthz; control: the bound Host', async () => {
     const server = await serve();
     for (const path of ['/mcp', '/healthz']) {
-      const bad = await rawRequest(server.url, { path, method: path === '/mcp' ? 'POST' : 'GET', headers: headersWith({ Host: '127.0.0.1@evil.example.com' }), ...(path === '/mcp' ? { body: LEGACY_INITIALIZE } : {}) });
+      const bad = await rawRequest(server.url, {
+        path,
+        method: path === '/mcp' ? 'POST' : 'GET',
+        headers: headersWith({ Host: '127.0.0.1@evil.example.com' }),
+        ...(path === '/mcp' ? { body: LEGACY_INITIALIZE } : {}),
+      });
       expect(bad.status).toBe(400);
       expect(bad.body).not.toContain('evil.example.com');
     }
     expect(server.stderr()).not.toContain('evil.example.com');
-    const control = await rawRequest(server.url, { path: '/healthz', method: 'GET', headers: { Host: server.url.host } });
+    const control = await rawRequest(server.url, {
+      path: '/healthz',
+      method: 'GET',
+      headers: { Host: server.url.host },
+    });
     expect(control.status).toBe(200);
   });
 
@@ -194,12 +238,31 @@ describe('Host and Origin checks (DNS rebinding)', () => {
       params: {
         name: 'delete_file',
         arguments: { path: 'cache.txt' },
-        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+        },
       },
     });
-    const evil = await rawRequest(server.url, { headers: headersWith({ Host: 'evil.example.com', 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'delete_file' }), body: call });
+    const evil = await rawRequest(server.url, {
+      headers: headersWith({
+        Host: 'evil.example.com',
+        'MCP-Protocol-Version': '2026-07-28',
+        'Mcp-Method': 'tools/call',
+        'Mcp-Name': 'delete_file',
+      }),
+      body: call,
+    });
     expect(evil.status).toBe(403);
-    const control = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'delete_file' }), body: call });
+    const control = await rawRequest(server.url, {
+      headers: headersWith({
+        Host: server.url.host,
+        'MCP-Protocol-Version': '2026-07-28',
+        'Mcp-Method': 'tools/call',
+        'Mcp-Name': 'delete_file',
+      }),
+      body: call,
+    });
     expect(control.status).toBe(200);
     expect(control.body).toContain('input_required');
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);
@@ -207,11 +270,20 @@ describe('Host and Origin checks (DNS rebinding)', () => {
 
   it('refuses a present Origin of another host with 403; an Origin of the bound host passes', async () => {
     const server = await serve();
-    const foreign = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, Origin: 'https://evil.example.com' }), body: LEGACY_INITIALIZE });
+    const foreign = await rawRequest(server.url, {
+      headers: headersWith({ Host: server.url.host, Origin: 'https://evil.example.com' }),
+      body: LEGACY_INITIALIZE,
+    });
     expect(foreign.status).toBe(403);
-    const opaque = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, Origin: 'null' }), body: LEGACY_INITIALIZE });
+    const opaque = await rawRequest(server.url, {
+      headers: headersWith({ Host: server.url.host, Origin: 'null' }),
+      body: LEGACY_INITIALIZE,
+    });
     expect(opaque.status).toBe(403);
-    const own = await rawRequest(server.url, { headers: headersWith({ Host: server.url.host, Origin: `http://${server.url.host}` }), body: LEGACY_INITIALIZE });
+    const own = await rawRequest(server.url, {
+      headers: headersWith({ Host: server.url.host, Origin: `http://${server.url.host}` }),
+      body: LEGACY_INITIALIZE,
+    });
     expect(own.status).toBe(200);
   });
 
@@ -221,7 +293,10 @@ describe('Host and Origin checks (DNS rebinding)', () => {
       const r = await rawRequest(server.url, { headers: headersWith({ Host: host }), body: LEGACY_INITIALIZE });
       expect(r.status, host).toBe(200);
     }
-    const other = await rawRequest(server.url, { headers: headersWith({ Host: `other.internal.example:${server.url.port}` }), body: LEGACY_INITIALIZE });
+    const other = await rawRequest(server.url, {
+      headers: headersWith({ Host: `other.internal.example:${server.url.port}` }),
+      body: LEGACY_INITIALIZE,
+    });
     expect(other.status).toBe(403);
   });
 });
@@ -242,9 +317,21 @@ describe('operations: /healthz and /metrics', () => {
     const client = await connectModern(server.url);
     cleanups.push(() => client.close());
     const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-    expect(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await callTool(client, {
+        name: 'delete_file',
+        arguments: { path: 'cache.txt' },
+        inputResponses: ACCEPT,
+        requestState: state,
+      }),
+    ).toMatchObject({ kind: 'result', isError: false });
     writeFileSync(join(root, 'cache.txt'), 'cache');
-    const replay = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const replay = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     const r = await fetch(new URL('/metrics', server.url));
     expect(r.status).toBe(200);

@@ -28,7 +28,16 @@ import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { freePort, HAPROXY_CFG, haproxyPath, LB_HOST, MAIN, REPO, startDeployment, type Deployment } from '../../bench/lbDeployment.js';
+import {
+  freePort,
+  HAPROXY_CFG,
+  haproxyPath,
+  LB_HOST,
+  MAIN,
+  REPO,
+  startDeployment,
+  type Deployment,
+} from '../../bench/lbDeployment.js';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import { stderrSays } from '../helpers/processes.js';
@@ -44,7 +53,10 @@ const closers: Array<() => Promise<unknown>> = [];
 
 function redisUrl(): string {
   const url = process.env.REDIS_URL;
-  if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+  if (!url)
+    throw new Error(
+      'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+    );
   return url;
 }
 
@@ -53,14 +65,26 @@ beforeAll(async () => {
   R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-lb-')));
   root = join(R, 'root');
   mkdirSync(root);
-  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', 'lb1'], { encoding: 'utf8', timeout: PROCESS_DEADLINE_MS });
+  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', 'lb1'], {
+    encoding: 'utf8',
+    timeout: PROCESS_DEADLINE_MS,
+  });
   const keyFile = join(R, 'keys.json');
   writeFileSync(keyFile, stdout, { mode: 0o600 });
   const pair = await generateKeyPair('RS256', { extractable: true });
   privateKey = pair.privateKey;
   const jwksPath = join(R, 'jwks.json');
-  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
-  deployment = await startDeployment({ root, keyFile, redisUrl: redisUrl(), audience: `lb-${randomUUID()}`, auth: { issuer: ISSUER, jwksPath } });
+  writeFileSync(
+    jwksPath,
+    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+  );
+  deployment = await startDeployment({
+    root,
+    keyFile,
+    redisUrl: redisUrl(),
+    audience: `lb-${randomUUID()}`,
+    auth: { issuer: ISSUER, jwksPath },
+  });
 }, TIMEOUT_MS);
 
 afterAll(async () => {
@@ -123,7 +147,11 @@ async function modernClient(sub: string, hops: Hop[], url = deployment.url): Pro
   return client;
 }
 
-async function legacyClient(sub: string, hops: Hop[], url = deployment.url): Promise<{ client: V1Client; questions: string[] }> {
+async function legacyClient(
+  sub: string,
+  hops: Hop[],
+  url = deployment.url,
+): Promise<{ client: V1Client; questions: string[] }> {
   const client = new V1Client({ name: 'lb-legacy', version: '0.0.0' }, { capabilities: { elicitation: { form: {} } } });
   const questions: string[] = [];
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
@@ -175,7 +203,12 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
       const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: name } }));
       expect(message).toContain(name);
       expect(existsSync(join(root, name))).toBe(true);
-      const done = await callTool(client, { name: 'delete_file', arguments: { path: name }, inputResponses: ACCEPT, requestState: state });
+      const done = await callTool(client, {
+        name: 'delete_file',
+        arguments: { path: name },
+        inputResponses: ACCEPT,
+        requestState: state,
+      });
       expect(done).toMatchObject({ kind: 'result', isError: false });
       expect(existsSync(join(root, name))).toBe(false);
 
@@ -191,8 +224,15 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
 
       // Once: the same state again (wherever it lands) is spent.
       writeFileSync(join(root, name), 'again');
-      const replay = await callTool(client, { name: 'delete_file', arguments: { path: name }, inputResponses: ACCEPT, requestState: state });
-      expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]'), JSON.stringify(replay)).toBe(true);
+      const replay = await callTool(client, {
+        name: 'delete_file',
+        arguments: { path: name },
+        inputResponses: ACCEPT,
+        requestState: state,
+      });
+      expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]'), JSON.stringify(replay)).toBe(
+        true,
+      );
       expect(existsSync(join(root, name))).toBe(true);
       // The replay went to a replica too, and both replicas answered this client.
       expect(new Set(hops.slice(asking).map((h) => h.replica))).toEqual(new Set(['r1', 'r2']));
@@ -206,7 +246,10 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
       const hops: Hop[] = [];
       const { client, questions } = await legacyClient('u1', hops);
       const name = file('legacy.txt');
-      const r = (await client.callTool({ name: 'delete_file', arguments: { path: name } })) as { content: Array<{ text?: string }>; isError?: boolean };
+      const r = (await client.callTool({ name: 'delete_file', arguments: { path: name } })) as {
+        content: Array<{ text?: string }>;
+        isError?: boolean;
+      };
       expect(r.isError ?? false, JSON.stringify(r)).toBe(false);
       expect(r.content[0]?.text).toMatch(/^Deleted `.*legacy\.txt` \(\d+ bytes\)\.$/);
       expect(questions).toHaveLength(1);
@@ -224,7 +267,10 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
       expect(hops.filter((h) => h.kind !== 'GET').length).toBeGreaterThanOrEqual(4); // initialize, initialized, tools/call, the answer
 
       // Once: asking again refuses before asking (the file is gone).
-      const again = (await client.callTool({ name: 'delete_file', arguments: { path: name } })) as { content: Array<{ text?: string }>; isError?: boolean };
+      const again = (await client.callTool({ name: 'delete_file', arguments: { path: name } })) as {
+        content: Array<{ text?: string }>;
+        isError?: boolean;
+      };
       expect(again.isError).toBe(true);
       expect(again.content[0]?.text).toMatch(/^\[ERR_CONFIRM_GONE\]/);
       expect(questions).toHaveLength(1);
@@ -241,13 +287,25 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
       const u2 = await modernClient('u2', hopsU2);
       const name = file('bind7.txt');
       const { state } = asked(await callTool(u1, { name: 'delete_file', arguments: { path: name } }));
-      const stolen = await callTool(u2, { name: 'delete_file', arguments: { path: name }, inputResponses: ACCEPT, requestState: state });
+      const stolen = await callTool(u2, {
+        name: 'delete_file',
+        arguments: { path: name },
+        inputResponses: ACCEPT,
+        requestState: state,
+      });
       expect(stolen).toMatchObject({ kind: 'error', code: -32602 });
       expect(existsSync(join(root, name))).toBe(true);
-      const own = await callTool(u1, { name: 'delete_file', arguments: { path: name }, inputResponses: ACCEPT, requestState: state });
+      const own = await callTool(u1, {
+        name: 'delete_file',
+        arguments: { path: name },
+        inputResponses: ACCEPT,
+        requestState: state,
+      });
       expect(own).toMatchObject({ kind: 'result', isError: false });
       expect(existsSync(join(root, name))).toBe(false);
-      expect(hopsU2.filter((h) => h.kind === 'tools/call').map((h) => h.replica)).toEqual([expect.stringMatching(/^r[12]$/)]);
+      expect(hopsU2.filter((h) => h.kind === 'tools/call').map((h) => h.replica)).toEqual([
+        expect.stringMatching(/^r[12]$/),
+      ]);
     },
     TIMEOUT_MS,
   );
@@ -283,7 +341,10 @@ describe('two --http replicas sharing keys and a Redis ledger behind HAProxy', (
       const url = new URL(`http://${LB_HOST}:${port}/mcp`);
       for (;;) {
         if (lb.exitCode !== null) throw new Error('haproxy (unpinned) exited during start-up');
-        const ok = await fetch(new URL('/healthz', url)).then((r) => r.status === 200, () => false);
+        const ok = await fetch(new URL('/healthz', url)).then(
+          (r) => r.status === 200,
+          () => false,
+        );
         if (ok) break;
         await new Promise((r) => setTimeout(r, 50));
       }

@@ -20,7 +20,15 @@ import { wrapStore, type ConfirmStore } from '../../src/store/confirmStore.js';
 import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { RedisLedger } from '../../src/store/redis.js';
 import { SqliteLedger } from '../../src/store/sqlite.js';
-import { ACCEPT, asked, callTool, connect, MANUAL_CLIENT_OPTIONS, type Connected, type Reply } from '../helpers/harness.js';
+import {
+  ACCEPT,
+  asked,
+  callTool,
+  connect,
+  MANUAL_CLIENT_OPTIONS,
+  type Connected,
+  type Reply,
+} from '../helpers/harness.js';
 import { signalRedis, startRedis, type OwnRedis } from '../store/redisServer.js';
 import { holdWriteLock, type WriteLock } from '../store/sqliteLock.js';
 import { InPlaceStdioTransport } from '../helpers/processes.js';
@@ -80,7 +88,11 @@ async function serveInMemory(ledger: ConfirmStore): Promise<Connected> {
 
 describe('hard-1: a locked SQLite ledger', () => {
   it('hard-1: with --ledger sqlite:DB held in BEGIN IMMEDIATE by another process, tools/list answers before round 1, which is refused with ERR_CONFIRM_LEDGER_UNAVAILABLE; nothing deleted; after the lock the same call works', async () => {
-    const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, '--root', root, '--ledger', `sqlite:${db}`], stderr: 'pipe' });
+    const transport = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: [MAIN, '--root', root, '--ledger', `sqlite:${db}`],
+      stderr: 'pipe',
+    });
     const client = new Client({ name: 'hard-1', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
     await client.connect(transport);
     cleanups.push(() => client.close());
@@ -106,7 +118,12 @@ describe('hard-1: a locked SQLite ledger', () => {
 
     // Control: the lock is gone, the same call asks, and the accepted retry deletes once.
     const { state } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' } }));
-    const done = await callTool(client, { name: 'delete_file', arguments: { path: 'cache.txt' }, inputResponses: ACCEPT, requestState: state });
+    const done = await callTool(client, {
+      name: 'delete_file',
+      arguments: { path: 'cache.txt' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
   });
@@ -135,7 +152,10 @@ describe('hard-1: a locked SQLite ledger', () => {
     const done = await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(existsSync(join(root, 'cache.txt'))).toBe(false);
-    expectRefused(await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_SPENT');
+    expectRefused(
+      await c.call('delete_file', { path: 'cache.txt' }, { inputResponses: ACCEPT, requestState: state }),
+      'ERR_CONFIRM_SPENT',
+    );
   });
 });
 

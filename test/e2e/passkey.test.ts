@@ -7,7 +7,17 @@
  * approving U2's call over HTTP is tested in passkeyHttp.test.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
@@ -30,7 +40,8 @@ import {
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const DOCS = resolve(import.meta.dirname, '../../docs');
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 const URL_RE = /http:\/\/localhost:[0-9]+\/approve\/[A-Za-z0-9_-]+/;
 
 let dir: string;
@@ -52,7 +63,9 @@ function startEnrol(args: string[]): Promise<Enrolment> {
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exit = new Promise<{ code: number | null; stderr: string }>((res) => child.once('exit', (code) => res({ code, stderr })));
+  const exit = new Promise<{ code: number | null; stderr: string }>((res) =>
+    child.once('exit', (code) => res({ code, stderr })),
+  );
   return new Promise((res, rej) => {
     const lines = createInterface({ input: child.stdout! });
     lines.once('line', (url) => res({ url, exit }));
@@ -75,10 +88,22 @@ interface Served {
 }
 
 /** The CLI server over stdio with --approval passkey, and a v2 client declaring URL or form elicitation. */
-async function startServer(options: { wait?: number; mode?: 'url' | 'form'; approvers?: string } = {}): Promise<Served> {
+async function startServer(
+  options: { wait?: number; mode?: 'url' | 'form'; approvers?: string } = {},
+): Promise<Served> {
   const transport = new InPlaceStdioTransport({
     command: process.execPath,
-    args: [MAIN, '--root', root, '--approval', 'passkey', '--approvers', options.approvers ?? approversPath, '--approval-wait', String(options.wait ?? 0)],
+    args: [
+      MAIN,
+      '--root',
+      root,
+      '--approval',
+      'passkey',
+      '--approvers',
+      options.approvers ?? approversPath,
+      '--approval-wait',
+      String(options.wait ?? 0),
+    ],
     stderr: 'pipe',
   });
   let err = '';
@@ -93,13 +118,19 @@ async function startServer(options: { wait?: number; mode?: 'url' | 'form'; appr
   );
   await client.connect(transport);
   clients.push(client);
-  return { client, stderr: () => err, call: (path, extra = {}) => callTool(client, { name: 'delete_file', arguments: { path }, ...extra }) };
+  return {
+    client,
+    stderr: () => err,
+    call: (path, extra = {}) => callTool(client, { name: 'delete_file', arguments: { path }, ...extra }),
+  };
 }
 
 /** Round 1's elicitation: its mode, url (URL mode) or the URL inside the message (form), and the state. */
 function elicitation(reply: Reply): { mode: string; url: string; message: string; state: string } {
   if (reply.kind !== 'input_required') throw new Error(`expected input_required, got ${JSON.stringify(reply)}`);
-  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as { params: { mode?: string; url?: string; message: string } };
+  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as {
+    params: { mode?: string; url?: string; message: string };
+  };
   const url = entry.params.url ?? URL_RE.exec(entry.params.message)?.[0];
   if (url === undefined || reply.state === undefined) throw new Error(`no URL or state in ${JSON.stringify(reply)}`);
   return { mode: entry.params.mode ?? 'form', url, message: entry.params.message, state: reply.state };
@@ -146,7 +177,10 @@ afterAll(async () => {
 describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180_000 }, () => {
   it('enrolment wrote the approvers file with mode 0600, the public key only, principal local', async () => {
     expect(statSync(approversPath).mode & 0o777).toBe(0o600);
-    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { rpId: string; approvers: Array<Record<string, unknown>> };
+    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as {
+      rpId: string;
+      approvers: Array<Record<string, unknown>>;
+    };
     expect(saved.rpId).toBe('localhost');
     expect(saved.approvers.map((a) => [a.name, a.principals])).toEqual([['ann', ['local']]]);
     const [cred] = await ann.credentials();
@@ -290,13 +324,19 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       expect(got.headers['x-content-type-options']).toBe('nosniff');
     }
     const options = await optionsFor(e.url);
-    const fakeClientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin })).toString('base64url');
+    const fakeClientData = Buffer.from(
+      JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin }),
+    ).toString('base64url');
     const [cred] = await ann.credentials();
     const forged = {
       id: Buffer.from(cred!.credentialId, 'base64').toString('base64url'),
       rawId: Buffer.from(cred!.credentialId, 'base64').toString('base64url'),
       type: 'public-key',
-      response: { clientDataJSON: fakeClientData, authenticatorData: Buffer.alloc(37).toString('base64url'), signature: Buffer.alloc(64).toString('base64url') },
+      response: {
+        clientDataJSON: fakeClientData,
+        authenticatorData: Buffer.alloc(37).toString('base64url'),
+        signature: Buffer.alloc(64).toString('base64url'),
+      },
       clientExtensionResults: {},
     };
     for (const body of [{}, { approved: true }, forged]) {
@@ -308,7 +348,10 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(again.url).toBe(e.url);
     expect(existsSync(target)).toBe(true);
     expect(await approveOnPage(ann, e.url)).toContain('approved');
-    expect(((await s.call('self-approve.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(
+      ((await s.call('self-approve.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string })
+        .text,
+    ).toMatch(/^Deleted /);
   });
 
   it('attack: a forged assertion whose clientDataJSON origin holds a line break and ANSI escapes cannot write a line to stderr (the library reason is rendered); control: the passkey approves', async () => {
@@ -326,7 +369,9 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       rawId: id,
       type: 'public-key',
       response: {
-        clientDataJSON: Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin: evilOrigin })).toString('base64url'),
+        clientDataJSON: Buffer.from(
+          JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin: evilOrigin }),
+        ).toString('base64url'),
         authenticatorData: Buffer.alloc(37).toString('base64url'),
         signature: Buffer.alloc(64).toString('base64url'),
       },
@@ -341,9 +386,16 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(s.stderr()).not.toContain('\u001b');
     // Control: the enrolled passkey approves, and its line is the only approval line.
     expect(await approveOnPage(ann, e.url)).toContain('approved');
-    expect(((await s.call('log-forge.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(
+      ((await s.call('log-forge.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text,
+    ).toMatch(/^Deleted /);
     await stderrSays(s.stderr, 'confirmed and done (approved by ann)'); // written after the page's line
-    expect(s.stderr().split('\n').filter((l) => l.includes('approval page: approved by'))).toEqual(['mcp-confirm: approval page: approved by ann']);
+    expect(
+      s
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('approval page: approved by')),
+    ).toEqual(['mcp-confirm: approval page: approved by ann']);
   });
 
   it('attack: an assertion from an authenticator that was never enrolled is refused; control: the enrolled one approves', async () => {
@@ -375,13 +427,17 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     await mallory.page.click('#approve');
     expect(await outcomeOf(mallory.page)).toContain('refused');
     await mallory.page.close();
-    expect(elicitation(await s.call('stranger.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(e.url);
+    expect(elicitation(await s.call('stranger.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(
+      e.url,
+    );
     expect(existsSync(target)).toBe(true);
     expect(await approveOnPage(ann, e.url)).toContain('approved');
-    expect(((await s.call('stranger.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(
+      ((await s.call('stranger.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text,
+    ).toMatch(/^Deleted /);
   });
 
-  it("a browser whose authenticator holds no passkey enrolled here is told what that most likely means (use the device you enrolled, or enrol this one), naming no approver; nothing is deleted; control: the enrolled passkey approves on the same page", async () => {
+  it('a browser whose authenticator holds no passkey enrolled here is told what that most likely means (use the device you enrolled, or enrol this one), naming no approver; nothing is deleted; control: the enrolled passkey approves on the same page', async () => {
     const s = await startServer();
     const target = file('no-passkey.txt');
     const e = elicitation(await s.call('no-passkey.txt'));
@@ -403,11 +459,16 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       await elsewhere.page.close();
     }
     // Still pending: the retry is asked again with the same link, and the file is there.
-    expect(elicitation(await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(e.url);
+    expect(elicitation(await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(
+      e.url,
+    );
     expect(existsSync(target)).toBe(true);
     // Control: the enrolled passkey, on its own device, approves the same approval; the retry deletes once.
     expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
-    expect(((await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(
+      ((await s.call('no-passkey.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string })
+        .text,
+    ).toMatch(/^Deleted /);
     expect(existsSync(target)).toBe(false);
   });
 
@@ -428,10 +489,15 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     } finally {
       await ann.setUserVerified(true);
     }
-    expect(elicitation(await s.call('unverified.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(e.url);
+    expect(elicitation(await s.call('unverified.txt', { inputResponses: URL_ACCEPT, requestState: e.state })).url).toBe(
+      e.url,
+    );
     expect(existsSync(target)).toBe(true);
     expect(await approveOnPage(ann, e.url)).toContain('approved');
-    expect(((await s.call('unverified.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(
+      ((await s.call('unverified.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string })
+        .text,
+    ).toMatch(/^Deleted /);
   });
 
   it('attack: a captured assertion POSTed again, to the same id or another, is refused; control: the first POST approved its own call', async () => {
@@ -453,9 +519,14 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(replaySame.status).toBe(403);
     const replayOther = await postJson(`${e2.url}/assertion`, JSON.parse(captured!), origin);
     expect(replayOther.status).toBe(403);
-    expect(elicitation(await s.call('captured-2.txt', { inputResponses: URL_ACCEPT, requestState: e2.state })).url).toBe(e2.url);
+    expect(
+      elicitation(await s.call('captured-2.txt', { inputResponses: URL_ACCEPT, requestState: e2.state })).url,
+    ).toBe(e2.url);
     expect(existsSync(second)).toBe(true);
-    expect(((await s.call('captured-1.txt', { inputResponses: URL_ACCEPT, requestState: e1.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(
+      ((await s.call('captured-1.txt', { inputResponses: URL_ACCEPT, requestState: e1.state })) as { text: string })
+        .text,
+    ).toMatch(/^Deleted /);
     expect(existsSync(first)).toBe(false);
   });
 
@@ -471,13 +542,17 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     const wrong = await postJson(`${eb.url}/assertion`, assertion, origin);
     expect(wrong.status).toBe(403);
     expect(JSON.parse(wrong.body).message).toContain('not made for this approval');
-    expect(elicitation(await s.call('id-b.txt', { inputResponses: URL_ACCEPT, requestState: eb.state })).url).toBe(eb.url);
+    expect(elicitation(await s.call('id-b.txt', { inputResponses: URL_ACCEPT, requestState: eb.state })).url).toBe(
+      eb.url,
+    );
     expect(existsSync(b)).toBe(true);
     // The challenge was taken by the wrong POST: the control asks a fresh one for A.
     const again = await assertionIn(ann.page, await optionsFor(ea.url));
     const right = await postJson(`${ea.url}/assertion`, again, origin);
     expect(right.status).toBe(200);
-    expect(((await s.call('id-a.txt', { inputResponses: URL_ACCEPT, requestState: ea.state })) as { text: string }).text).toMatch(/^Deleted /);
+    expect(
+      ((await s.call('id-a.txt', { inputResponses: URL_ACCEPT, requestState: ea.state })) as { text: string }).text,
+    ).toMatch(/^Deleted /);
     expect(existsSync(a)).toBe(false);
   });
 
@@ -497,7 +572,10 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       await ann.page.goto(e.url);
       const own = await assertionIn(ann.page, await optionsFor(e.url));
       expect((await postJson(`${e.url}/assertion`, own, origin)).status).toBe(200);
-      expect(((await s.call('other-port.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toMatch(/^Deleted /);
+      expect(
+        ((await s.call('other-port.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string })
+          .text,
+      ).toMatch(/^Deleted /);
     } finally {
       await evil.close();
     }
@@ -516,7 +594,9 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect((await rawRequest(e.url)).body).toContain('id="approve"'); // still pending
     const denied = await postJson(`${e.url}/deny`, {}, new URL(e.url).origin);
     expect(denied.status).toBe(200);
-    expect(((await s.call('origin.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text).toBe('You declined; nothing was deleted.');
+    expect(
+      ((await s.call('origin.txt', { inputResponses: URL_ACCEPT, requestState: e.state })) as { text: string }).text,
+    ).toBe('You declined; nothing was deleted.');
     expect(existsSync(target)).toBe(true);
   });
 
@@ -567,7 +647,8 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
   });
 
   it('refuses at start-up (exit 2, naming it) an approvers file missing, empty, inside a root, or writable by group or others', async () => {
-    const start = (path: string) => runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', path]);
+    const start = (path: string) =>
+      runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', path]);
     const missing = join(dir, 'none.json');
     const empty = join(dir, 'empty.json');
     writeFileSync(empty, JSON.stringify({ version: 1, rpId: 'localhost', approvers: [] }), { mode: 0o600 });
@@ -595,8 +676,9 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     expect(ok.status).toBe(0);
   });
 
-  it('warns at start-up when no approver may approve this server\'s calls (only token principals in the file, served over stdio), naming what they are enrolled for; control: the file enrolled for local starts without the warning', async () => {
-    const start = (path: string) => runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', path]);
+  it("warns at start-up when no approver may approve this server's calls (only token principals in the file, served over stdio), naming what they are enrolled for; control: the file enrolled for local starts without the warning", async () => {
+    const start = (path: string) =>
+      runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', path]);
     const file = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: Array<{ principals: string[] }> };
     for (const a of file.approvers) a.principals = [JSON.stringify(['jwt', 'https://auth.example.com/', 'alice'])];
     const tokenOnly = join(dir, 'token-only.json');
@@ -604,7 +686,9 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     chmodSync(tokenOnly, 0o600);
     const r = await start(tokenOnly);
     expect(r.status).toBe(0); // it serves: the file is well-formed, just of no use here
-    expect(r.stderr).toContain("warning: --approvers: no approver may approve calls here: this server's calls have the principal local (no tokens)");
+    expect(r.stderr).toContain(
+      "warning: --approvers: no approver may approve calls here: this server's calls have the principal local (no tokens)",
+    );
     expect(r.stderr).toContain('alice (issuer https://auth.example.com/)');
     const ok = await start(approversPath);
     expect(ok.status).toBe(0);
@@ -613,11 +697,29 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
   });
 
   it('refuses an enrolment whose --name exists unless --replace', async () => {
-    const r = await runProcess(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', 'ann', '--timeout', '5']);
+    const r = await runProcess(process.execPath, [
+      MAIN,
+      'approvers',
+      'enroll',
+      '--approvers',
+      approversPath,
+      '--name',
+      'ann',
+      '--timeout',
+      '5',
+    ]);
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('already exists');
-    const replacing = await startEnrol(['--approvers', approversPath, '--name', 'ann', '--replace', '--timeout', '600']);
+    const replacing = await startEnrol([
+      '--approvers',
+      approversPath,
+      '--name',
+      'ann',
+      '--replace',
+      '--timeout',
+      '600',
+    ]);
     expect(replacing.url).toMatch(/^http:\/\/localhost:[0-9]+\/enroll\/[A-Za-z0-9_-]+$/);
     children.at(-1)!.kill();
     await replacing.exit;
@@ -643,7 +745,11 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     // With the secret but without an existing approver: the page asks for one first; registering directly is refused.
     const options = await postJson(`${e.url}/options`, {}, origin);
     expect(JSON.parse(options.body).step).toBe('authenticate');
-    const direct = await postJson(`${e.url}/register`, { id: 'x', response: { clientDataJSON: Buffer.from('{}').toString('base64url') } }, origin);
+    const direct = await postJson(
+      `${e.url}/register`,
+      { id: 'x', response: { clientDataJSON: Buffer.from('{}').toString('base64url') } },
+      origin,
+    );
     expect(direct.status).toBeGreaterThanOrEqual(400);
     const stranger = await newAuthPage(browser);
     await stranger.page.goto(e.url);
@@ -659,17 +765,30 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
     await ann.page.click('#enroll');
     expect(await outcomeOf(ann.page)).toContain('enrolled');
     expect((await e.exit).code).toBe(0);
-    const names = (JSON.parse(readFileSync(second, 'utf8')) as { approvers: Array<{ name: string }> }).approvers.map((a) => a.name);
+    const names = (JSON.parse(readFileSync(second, 'utf8')) as { approvers: Array<{ name: string }> }).approvers.map(
+      (a) => a.name,
+    );
     expect(names).toEqual(['ann', 'bob']);
     expect(statSync(second).mode & 0o777).toBe(0o600);
     // approvers list and remove.
-    const cli = (...args: string[]) => runProcess(process.execPath, [MAIN, 'approvers', ...args, '--approvers', second]);
-    expect((await cli('list')).stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann', 'bob']);
+    const cli = (...args: string[]) =>
+      runProcess(process.execPath, [MAIN, 'approvers', ...args, '--approvers', second]);
+    expect(
+      (await cli('list')).stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]),
+    ).toEqual(['ann', 'bob']);
     const missing = await cli('remove', '--name', 'carol');
     expect(missing.status).toBe(1);
     expect(missing.stderr).toContain('no approver named "carol"');
     expect((await cli('remove', '--name', 'bob')).status).toBe(0);
-    expect((await cli('list')).stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0])).toEqual(['ann']);
+    expect(
+      (await cli('list')).stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]),
+    ).toEqual(['ann']);
     expect(statSync(second).mode & 0o777).toBe(0o600);
   });
 
@@ -681,14 +800,26 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
         srv.listen({ host, port, ipv6Only: host === '::1' }, () => res(srv));
       });
     const start = (port: number) =>
-      runProcess(process.execPath, [MAIN, '--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', String(port)]);
+      runProcess(process.execPath, [
+        MAIN,
+        '--root',
+        root,
+        '--approval',
+        'passkey',
+        '--approvers',
+        approversPath,
+        '--approval-port',
+        String(port),
+      ]);
     for (const host of ['127.0.0.1', '::1']) {
       const held = await hold(host);
       const port = (held.address() as { port: number }).port;
       try {
         const r = await start(port);
         expect(r.status).toBe(2);
-        expect(r.stderr).toContain(`cannot listen on ${host === '::1' ? `[::1]:${port}` : `127.0.0.1:${port}`}: EADDRINUSE`);
+        expect(r.stderr).toContain(
+          `cannot listen on ${host === '::1' ? `[::1]:${port}` : `127.0.0.1:${port}`}: EADDRINUSE`,
+        );
       } finally {
         await new Promise((r) => held.close(r));
       }
@@ -704,13 +835,25 @@ describe('passkey approval over stdio (real Chromium, real CLI)', { timeout: 180
       [['--root', root, '--approval', 'passkey'], '--approval passkey needs --approvers PATH'],
       [['--root', root, '--approvers', approversPath], 'need --approval passkey'],
       [['--root', root, '--approval', 'yes'], '--approval must be form or passkey'],
-      [['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-wait', '-1'], '--approval-wait'],
-      [['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', '70000'], '--approval-port'],
+      [
+        ['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-wait', '-1'],
+        '--approval-wait',
+      ],
+      [
+        ['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-port', '70000'],
+        '--approval-port',
+      ],
       [['approvers', 'enroll', '--name', 'x'], 'approvers needs --approvers PATH'],
       [['approvers', 'enroll', '--approvers', approversPath], 'approvers enroll needs --name NAME'],
-      [['approvers', 'enroll', '--approvers', approversPath, '--name', ' ann'], '--name: an approver name is 1 to 64 letters'],
+      [
+        ['approvers', 'enroll', '--approvers', approversPath, '--name', ' ann'],
+        '--name: an approver name is 1 to 64 letters',
+      ],
       [['approvers', 'wipe', '--approvers', approversPath], 'approvers takes enroll, list or remove'],
-      [['approvers', 'enroll', '--approvers', join(dir, 'no-such-dir', 'approvers.json'), '--name', 'x'], 'does not exist or is not writable'],
+      [
+        ['approvers', 'enroll', '--approvers', join(dir, 'no-such-dir', 'approvers.json'), '--name', 'x'],
+        'does not exist or is not writable',
+      ],
       [['approvers', 'list', '--approvers', join(dir, 'no-such-file.json')], 'does not exist'],
     ] as const) {
       const r = await run(...args);

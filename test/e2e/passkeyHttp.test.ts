@@ -15,7 +15,16 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -26,15 +35,29 @@ import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@mod
 import { exportJWK, generateKeyPair, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, type Reply } from '../helpers/harness.js';
-import { assertionIn, launchBrowser, newAuthPage, outcomeOf, rawRequest, type AuthPage, type Browser } from '../helpers/browser.js';
+import {
+  assertionIn,
+  launchBrowser,
+  newAuthPage,
+  outcomeOf,
+  rawRequest,
+  type AuthPage,
+  type Browser,
+} from '../helpers/browser.js';
 import { runProcess } from '../helpers/processes.js';
-import { connectUrlClient as connectUrlClientOf, freePortOn, mintToken, urlElicitation } from '../helpers/passkeyHttp.js';
+import {
+  connectUrlClient as connectUrlClientOf,
+  freePortOn,
+  mintToken,
+  urlElicitation,
+} from '../helpers/passkeyHttp.js';
 import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 
 const DOCS = resolve(import.meta.dirname, '../../docs');
 const ISSUER = 'https://auth.example.test';
 const HOST = 'approve.test';
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 const URL_ACCEPT = { confirm: { action: 'accept' } };
 const publicUrl = (port: number): string => `http://${HOST}:${port}`;
 
@@ -61,7 +84,8 @@ const clients: Client[] = [];
 const freePort = (): Promise<number> => freePortOn(['127.0.0.1', '127.0.0.2', '::1']);
 
 /** A JWT access token of `sub` at ISSUER for the resource (the public URL's /mcp) on `port`. */
-const token = (sub: string, port: number): Promise<string> => mintToken(signingKey, ISSUER, sub, `${publicUrl(port)}/mcp`);
+const token = (sub: string, port: number): Promise<string> =>
+  mintToken(signingKey, ISSUER, sub, `${publicUrl(port)}/mcp`);
 
 /** A URL-mode v2 client with a bearer token (closed after all). */
 async function connectUrlClient(mcpUrl: URL, bearer: string): Promise<Client> {
@@ -129,7 +153,9 @@ function startEnrol(args: string[]): Promise<{ url: string; exit: Promise<{ code
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exit = new Promise<{ code: number | null; stderr: string }>((res) => child.once('exit', (code) => res({ code, stderr })));
+  const exit = new Promise<{ code: number | null; stderr: string }>((res) =>
+    child.once('exit', (code) => res({ code, stderr })),
+  );
   return new Promise((res, rej) => {
     createInterface({ input: child.stdout! }).once('line', (url) => res({ url, exit }));
     void exit.then((e) => rej(new Error(`enrol exited ${e.code} before printing a URL: ${e.stderr}`)));
@@ -139,14 +165,22 @@ function startEnrol(args: string[]): Promise<{ url: string; exit: Promise<{ code
 /** The server arguments of a deployment whose public URL is http://approve.test:PORT. */
 function serveArgs(bind: string, port: number, extra: string[] = []): string[] {
   return [
-    '--root', root,
-    '--http', `${bind}:${port}`,
-    '--auth-issuer', ISSUER,
-    '--auth-jwks', jwksPath,
-    '--resource', `${publicUrl(port)}/mcp`,
-    '--approval', 'passkey',
-    '--approvers', approversPath,
-    '--public-url', publicUrl(port),
+    '--root',
+    root,
+    '--http',
+    `${bind}:${port}`,
+    '--auth-issuer',
+    ISSUER,
+    '--auth-jwks',
+    jwksPath,
+    '--resource',
+    `${publicUrl(port)}/mcp`,
+    '--approval',
+    'passkey',
+    '--approvers',
+    approversPath,
+    '--public-url',
+    publicUrl(port),
     ...extra,
   ];
 }
@@ -165,7 +199,10 @@ beforeAll(async () => {
   const pair = await generateKeyPair('RS256', { extractable: true });
   signingKey = pair.privateKey;
   jwksPath = join(dir, 'jwks.json');
-  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+  writeFileSync(
+    jwksPath,
+    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+  );
   P1 = await freePort();
   P2 = await freePort();
   P3 = await freePort();
@@ -176,7 +213,17 @@ beforeAll(async () => {
   ann = await newAuthPage(browser);
   bob = await newAuthPage(browser);
   // ann: the first approver, for u1.
-  const first = await startEnrol(['--approvers', approversPath, '--name', 'ann', '--public-url', publicUrl(P1), '--principal', ISSUER, 'u1']);
+  const first = await startEnrol([
+    '--approvers',
+    approversPath,
+    '--name',
+    'ann',
+    '--public-url',
+    publicUrl(P1),
+    '--principal',
+    ISSUER,
+    'u1',
+  ]);
   expect(first.url).toMatch(new RegExp(`^http://approve\\.test:${P1}/enroll/[A-Za-z0-9_-]+$`));
   await open(ann, first.url);
   await ann.page.click('#enroll');
@@ -184,12 +231,25 @@ beforeAll(async () => {
   expect((await first.exit).code).toBe(0);
   // bob, for u2, on his own authenticator: ann's passkey authorises the enrolment first (the file
   // already holds her), then bob's page registers his.
-  const second = await startEnrol(['--approvers', approversPath, '--name', 'bob', '--public-url', publicUrl(P1), '--principal', ISSUER, 'u2']);
+  const second = await startEnrol([
+    '--approvers',
+    approversPath,
+    '--name',
+    'bob',
+    '--public-url',
+    publicUrl(P1),
+    '--principal',
+    ISSUER,
+    'u2',
+  ]);
   await open(ann, second.url);
   const origin = new URL(second.url).origin;
   const step = await pageRequest(`${second.url}/options`, { origin, body: {} });
   expect(JSON.parse(step.body).step).toBe('authenticate');
-  const authorised = await pageRequest(`${second.url}/authenticate`, { origin, body: await assertionIn(ann.page, JSON.parse(step.body).options) });
+  const authorised = await pageRequest(`${second.url}/authenticate`, {
+    origin,
+    body: await assertionIn(ann.page, JSON.parse(step.body).options),
+  });
   expect(authorised.status, authorised.body).toBe(200);
   await open(bob, second.url);
   await bob.page.click('#enroll');
@@ -208,9 +268,12 @@ afterAll(async () => {
 }, 120_000);
 
 describe('passkey approval over --http (real Chromium, RP ID approve.test, real JWTs)', { timeout: 300_000 }, () => {
-  it('enrolment with --public-url and --principal ISS SUB wrote RP ID approve.test and each approver\'s principal (iss + sub), mode 0600', async () => {
+  it("enrolment with --public-url and --principal ISS SUB wrote RP ID approve.test and each approver's principal (iss + sub), mode 0600", async () => {
     expect(statSync(approversPath).mode & 0o777).toBe(0o600);
-    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { rpId: string; approvers: Array<{ name: string; principals: string[] }> };
+    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as {
+      rpId: string;
+      approvers: Array<{ name: string; principals: string[] }>;
+    };
     expect(saved.rpId).toBe(HOST);
     expect(saved.approvers.map((a) => [a.name, a.principals])).toEqual([
       ['ann', [JSON.stringify(['jwt', ISSUER, 'u1'])]],
@@ -223,8 +286,12 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
     expect((await ann.credentials()).length).toBe(1); // bob's passkey is on his authenticator only
     const list = await runProcess(process.execPath, [MAIN, 'approvers', 'list', '--approvers', approversPath]);
     expect(list.status).toBe(0);
-    expect(list.stdout).toMatch(/^ann\tcredential \S+\tprincipals u1 \(issuer https:\/\/auth\.example\.test\)\trp approve\.test\tenrolled /m);
-    expect(list.stdout).toMatch(/^bob\tcredential \S+\tprincipals u2 \(issuer https:\/\/auth\.example\.test\)\trp approve\.test\tenrolled /m);
+    expect(list.stdout).toMatch(
+      /^ann\tcredential \S+\tprincipals u1 \(issuer https:\/\/auth\.example\.test\)\trp approve\.test\tenrolled /m,
+    );
+    expect(list.stdout).toMatch(
+      /^bob\tcredential \S+\tprincipals u2 \(issuer https:\/\/auth\.example\.test\)\trp approve\.test\tenrolled /m,
+    );
     expect(single.stderr()).toContain(`approval passkey, page at ${publicUrl(P1)}/approve/… (RP ID approve.test)`);
   });
 
@@ -276,7 +343,10 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
 
   it('a 2025-era v1 client over HTTP (a session) is pushed the URL elicitation, the human approves on the page, the call deletes once, and notifications/elicitation/complete names the approval', async () => {
     const target = file('legacy.txt');
-    const client = new V1Client({ name: 'passkey-http-legacy', version: '0.0.0' }, { capabilities: { elicitation: { url: {} } } });
+    const client = new V1Client(
+      { name: 'passkey-http-legacy', version: '0.0.0' },
+      { capabilities: { elicitation: { url: {} } } },
+    );
     const completed: string[] = [];
     let completeSeen!: () => void;
     const complete = new Promise<void>((res) => (completeSeen = res));
@@ -292,10 +362,15 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
       expect(await approveOnPage(ann, params.url!)).toContain('approved by ann');
       return { action: 'accept' } as never;
     });
-    const transport = new V1StreamableHTTPClientTransport(single.url, { requestInit: { headers: { Authorization: `Bearer ${await token('u1', P1)}` } } });
+    const transport = new V1StreamableHTTPClientTransport(single.url, {
+      requestInit: { headers: { Authorization: `Bearer ${await token('u1', P1)}` } },
+    });
     await client.connect(transport as never);
     try {
-      const result = (await client.callTool({ name: 'delete_file', arguments: { path: 'legacy.txt' } })) as { content: Array<{ text: string }>; isError?: boolean };
+      const result = (await client.callTool({ name: 'delete_file', arguments: { path: 'legacy.txt' } })) as {
+        content: Array<{ text: string }>;
+        isError?: boolean;
+      };
       expect(result.isError ?? false).toBe(false);
       expect(result.content[0]!.text).toMatch(/^Deleted `.*legacy\.txt` \(5 bytes\)\.$/);
       expect(existsSync(target)).toBe(false);
@@ -313,11 +388,15 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
     const c = await connectUrlClient(single.url, await token('u2', P1));
     const target = file('u2-file.txt');
     const e = elicitation(await round1(c, 'u2-file.txt'));
-    expect(await open(ann, e.url).then(() => ann.page.locator('dl.facts').textContent())).toContain('u2 (issuer https://auth.example.test)');
+    expect(await open(ann, e.url).then(() => ann.page.locator('dl.facts').textContent())).toContain(
+      'u2 (issuer https://auth.example.test)',
+    );
     // Through the page: the challenge allows only u2's approvers' credentials; ann's authenticator has none of them.
     const options = await optionsFor(e.url);
     const allowed = (options.allowCredentials as Array<{ id: string }>).map((c2) => c2.id);
-    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: Array<{ name: string; credentialId: string }> };
+    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as {
+      approvers: Array<{ name: string; credentialId: string }>;
+    };
     expect(allowed).toEqual(saved.approvers.filter((a) => a.name === 'bob').map((a) => a.credentialId));
     expect(await approveOnPage(ann, e.url)).toContain('refused');
     // Her own valid, user-verified assertion for this approval's challenge, asked without a credential list: refused by the server.
@@ -352,7 +431,15 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
     expect((await pageRequest(e.url, { host: `evil.test:${P1}` })).status).toBe(403);
     expect((await pageRequest(e.url, { host: `127.0.0.1:${P1}` })).status).toBe(421);
     // POSTs without Origin, with a foreign one, or with one differing in scheme, host or port.
-    for (const bad of [undefined, `http://evil.test:${P1}`, `http://localhost:${P1}`, `http://127.0.0.1:${P1}`, `https://${HOST}:${P1}`, `http://${HOST}:1`, 'null']) {
+    for (const bad of [
+      undefined,
+      `http://evil.test:${P1}`,
+      `http://localhost:${P1}`,
+      `http://127.0.0.1:${P1}`,
+      `https://${HOST}:${P1}`,
+      `http://${HOST}:1`,
+      'null',
+    ]) {
       for (const action of ['options', 'deny', 'assertion']) {
         const r = await pageRequest(`${e.url}/${action}`, { ...(bad === undefined ? {} : { origin: bad }), body: {} });
         expect(r.status, `${action} with Origin ${String(bad)}`).toBe(403);
@@ -362,7 +449,11 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
     const page = await pageRequest(e.url);
     expect(page.status).toBe(200);
     expect(page.body).toContain('id="approve"');
-    const mcp = await rawRequest(single.url.href, { method: 'POST', headers: { host: single.url.host, 'content-type': 'application/json' }, body: '{}' });
+    const mcp = await rawRequest(single.url.href, {
+      method: 'POST',
+      headers: { host: single.url.host, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(mcp.status).toBe(401);
     // … and a POST from the page's own origin is taken.
     expect((await pageRequest(`${e.url}/options`, { origin, body: {} })).status).toBe(200);
@@ -372,10 +463,25 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
   });
 
   it('refuses at start-up (exit 2, naming it) --http passkey without --public-url, a public URL whose host is not allowed, an IP or a path, approvers of another RP ID, --approval-port; control: each fixed, it serves', async () => {
-    const base = ['--root', root, '--http', '127.0.0.1:0', '--auth-issuer', ISSUER, '--auth-jwks', jwksPath, '--approval', 'passkey', '--approvers', approversPath];
+    const base = [
+      '--root',
+      root,
+      '--http',
+      '127.0.0.1:0',
+      '--auth-issuer',
+      ISSUER,
+      '--auth-jwks',
+      jwksPath,
+      '--approval',
+      'passkey',
+      '--approvers',
+      approversPath,
+    ];
     const localhostFile = join(dir, 'approvers-localhost.json');
     const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: unknown[] };
-    writeFileSync(localhostFile, JSON.stringify({ version: 1, rpId: 'localhost', approvers: saved.approvers }), { mode: 0o600 });
+    writeFileSync(localhostFile, JSON.stringify({ version: 1, rpId: 'localhost', approvers: saved.approvers }), {
+      mode: 0o600,
+    });
     const resource = ['--resource', 'http://approve.test:9/mcp'];
     for (const [args, says] of [
       [[...base, ...resource], '--approval passkey with --http needs --public-url URL'],
@@ -383,8 +489,23 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
       [[...base, ...resource, '--public-url', 'http://127.0.0.1:9'], 'cannot be an IP address'],
       [[...base, ...resource, '--public-url', 'http://approve.test:9/approve'], 'must be an origin only'],
       [[...base, ...resource, '--public-url', 'ftp://approve.test'], 'must be an http(s) URL'],
-      [[...base, ...resource, '--public-url', 'http://approve.test:9', '--approval-port', '5000'], '--approval-port is for stdio'],
-      [['--root', root, '--approval', 'passkey', '--approvers', approversPath, '--public-url', 'http://approve.test:9'], '--public-url is for --http'],
+      [
+        [...base, ...resource, '--public-url', 'http://approve.test:9', '--approval-port', '5000'],
+        '--approval-port is for stdio',
+      ],
+      [
+        [
+          '--root',
+          root,
+          '--approval',
+          'passkey',
+          '--approvers',
+          approversPath,
+          '--public-url',
+          'http://approve.test:9',
+        ],
+        '--public-url is for --http',
+      ],
       [['--root', root, '--http', '127.0.0.1:0', '--public-url', 'http://approve.test:9'], 'need --approval passkey'],
     ] as const) {
       const r = await runCli([...args]);
@@ -392,13 +513,25 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
       expect(r.stderr).toContain(says);
     }
     // Approvers enrolled for another RP ID: named.
-    const other = await runCli([...base.slice(0, -1), localhostFile, ...resource, '--public-url', 'http://approve.test:9']);
+    const other = await runCli([
+      ...base.slice(0, -1),
+      localhostFile,
+      ...resource,
+      '--public-url',
+      'http://approve.test:9',
+    ]);
     expect(other.code).toBe(2);
-    expect(other.stderr).toContain('approvers ("ann", "bob") were enrolled for RP ID "localhost", but this page\'s RP ID is "approve.test"');
+    expect(other.stderr).toContain(
+      'approvers ("ann", "bob") were enrolled for RP ID "localhost", but this page\'s RP ID is "approve.test"',
+    );
     // Controls: the host allowed by --allowed-hosts instead of --resource; the right approvers file.
     const viaAllowed = await serve([...base, '--allowed-hosts', HOST, '--public-url', 'http://approve.test:9']);
-    expect(viaAllowed.stderr()).toContain('approval passkey, page at http://approve.test:9/approve/… (RP ID approve.test)');
-    expect(viaAllowed.stderr()).toContain('warning: --public-url http://approve.test:9: browsers allow passkeys only in a secure context');
+    expect(viaAllowed.stderr()).toContain(
+      'approval passkey, page at http://approve.test:9/approve/… (RP ID approve.test)',
+    );
+    expect(viaAllowed.stderr()).toContain(
+      'warning: --public-url http://approve.test:9: browsers allow passkeys only in a secure context',
+    );
     const viaResource = await serve([...base, ...resource, '--public-url', 'https://approve.test']);
     expect(viaResource.stderr()).toContain('page at https://approve.test/approve/…');
     expect(viaResource.stderr()).not.toContain('secure context');
@@ -408,7 +541,19 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
   });
 
   it('refuses bad enrolment options for HTTP (exit 2 or 1, naming them): --principal without SUB or with a non-URL issuer, an IP public URL, a file of another RP ID', async () => {
-    const enrol = (...args: string[]) => runProcess(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', join(dir, 'new.json'), '--name', 'carol', '--timeout', '5', ...args]);
+    const enrol = (...args: string[]) =>
+      runProcess(process.execPath, [
+        MAIN,
+        'approvers',
+        'enroll',
+        '--approvers',
+        join(dir, 'new.json'),
+        '--name',
+        'carol',
+        '--timeout',
+        '5',
+        ...args,
+      ]);
     for (const [args, says] of [
       [['--principal', ISSUER], '--principal takes two values'],
       [['--principal', 'not-a-url', 'u1'], 'ISS is the token issuer, an http(s) URL'],
@@ -421,11 +566,30 @@ describe('passkey approval over --http (real Chromium, RP ID approve.test, real 
       expect(r.stdout).toBe('');
     }
     expect(existsSync(join(dir, 'new.json'))).toBe(false);
-    const list = await runProcess(process.execPath, [MAIN, 'approvers', 'list', '--approvers', approversPath, '--principal', ISSUER, 'u1']);
+    const list = await runProcess(process.execPath, [
+      MAIN,
+      'approvers',
+      'list',
+      '--approvers',
+      approversPath,
+      '--principal',
+      ISSUER,
+      'u1',
+    ]);
     expect(list.status).toBe(2);
     expect(list.stderr).toContain('belong to approvers enroll');
     // Into a file made for approve.test, without --public-url (RP ID localhost): refused before any page starts.
-    const mixed = await runProcess(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', 'carol', '--timeout', '5']);
+    const mixed = await runProcess(process.execPath, [
+      MAIN,
+      'approvers',
+      'enroll',
+      '--approvers',
+      approversPath,
+      '--name',
+      'carol',
+      '--timeout',
+      '5',
+    ]);
     expect(mixed.status).toBe(1);
     expect(mixed.stdout).toBe('');
     expect(mixed.stderr).toContain('was made for RP ID "approve.test", not "localhost"');
@@ -437,7 +601,16 @@ async function replicaPair(port: number, ledger: string): Promise<{ a: HttpServe
   const keygen = await runProcess(process.execPath, [MAIN, 'keygen', '--kid', 'r1']);
   const keyPath = join(dir, `keys-${port}.json`);
   writeFileSync(keyPath, keygen.stdout, { mode: 0o600 });
-  const extra = ['--key-file', keyPath, '--ledger', ledger, '--audience', `passkey-http-${randomUUID()}`, '--approval-wait', '600'];
+  const extra = [
+    '--key-file',
+    keyPath,
+    '--ledger',
+    ledger,
+    '--audience',
+    `passkey-http-${randomUUID()}`,
+    '--approval-wait',
+    '600',
+  ];
   // One after the other: the first creates the SQLite file and its tables.
   const a = await serve(serveArgs('127.0.0.2', port, extra));
   const b = await serve(serveArgs('127.0.0.1', port, extra));
@@ -488,14 +661,21 @@ async function acrossReplicas(port: number, ledger: string): Promise<void> {
   expect(a.stderr()).not.toContain('approval page:');
 }
 
-describe('passkey approval across two --http replicas sharing a ledger (page on one, rounds on the other)', { timeout: 300_000 }, () => {
-  it('SQLite: round 1 on replica A, approved on replica B\'s page, round 2 on B (the replay on A refused), and round 2 on A waiting for B\'s approval', async () => {
-    await acrossReplicas(P2, `sqlite:${join(dir, 'ledger.sqlite')}`);
-  });
+describe(
+  'passkey approval across two --http replicas sharing a ledger (page on one, rounds on the other)',
+  { timeout: 300_000 },
+  () => {
+    it("SQLite: round 1 on replica A, approved on replica B's page, round 2 on B (the replay on A refused), and round 2 on A waiting for B's approval", async () => {
+      await acrossReplicas(P2, `sqlite:${join(dir, 'ledger.sqlite')}`);
+    });
 
-  it('Redis: round 1 on replica A, approved on replica B\'s page, round 2 on B (the replay on A refused), and round 2 on A waiting for B\'s approval', async () => {
-    const url = process.env.REDIS_URL;
-    if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
-    await acrossReplicas(P3, url);
-  });
-});
+    it("Redis: round 1 on replica A, approved on replica B's page, round 2 on B (the replay on A refused), and round 2 on A waiting for B's approval", async () => {
+      const url = process.env.REDIS_URL;
+      if (!url)
+        throw new Error(
+          'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+        );
+      await acrossReplicas(P3, url);
+    });
+  },
+);

@@ -70,7 +70,8 @@ function refusedWith(reply: Reply, code: string): boolean {
 describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () => {
   let client: Client;
   let root: string;
-  const call = (name: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) => callTool(client, { name, arguments: args, ...extra });
+  const call = (name: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    callTool(client, { name, arguments: args, ...extra });
 
   beforeAll(async () => {
     root = freshDir('fs');
@@ -117,13 +118,25 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
   it('a state moved onto other arguments is refused with ERR_CONFIRM_MISMATCH; control: the same state on its own arguments writes', async () => {
     const target = join(root, 'moved-state.txt');
     const { state } = asked(await call('write_file', { path: target, content: 'harmless' }));
-    const moved = await call('write_file', { path: target, content: 'evil' }, { inputResponses: ACCEPT, requestState: state });
+    const moved = await call(
+      'write_file',
+      { path: target, content: 'evil' },
+      { inputResponses: ACCEPT, requestState: state },
+    );
     expect(refusedWith(moved, 'ERR_CONFIRM_MISMATCH')).toBe(true);
     // (Arguments edit_file's inputSchema accepts: the proxy checks them before the state.)
-    const otherTool = await call('edit_file', { path: target, edits: [{ oldText: 'harmless', newText: 'evil' }] }, { inputResponses: ACCEPT, requestState: state });
+    const otherTool = await call(
+      'edit_file',
+      { path: target, edits: [{ oldText: 'harmless', newText: 'evil' }] },
+      { inputResponses: ACCEPT, requestState: state },
+    );
     expect(refusedWith(otherTool, 'ERR_CONFIRM_MISMATCH')).toBe(true);
     expect(existsSync(target)).toBe(false);
-    const control = await call('write_file', { path: target, content: 'harmless' }, { inputResponses: ACCEPT, requestState: state });
+    const control = await call(
+      'write_file',
+      { path: target, content: 'harmless' },
+      { inputResponses: ACCEPT, requestState: state },
+    );
     expect(text(control)).toContain('Successfully wrote');
     expect(readFileSync(target, 'utf8')).toBe('harmless');
   });
@@ -133,14 +146,22 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
     const forged = await call('write_file', { path: target, content: 'x' }, { inputResponses: ACCEPT });
     const { state } = asked(forged);
     expect(existsSync(target)).toBe(false);
-    const control = await call('write_file', { path: target, content: 'x' }, { inputResponses: ACCEPT, requestState: state });
+    const control = await call(
+      'write_file',
+      { path: target, content: 'x' },
+      { inputResponses: ACCEPT, requestState: state },
+    );
     expect(text(control)).toContain('Successfully wrote');
   });
 
   it('a declined write_file writes nothing', async () => {
     const target = join(root, 'declined.txt');
     const { state } = asked(await call('write_file', { path: target, content: 'no' }));
-    const declined = await call('write_file', { path: target, content: 'no' }, { inputResponses: DECLINE, requestState: state });
+    const declined = await call(
+      'write_file',
+      { path: target, content: 'no' },
+      { inputResponses: DECLINE, requestState: state },
+    );
     // write_file declares an outputSchema: the proxy's own answer, with no structured content, is an error result.
     expect(declined).toMatchObject({ kind: 'result', isError: true });
     expect(text(declined)).toBe('You declined; nothing was forwarded to the upstream server.');
@@ -149,9 +170,17 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
 
   it('a host that declines through callTool gets the decline as an error result for write_file, which declares an outputSchema (not a protocol error); control: accepting writes', async () => {
     const host = async (action: 'decline' | 'accept') => {
-      const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--', process.execPath, FS_SERVER, root] });
-      const c = new Client({ name: 'proxy-host', version: '0.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
-      c.setRequestHandler('elicitation/create', async () => (action === 'accept' ? { action, content: { confirmed: true } } : { action }));
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, 'proxy', '--', process.execPath, FS_SERVER, root],
+      });
+      const c = new Client({ name: 'proxy-host', version: '0.0.0' }, {
+        capabilities: { elicitation: { form: {} } },
+        versionNegotiation: { mode: { pin: '2026-07-28' } },
+      } as never);
+      c.setRequestHandler('elicitation/create', async () =>
+        action === 'accept' ? { action, content: { confirmed: true } } : { action },
+      );
       await c.connect(transport);
       closers.push(() => c.close());
       return c;
@@ -175,13 +204,17 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
     const edit = asked(await call('edit_file', editArgs));
     expect(edit.message).toContain('Argument `edits` (JSON): `[{"newText":"gamma","oldText":"beta"}]`');
     expect(readFileSync(file, 'utf8')).toBe('alpha beta\n');
-    expect(text(await call('edit_file', editArgs, { inputResponses: ACCEPT, requestState: edit.state }))).toContain('gamma');
+    expect(text(await call('edit_file', editArgs, { inputResponses: ACCEPT, requestState: edit.state }))).toContain(
+      'gamma',
+    );
     expect(readFileSync(file, 'utf8')).toBe('alpha gamma\n');
 
     const moveArgs = { source: file, destination: join(root, 'edited.txt') };
     const move = asked(await call('move_file', moveArgs));
     expect(existsSync(file)).toBe(true);
-    expect(text(await call('move_file', moveArgs, { inputResponses: ACCEPT, requestState: move.state }))).toContain('Successfully moved');
+    expect(text(await call('move_file', moveArgs, { inputResponses: ACCEPT, requestState: move.state }))).toContain(
+      'Successfully moved',
+    );
     expect(existsSync(join(root, 'edited.txt'))).toBe(true);
   });
 
@@ -202,19 +235,31 @@ describe('proxy in front of server-filesystem, v2 client pinned 2026-07-28', () 
     // Exactly three lines: the head, then one per argument; the name cannot add one.
     expect(message.split('\n')).toHaveLength(3);
     expect(message.split('\n').filter((l) => l.startsWith('Argument `destination`'))).toHaveLength(1);
-    const declined = await call('move_file', { source, destination: hostile }, { inputResponses: DECLINE, requestState: state });
+    const declined = await call(
+      'move_file',
+      { source, destination: hostile },
+      { inputResponses: DECLINE, requestState: state },
+    );
     expect(declined).toMatchObject({ kind: 'result', isError: true }); // move_file declares an outputSchema: the decline is an error result
     expect(existsSync(source)).toBe(true);
   });
 
   it('a long write_file content is shown by size, line count, first and last lines and a fingerprint; the confirmed content is written exactly', async () => {
     const target = join(root, 'long.txt');
-    const content = ['HEAD LINE', ...Array.from({ length: 98 }, (_, i) => `middle line ${i} hidden`), 'TAIL LINE'].join('\n') + '\n';
+    const content =
+      ['HEAD LINE', ...Array.from({ length: 98 }, (_, i) => `middle line ${i} hidden`), 'TAIL LINE'].join('\n') + '\n';
     const { message, state } = asked(await call('write_file', { path: target, content }));
     const bytes = Buffer.byteLength(content, 'utf8');
-    expect(message).toMatch(new RegExp(`Argument \`content\`: a long value of ${bytes} bytes in 100 lines, first line \`HEAD LINE\`, last line \`TAIL LINE\`, fingerprint [0-9a-f]{16}$`, 'm'));
+    expect(message).toMatch(
+      new RegExp(
+        `Argument \`content\`: a long value of ${bytes} bytes in 100 lines, first line \`HEAD LINE\`, last line \`TAIL LINE\`, fingerprint [0-9a-f]{16}$`,
+        'm',
+      ),
+    );
     expect(message).not.toContain('middle line 50');
-    expect(text(await call('write_file', { path: target, content }, { inputResponses: ACCEPT, requestState: state }))).toContain('Successfully wrote');
+    expect(
+      text(await call('write_file', { path: target, content }, { inputResponses: ACCEPT, requestState: state })),
+    ).toContain('Successfully wrote');
     expect(readFileSync(target, 'utf8')).toBe(content);
   });
 
@@ -231,21 +276,38 @@ describe('proxy policy', () => {
   it('a denied tool is not listed and its call is refused; a named create_directory asks; control: an allowed glob passes', async () => {
     const root = freshDir('policy');
     const policyFile = join(R, 'policy.json');
-    writeFileSync(policyFile, JSON.stringify({ deny: ['move_*'], confirm: ['create_directory'], allow: ['write_file'] }));
+    writeFileSync(
+      policyFile,
+      JSON.stringify({ deny: ['move_*'], confirm: ['create_directory'], allow: ['write_file'] }),
+    );
     const { client } = await spawnProxy(['--policy', policyFile], [FS_SERVER, root]);
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names).not.toContain('move_file');
     expect(names).toContain('create_directory');
     writeFileSync(join(root, 'a.txt'), 'a');
-    const denied = await callTool(client, { name: 'move_file', arguments: { source: join(root, 'a.txt'), destination: join(root, 'b.txt') } });
+    const denied = await callTool(client, {
+      name: 'move_file',
+      arguments: { source: join(root, 'a.txt'), destination: join(root, 'b.txt') },
+    });
     expect(refusedWith(denied, 'ERR_CONFIRM_POLICY_DENIED')).toBe(true);
     expect(existsSync(join(root, 'a.txt'))).toBe(true);
     const dir = join(root, 'named');
     const { state } = asked(await callTool(client, { name: 'create_directory', arguments: { path: dir } }));
     expect(existsSync(dir)).toBe(false);
-    expect(text(await callTool(client, { name: 'create_directory', arguments: { path: dir }, inputResponses: ACCEPT, requestState: state }))).toContain('Successfully created');
+    expect(
+      text(
+        await callTool(client, {
+          name: 'create_directory',
+          arguments: { path: dir },
+          inputResponses: ACCEPT,
+          requestState: state,
+        }),
+      ),
+    ).toContain('Successfully created');
     // Control: write_file is allowed by the policy, so it passes with no question.
-    expect(text(await callTool(client, { name: 'write_file', arguments: { path: join(root, 'w.txt'), content: 'w' } }))).toContain('Successfully wrote');
+    expect(
+      text(await callTool(client, { name: 'write_file', arguments: { path: join(root, 'w.txt'), content: 'w' } })),
+    ).toContain('Successfully wrote');
     expect(readFileSync(join(root, 'w.txt'), 'utf8')).toBe('w');
   });
 
@@ -270,7 +332,16 @@ describe('proxy policy', () => {
     const file = join(R, `bad-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(file, policy);
     const marker = join(R, `never-${Math.random().toString(36).slice(2)}`);
-    const r = await runProcess(process.execPath, [MAIN, 'proxy', '--policy', file, '--', process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`]);
+    const r = await runProcess(process.execPath, [
+      MAIN,
+      'proxy',
+      '--policy',
+      file,
+      '--',
+      process.execPath,
+      '-e',
+      `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`,
+    ]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(`--policy ${file}: `);
     expect(r.stderr).toContain(expected);
@@ -295,12 +366,23 @@ describe('proxy with the 2025-era v1 client in front', () => {
       asked.push((req.params as { message: string }).message);
       return { action: 'accept', content: { confirmed: true } };
     });
-    await client.connect(new V1StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--', process.execPath, FS_SERVER, root], stderr: 'pipe' }));
+    await client.connect(
+      new V1StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, 'proxy', '--', process.execPath, FS_SERVER, root],
+        stderr: 'pipe',
+      }),
+    );
     closers.push(() => client.close());
-    const read = (await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'r.txt') } })) as { content: Array<{ text?: string }> };
+    const read = (await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'r.txt') } })) as {
+      content: Array<{ text?: string }>;
+    };
     expect(read.content[0]?.text).toBe('v1 read');
     expect(asked).toHaveLength(0);
-    const write = (await client.callTool({ name: 'write_file', arguments: { path: join(root, 'w.txt'), content: 'from v1' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    const write = (await client.callTool({
+      name: 'write_file',
+      arguments: { path: join(root, 'w.txt'), content: 'from v1' },
+    })) as { content: Array<{ text?: string }>; isError?: boolean };
     expect(write.isError ?? false).toBe(false);
     expect(asked).toHaveLength(1);
     expect(asked[0]).toContain('`write_file`');
@@ -315,11 +397,25 @@ describe('proxy binding to the tool definition', () => {
     const args = { text: 'hello' };
     const first = asked(await callTool(client, { name: 'write_note', arguments: args }));
     expect(text(await callTool(client, { name: 'bump', arguments: {} }))).toBe('v2');
-    const again = await callTool(client, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: first.state });
+    const again = await callTool(client, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: ACCEPT,
+      requestState: first.state,
+    });
     const second = asked(again);
     expect(second.state).not.toBe(first.state);
     expect(existsSync(join(dir, 'note.txt'))).toBe(false);
-    expect(text(await callTool(client, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: second.state }))).toBe('written');
+    expect(
+      text(
+        await callTool(client, {
+          name: 'write_note',
+          arguments: args,
+          inputResponses: ACCEPT,
+          requestState: second.state,
+        }),
+      ),
+    ).toBe('written');
     expect(readFileSync(join(dir, 'note.txt'), 'utf8')).toBe('hello');
   });
 
@@ -328,7 +424,12 @@ describe('proxy binding to the tool definition', () => {
     const { client } = await spawnProxy([], [FIXTURE, dir]);
     const { state } = asked(await callTool(client, { name: 'write_note', arguments: { text: 'x' } }));
     expect(text(await callTool(client, { name: 'remove', arguments: {} }))).toBe('removed');
-    const gone = await callTool(client, { name: 'write_note', arguments: { text: 'x' }, inputResponses: ACCEPT, requestState: state });
+    const gone = await callTool(client, {
+      name: 'write_note',
+      arguments: { text: 'x' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(refusedWith(gone, 'ERR_CONFIRM_UPSTREAM_TOOL_GONE')).toBe(true);
     expect(existsSync(join(dir, 'note.txt'))).toBe(false);
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('write_note');

@@ -50,7 +50,18 @@ function linesOf(file: string): Line[] {
 async function auditedProxy(dir: string): Promise<{ client: Client; trail: string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [MAIN, 'proxy', '--key-file', keyFile, '--audit', join(R, 'log', 'proxy'), '--', process.execPath, FIXTURE, dir],
+    args: [
+      MAIN,
+      'proxy',
+      '--key-file',
+      keyFile,
+      '--audit',
+      join(R, 'log', 'proxy'),
+      '--',
+      process.execPath,
+      FIXTURE,
+      dir,
+    ],
     stderr: 'pipe',
   });
   let err = '';
@@ -76,21 +87,36 @@ describe('mcp-confirm proxy --audit PATH', () => {
     const args = { text: 'audited note' };
     const { state, message } = asked(await callTool(client, { name: 'write_note', arguments: args }));
     expect(linesOf(trail).map((l) => l['event'])).toEqual(['opened', 'asked']);
-    const done = await callTool(client, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: state });
+    const done = await callTool(client, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false, text: 'written' });
     expect(readFileSync(join(dir, 'note.txt'), 'utf8')).toBe('audited note');
     let lines = linesOf(trail).slice(1);
     expect(lines.map((l) => l['event'])).toEqual(['asked', 'confirmed', 'acted']);
     const ring = await KeyRing.fromFile(keyFile);
     for (const l of lines) {
-      expect(l).toMatchObject({ tool: 'write_note', jti: lines[0]!['jti'], question: message, principal: KeyRing.principalTag(ring.sealing, 'local') });
+      expect(l).toMatchObject({
+        tool: 'write_note',
+        jti: lines[0]!['jti'],
+        question: message,
+        principal: KeyRing.principalTag(ring.sealing, 'local'),
+      });
       // The guard's arguments are the call's { arguments }: their digest is what the state binds.
       expect(l['args']).toBe(canonicalDigest({ arguments: args }));
     }
     // A declined call: its lines, and nothing forwarded.
     const declinedArgs = { text: 'never written' };
     const second = asked(await callTool(client, { name: 'write_note', arguments: declinedArgs }));
-    await callTool(client, { name: 'write_note', arguments: declinedArgs, inputResponses: DECLINE, requestState: second.state });
+    await callTool(client, {
+      name: 'write_note',
+      arguments: declinedArgs,
+      inputResponses: DECLINE,
+      requestState: second.state,
+    });
     lines = linesOf(trail).slice(1);
     expect(lines.map((l) => [l['event'], l['outcome']])).toEqual([
       ['asked', null],
@@ -109,12 +135,28 @@ describe('mcp-confirm proxy --audit PATH', () => {
 
   /** The proxy with --audit (and `extra` flags) in front of the fixture upstream, spawned by the test so it can stop it. */
   function proxyAudited(dir: string, extra: string[] = []): Promise<AuditedProcess> {
-    return startAudited(['proxy', '--key-file', keyFile, '--audit', join(R, 'log', 'proxy'), ...extra, '--', process.execPath, FIXTURE, dir], closers);
+    return startAudited(
+      [
+        'proxy',
+        '--key-file',
+        keyFile,
+        '--audit',
+        join(R, 'log', 'proxy'),
+        ...extra,
+        '--',
+        process.execPath,
+        FIXTURE,
+        dir,
+      ],
+      closers,
+    );
   }
 
   async function confirmedNote(client: Client, text: string): Promise<void> {
     const { state } = asked(await callTool(client, { name: 'write_note', arguments: { text } }));
-    expect(await callTool(client, { name: 'write_note', arguments: { text }, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+    expect(
+      await callTool(client, { name: 'write_note', arguments: { text }, inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject({ kind: 'result', isError: false, text: 'written' });
   }
 
   for (const [name, stop] of [
@@ -148,10 +190,18 @@ describe('mcp-confirm proxy --audit PATH', () => {
     const text = textLinesOf(p.trail);
     expect(text).toHaveLength(8);
     expect(await verifyTrail(p.trail, keyFile, ['--ledger', ledger])).toMatchObject({ status: 0, stdout: '8\n' });
-    writeFileSync(p.trail, text.slice(0, 4).map((l) => `${l}\n`).join(''));
+    writeFileSync(
+      p.trail,
+      text
+        .slice(0, 4)
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
     expect((await verifyTrail(p.trail, keyFile)).status).toBe(4);
     const cut = await verifyTrail(p.trail, keyFile, ['--ledger', ledger]);
     expect(cut.status).toBe(3);
-    expect(cut.stderr).toContain('is cut: it ends at line 4, but the store records line 8 as written: 4 line(s) missing');
+    expect(cut.stderr).toContain(
+      'is cut: it ends at line 4, but the store records line 8 as written: 4 line(s) missing',
+    );
   });
 });

@@ -102,7 +102,15 @@ async function startFront(target: string): Promise<{ url: string; fail(mode: Fro
 async function httpProxy(url: string, extra: string[] = []): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [MAIN, 'proxy', '--upstream-url', url, '--upstream-header', 'Authorization: $HARDENING_UPSTREAM_AUTH', ...extra],
+    args: [
+      MAIN,
+      'proxy',
+      '--upstream-url',
+      url,
+      '--upstream-header',
+      'Authorization: $HARDENING_UPSTREAM_AUTH',
+      ...extra,
+    ],
     env: { PATH: process.env['PATH'] ?? '', HARDENING_UPSTREAM_AUTH: SECRET },
     stderr: 'pipe',
   });
@@ -116,7 +124,11 @@ async function httpProxy(url: string, extra: string[] = []): Promise<{ client: C
 
 /** `mcp-confirm proxy [extra] -- node fixtures/upstream.mjs DIR` over stdio with the manual v2 client. */
 async function stdioProxy(dir: string, extra: string[] = []): Promise<{ client: Client; stderr: () => string }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', ...extra, '--', process.execPath, STDIO_UPSTREAM, dir], stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, 'proxy', ...extra, '--', process.execPath, STDIO_UPSTREAM, dir],
+    stderr: 'pipe',
+  });
   let err = '';
   transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
   const client = new Client({ name: 'proxy-hardening-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
@@ -130,7 +142,6 @@ function text(reply: Reply): string {
   return reply.text;
 }
 
-
 describe('an HTTP upstream answering with an error status', () => {
   it('a 502 whose body echoes the configured Authorization header: the client gets HTTP 502, never the body; stderr neither', async () => {
     const dir = freshDir();
@@ -141,7 +152,9 @@ describe('an HTTP upstream answering with an error status', () => {
     front.fail('tools/call');
     const failed = await callTool(client, { name: 'read_note', arguments: {} });
     expect(failed.kind === 'result' && failed.isError).toBe(true);
-    expect(text(failed)).toBe('[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (HTTP 502); whether it acted is unknown, and the call was not retried.');
+    expect(text(failed)).toBe(
+      '[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (HTTP 502); whether it acted is unknown, and the call was not retried.',
+    );
     await until(() => stderr().includes('upstream: HTTP 502'));
     expect(JSON.stringify(failed)).not.toContain('gateway-echo-secret');
     expect(stderr()).not.toContain('gateway-echo-secret');
@@ -166,11 +179,15 @@ describe('the refusal of a failed upstream request names what failed', () => {
       (e: unknown) => e as Error & { code?: number },
     );
     expect(listed?.code).toBe(-32603);
-    expect(listed?.message).toContain('[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed to answer tools/list (HTTP 502).');
+    expect(listed?.message).toContain(
+      '[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed to answer tools/list (HTTP 502).',
+    );
     expect(listed?.message).not.toContain('acted');
     expect(listed?.message).not.toContain('retried');
     // A tools/call whose preliminary listing fails: nothing was forwarded, so the same plain message.
-    expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe('[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed to answer tools/list (HTTP 502).');
+    expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe(
+      '[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed to answer tools/list (HTTP 502).',
+    );
     // The forwarded tools/call itself failing: whether the upstream acted is unknown.
     front.fail('tools/call');
     expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe(
@@ -191,7 +208,9 @@ describe('the refusal of a failed upstream request names what failed', () => {
       () => undefined,
       (e: unknown) => e as Error & { code?: number },
     );
-    expect(listed?.message).toContain('[ERR_CONFIRM_UPSTREAM_TIMEOUT] The upstream server did not answer tools/list within 1 s; it was cancelled and not retried.');
+    expect(listed?.message).toContain(
+      '[ERR_CONFIRM_UPSTREAM_TIMEOUT] The upstream server did not answer tools/list within 1 s; it was cancelled and not retried.',
+    );
     expect(listed?.message).not.toContain('acted');
     // Control: answered again once the front passes tools/list through.
     front.fail('none');
@@ -208,13 +227,19 @@ describe('the question bounds each whole value, a path-like one included', () =>
     const { client } = await stdioProxy(dir);
     const pathLike = 'ok/'.repeat(20000);
     const oneLine = 'word '.repeat(3000).trim();
-    const { message } = asked(await callTool(client, { name: 'write_note', arguments: { text: pathLike, other: oneLine, short: 'kept' } }));
+    const { message } = asked(
+      await callTool(client, { name: 'write_note', arguments: { text: pathLike, other: oneLine, short: 'kept' } }),
+    );
     expect(message.length).toBeLessThan(MAX_QUESTION_CHARS);
     const lines = message.split('\n');
     expect(lines).toHaveLength(4);
-    expect(lines[1]).toMatch(/^Argument `other`: a long value of 14999 bytes in 1 line, shown in part: `word word .*….* word word` \(shortened, fingerprint [0-9a-f]{16}\), fingerprint [0-9a-f]{16}$/);
+    expect(lines[1]).toMatch(
+      /^Argument `other`: a long value of 14999 bytes in 1 line, shown in part: `word word .*….* word word` \(shortened, fingerprint [0-9a-f]{16}\), fingerprint [0-9a-f]{16}$/,
+    );
     expect(lines[2]).toBe('Argument `short`: `kept`');
-    expect(lines[3]).toMatch(/^Argument `text`: a long value of 60000 bytes in 1 line, shown in part: `ok\/ok\/.*….*ok\/ok\/` \(shortened, fingerprint [0-9a-f]{16}\), fingerprint [0-9a-f]{16}$/);
+    expect(lines[3]).toMatch(
+      /^Argument `text`: a long value of 60000 bytes in 1 line, shown in part: `ok\/ok\/.*….*ok\/ok\/` \(shortened, fingerprint [0-9a-f]{16}\), fingerprint [0-9a-f]{16}$/,
+    );
     expect(calls(dir)).toEqual([]);
   });
 
@@ -227,7 +252,7 @@ describe('the question bounds each whole value, a path-like one included', () =>
   });
 });
 
-describe('--max-argument-bytes: a size bound on a call\'s arguments, checked before any rendering', () => {
+describe("--max-argument-bytes: a size bound on a call's arguments, checked before any rendering", () => {
   /** The default bound: 1 MiB of canonical JSON. */
   const BOUND = 1_048_576;
   /** `{"text":"…"}` around a value of `n` bytes: the canonical JSON is n + 11 bytes. */
@@ -252,7 +277,12 @@ describe('--max-argument-bytes: a size bound on a call\'s arguments, checked bef
     const value = textOf(BOUND - WRAPPER);
     const { message, state } = asked(await callTool(client, { name: 'write_note', arguments: { text: value } }));
     expect(message).toContain(`Argument \`text\`: a long value of ${value.length} bytes in 1 line`);
-    const done = await callTool(client, { name: 'write_note', arguments: { text: value }, inputResponses: ACCEPT, requestState: state });
+    const done = await callTool(client, {
+      name: 'write_note',
+      arguments: { text: value },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(calls(dir)).toEqual([value]);
   });
@@ -261,12 +291,23 @@ describe('--max-argument-bytes: a size bound on a call\'s arguments, checked bef
     const dir = freshDir();
     const { client } = await stdioProxy(dir, ['--max-argument-bytes', '100']);
     const refused = await callTool(client, { name: 'write_note', arguments: { text: textOf(100 - WRAPPER + 1) } });
-    expect(text(refused)).toContain('the arguments are 101 bytes as canonical JSON (RFC 8785), more than the proxy\'s bound of 100 bytes');
+    expect(text(refused)).toContain(
+      "the arguments are 101 bytes as canonical JSON (RFC 8785), more than the proxy's bound of 100 bytes",
+    );
     asked(await callTool(client, { name: 'write_note', arguments: { text: textOf(100 - WRAPPER) } }));
     const read = await callTool(client, { name: 'pid', arguments: { pad: textOf(200) } });
     expect(text(read)).toContain('[ERR_CONFIRM_BAD_ARGUMENT]');
     expect(text(await callTool(client, { name: 'pid', arguments: {} }))).toMatch(/^[0-9]+$/);
-    const bad = await runProcess(process.execPath, [MAIN, 'proxy', '--max-argument-bytes', '0', '--', process.execPath, STDIO_UPSTREAM, dir]);
+    const bad = await runProcess(process.execPath, [
+      MAIN,
+      'proxy',
+      '--max-argument-bytes',
+      '0',
+      '--',
+      process.execPath,
+      STDIO_UPSTREAM,
+      dir,
+    ]);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('--max-argument-bytes must be a whole number of bytes from 1 to 1073741824, got "0"');
     expect(calls(dir)).toEqual([]);
@@ -277,9 +318,18 @@ describe('an upstream command that ends before its handshake', () => {
   it('exits 1 saying how it ended (its exit code, or its signal), without an EPIPE line; a command that cannot be spawned names the spawn error (control)', async () => {
     const exited = await runProcess(process.execPath, [MAIN, 'proxy', '--', process.execPath, '-e', 'process.exit(3)']);
     expect(exited.status).toBe(1);
-    expect(exited.stderr).toContain('the upstream server could not be started or did not complete the handshake: it exited with code 3');
+    expect(exited.stderr).toContain(
+      'the upstream server could not be started or did not complete the handshake: it exited with code 3',
+    );
     expect(exited.stderr).not.toContain('EPIPE');
-    const killed = await runProcess(process.execPath, [MAIN, 'proxy', '--', process.execPath, '-e', "process.kill(process.pid, 'SIGKILL')"]);
+    const killed = await runProcess(process.execPath, [
+      MAIN,
+      'proxy',
+      '--',
+      process.execPath,
+      '-e',
+      "process.kill(process.pid, 'SIGKILL')",
+    ]);
     expect(killed.status).toBe(1);
     expect(killed.stderr).toContain('it was killed by SIGKILL');
     const missing = await runProcess(process.execPath, [MAIN, 'proxy', '--', '/nonexistent/mcp-confirm-upstream']);

@@ -20,7 +20,15 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
-import { connectLegacy, connectModern, MCP_POST_HEADERS, LEGACY_INITIALIZE, rawRequest, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
+import {
+  connectLegacy,
+  connectModern,
+  MCP_POST_HEADERS,
+  LEGACY_INITIALIZE,
+  rawRequest,
+  startHttpServer,
+  type HttpServerProcess,
+} from '../helpers/httpServer.js';
 import { runProcess } from '../helpers/processes.js';
 import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
@@ -44,7 +52,10 @@ beforeAll(async () => {
   const pair = await generateKeyPair('RS256', { extractable: true });
   signingKey = pair.privateKey;
   jwksPath = join(R, 'jwks.json');
-  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+  writeFileSync(
+    jwksPath,
+    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+  );
   // The proxies started by these tests read their upstream credentials from here ($VAR).
   process.env['PROXY_TEST_UPSTREAM_AUTH'] = UPSTREAM_SECRET;
   process.env['PROXY_TEST_TENANT_KEY'] = TENANT_KEY;
@@ -80,13 +91,17 @@ function headersSeen(dir: string): Array<Record<string, string>> {
     .map((l) => JSON.parse(l) as Record<string, string>);
 }
 
-
 function text(reply: Reply): string {
   if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);
   return reply.text;
 }
 
-const HEADER_ARGS = ['--upstream-header', 'X-Tenant-Key: $PROXY_TEST_TENANT_KEY', '--upstream-header', 'X-Client-Name: mcp-confirm tests'];
+const HEADER_ARGS = [
+  '--upstream-header',
+  'X-Tenant-Key: $PROXY_TEST_TENANT_KEY',
+  '--upstream-header',
+  'X-Client-Name: mcp-confirm tests',
+];
 
 /** The environment of a proxy started by the SDK's stdio transports. */
 function proxyEnv(): Record<string, string> {
@@ -96,7 +111,12 @@ function proxyEnv(): Record<string, string> {
 /** `mcp-confirm proxy --upstream-url URL [headers] [extra]` over stdio with the manual v2 client. */
 async function stdioProxy(url: string, extra: string[] = []): Promise<{ client: Client; stderr: () => string }> {
   // The SDK's stdio transport passes only a few variables by default: the $VAR ones are given explicitly, as a host's "env" would.
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--upstream-url', url, ...HEADER_ARGS, ...extra], env: proxyEnv(), stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, 'proxy', '--upstream-url', url, ...HEADER_ARGS, ...extra],
+    env: proxyEnv(),
+    stderr: 'pipe',
+  });
   let err = '';
   transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
   const client = new Client({ name: 'proxy-http-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
@@ -113,17 +133,34 @@ describe.each([
     const dir = freshDir();
     const { client, stderr } = await stdioProxy(await startUpstream(era, dir));
     expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['read_note', 'write_note']);
-    const { state, message } = asked(await callTool(client, { name: 'write_note', arguments: { text: 'exactly this' } }));
+    const { state, message } = asked(
+      await callTool(client, { name: 'write_note', arguments: { text: 'exactly this' } }),
+    );
     expect(message).toContain(`of the upstream server \`http-upstream-${era}\``);
     expect(message).toContain('Argument `text`: `exactly this`');
     expect(calls(dir)).toEqual([]);
-    const done = await callTool(client, { name: 'write_note', arguments: { text: 'exactly this' }, inputResponses: ACCEPT, requestState: state });
+    const done = await callTool(client, {
+      name: 'write_note',
+      arguments: { text: 'exactly this' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(text(done)).toBe('written');
     expect(calls(dir)).toEqual(['exactly this']);
-    const replay = await callTool(client, { name: 'write_note', arguments: { text: 'exactly this' }, inputResponses: ACCEPT, requestState: state });
+    const replay = await callTool(client, {
+      name: 'write_note',
+      arguments: { text: 'exactly this' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     const moved = asked(await callTool(client, { name: 'write_note', arguments: { text: 'harmless' } }));
-    const attack = await callTool(client, { name: 'write_note', arguments: { text: 'evil' }, inputResponses: ACCEPT, requestState: moved.state });
+    const attack = await callTool(client, {
+      name: 'write_note',
+      arguments: { text: 'evil' },
+      inputResponses: ACCEPT,
+      requestState: moved.state,
+    });
     expect(attack.kind === 'result' && attack.text.startsWith('[ERR_CONFIRM_MISMATCH]')).toBe(true);
     expect(calls(dir)).toEqual(['exactly this']);
     expect(text(await callTool(client, { name: 'read_note', arguments: {} }))).toBe('exactly this');
@@ -144,9 +181,19 @@ describe.each([
       questions.push((req.params as { message: string }).message);
       return { action: 'accept', content: { confirmed: true } };
     });
-    await client.connect(new V1StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--upstream-url', upstream, ...HEADER_ARGS], env: proxyEnv(), stderr: 'pipe' }));
+    await client.connect(
+      new V1StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, 'proxy', '--upstream-url', upstream, ...HEADER_ARGS],
+        env: proxyEnv(),
+        stderr: 'pipe',
+      }),
+    );
     closers.push(() => client.close());
-    const r = (await client.callTool({ name: 'write_note', arguments: { text: 'from v1' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    const r = (await client.callTool({ name: 'write_note', arguments: { text: 'from v1' } })) as {
+      content: Array<{ text?: string }>;
+      isError?: boolean;
+    };
     expect(r.isError ?? false).toBe(false);
     expect(r.content[0]?.text).toBe('written');
     expect(questions).toHaveLength(1);
@@ -199,13 +246,22 @@ describe('mcp-confirm proxy --http: the client side over Streamable HTTP with JW
     });
   });
 
-  it('no token passthrough: the upstream sees only the configured Authorization, never the client\'s token; control: the client\'s confirmed call reached it', async () => {
+  it("no token passthrough: the upstream sees only the configured Authorization, never the client's token; control: the client's confirmed call reached it", async () => {
     const clientToken = await token(proxy.url, 'u1');
     const client = await connectModern(proxy.url, clientToken);
     closers.push(() => client.close());
     const before = headersSeen(dir).length;
     const { state } = asked(await callTool(client, { name: 'write_note', arguments: { text: 'passthrough check' } }));
-    expect(text(await callTool(client, { name: 'write_note', arguments: { text: 'passthrough check' }, inputResponses: ACCEPT, requestState: state }))).toBe('written');
+    expect(
+      text(
+        await callTool(client, {
+          name: 'write_note',
+          arguments: { text: 'passthrough check' },
+          inputResponses: ACCEPT,
+          requestState: state,
+        }),
+      ),
+    ).toBe('written');
     expect(calls(dir)).toContain('passthrough check');
     const seen = headersSeen(dir);
     expect(seen.length).toBeGreaterThan(before);
@@ -221,11 +277,19 @@ describe('mcp-confirm proxy --http: the client side over Streamable HTTP with JW
     expect(proxy.stderr()).not.toContain(signature);
   });
 
-  it('the main server\'s rules: 401 with the RFC 9728 challenge without a token, 403 for a foreign Host, /healthz answers', async () => {
-    const none = await rawRequest(proxy.url, { headers: { ...MCP_POST_HEADERS, Host: proxy.url.host }, body: LEGACY_INITIALIZE });
+  it("the main server's rules: 401 with the RFC 9728 challenge without a token, 403 for a foreign Host, /healthz answers", async () => {
+    const none = await rawRequest(proxy.url, {
+      headers: { ...MCP_POST_HEADERS, Host: proxy.url.host },
+      body: LEGACY_INITIALIZE,
+    });
     expect(none.status).toBe(401);
-    expect(none.headers['www-authenticate']).toContain(`resource_metadata="http://${proxy.url.host}/.well-known/oauth-protected-resource/mcp"`);
-    const foreign = await rawRequest(proxy.url, { headers: { ...MCP_POST_HEADERS, Host: 'evil.example.test' }, body: LEGACY_INITIALIZE });
+    expect(none.headers['www-authenticate']).toContain(
+      `resource_metadata="http://${proxy.url.host}/.well-known/oauth-protected-resource/mcp"`,
+    );
+    const foreign = await rawRequest(proxy.url, {
+      headers: { ...MCP_POST_HEADERS, Host: 'evil.example.test' },
+      body: LEGACY_INITIALIZE,
+    });
     expect(foreign.status).toBe(403);
     const health = await rawRequest(proxy.url, { method: 'GET', path: '/healthz', headers: { Host: proxy.url.host } });
     expect(health.status).toBe(200);
@@ -234,23 +298,45 @@ describe('mcp-confirm proxy --http: the client side over Streamable HTTP with JW
   it('attack: a state asked by U1 and redeemed by U2 is refused (-32602) and nothing is forwarded; control: U1 redeems it once, the replay is ERR_CONFIRM_SPENT', async () => {
     const u1 = await connectModern(proxy.url, await token(proxy.url, 'u1'));
     const u2 = await connectModern(proxy.url, await token(proxy.url, 'u2'));
-    closers.push(() => u1.close(), () => u2.close());
+    closers.push(
+      () => u1.close(),
+      () => u2.close(),
+    );
     const args = { text: 'only for u1' };
     const { state } = asked(await callTool(u1, { name: 'write_note', arguments: args }));
-    const stolen = await callTool(u2, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: state });
+    const stolen = await callTool(u2, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(stolen).toMatchObject({ kind: 'error', code: -32602 });
     expect(calls(dir)).not.toContain('only for u1');
-    expect(text(await callTool(u1, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: state }))).toBe('written');
+    expect(
+      text(await callTool(u1, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: state })),
+    ).toBe('written');
     expect(calls(dir).filter((c) => c === 'only for u1')).toHaveLength(1);
-    const replay = await callTool(u1, { name: 'write_note', arguments: args, inputResponses: ACCEPT, requestState: state });
+    const replay = await callTool(u1, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     expect(calls(dir).filter((c) => c === 'only for u1')).toHaveLength(1);
   });
 
   it('a 2025-era v1 client with a token is asked through a pushed elicitation/create and the upstream is called once', async () => {
-    const { client, asked: questions } = await connectLegacy(proxy.url, async () => ({ action: 'accept', content: { confirmed: true } }), await token(proxy.url, 'u3'));
+    const { client, asked: questions } = await connectLegacy(
+      proxy.url,
+      async () => ({ action: 'accept', content: { confirmed: true } }),
+      await token(proxy.url, 'u3'),
+    );
     closers.push(() => client.close());
-    const r = (await client.callTool({ name: 'write_note', arguments: { text: 'legacy over http' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    const r = (await client.callTool({ name: 'write_note', arguments: { text: 'legacy over http' } })) as {
+      content: Array<{ text?: string }>;
+      isError?: boolean;
+    };
     expect(r.isError ?? false).toBe(false);
     expect(r.content[0]?.text).toBe('written');
     expect(questions).toHaveLength(1);
@@ -271,7 +357,15 @@ describe('mcp-confirm proxy --http: one upstream shared by every client', () => 
   }
 
   it("the upstream's log messages reach no client over HTTP and logging is not offered; control: over stdio the same upstream's messages arrive", async () => {
-    const proxy = await startHttpServer(['proxy', '--http', '127.0.0.1:0', '--', process.execPath, STDIO_UPSTREAM, freshDir()]);
+    const proxy = await startHttpServer([
+      'proxy',
+      '--http',
+      '127.0.0.1:0',
+      '--',
+      process.execPath,
+      STDIO_UPSTREAM,
+      freshDir(),
+    ]);
     closers.push(async () => {
       if (proxy.proc.exitCode === null) proxy.proc.kill('SIGKILL');
       await proxy.exited;
@@ -279,21 +373,32 @@ describe('mcp-confirm proxy --http: one upstream shared by every client', () => 
     const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
     const overHttp = await loggingClient((c) => c.connect(new StreamableHTTPClientTransport(proxy.url)));
     expect(overHttp.client.getServerCapabilities()?.logging).toBeUndefined();
-    expect(text(await callTool(overHttp.client, { name: 'log', arguments: {}, _meta: { [LOG_LEVEL_META_KEY]: 'debug' } }))).toBe('logged');
+    expect(
+      text(await callTool(overHttp.client, { name: 'log', arguments: {}, _meta: { [LOG_LEVEL_META_KEY]: 'debug' } })),
+    ).toBe('logged');
     // A relayed message travels on the request's own stream, before its result: none came.
     expect(overHttp.logs).toEqual([]);
     const overStdio = await loggingClient((c) =>
-      c.connect(new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--', process.execPath, STDIO_UPSTREAM, freshDir()], stderr: 'pipe' })),
+      c.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [MAIN, 'proxy', '--', process.execPath, STDIO_UPSTREAM, freshDir()],
+          stderr: 'pipe',
+        }),
+      ),
     );
     expect(overStdio.client.getServerCapabilities()?.logging).toEqual({});
-    expect(text(await callTool(overStdio.client, { name: 'log', arguments: {}, _meta: { [LOG_LEVEL_META_KEY]: 'debug' } }))).toBe('logged');
+    expect(
+      text(await callTool(overStdio.client, { name: 'log', arguments: {}, _meta: { [LOG_LEVEL_META_KEY]: 'debug' } })),
+    ).toBe('logged');
     while (overStdio.logs.length < 2) await new Promise((r) => setTimeout(r, 20));
     expect(overStdio.logs).toEqual(['a debug detail', 'an error report']);
   });
 });
 
 describe('proxy upstream options: clear errors (exit 2), nothing secret echoed', () => {
-  const run = (args: string[], env: NodeJS.ProcessEnv = process.env) => runProcess(process.execPath, [MAIN, 'proxy', ...args], { env });
+  const run = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
+    runProcess(process.execPath, [MAIN, 'proxy', ...args], { env });
 
   it('neither -- COMMAND nor --upstream-url, and both, are refused', async () => {
     const neither = await run([]);
@@ -313,21 +418,50 @@ describe('proxy upstream options: clear errors (exit 2), nothing secret echoed',
   it('a $VAR that is not set is named, and no header value is echoed', async () => {
     const env = { ...process.env };
     delete env['PROXY_TEST_NOT_SET'];
-    const r = await run(['--upstream-url', 'http://127.0.0.1:9/mcp', '--upstream-header', 'X-Api-Key: s3cr3t-literal', '--upstream-header', 'Authorization: $PROXY_TEST_NOT_SET'], env);
+    const r = await run(
+      [
+        '--upstream-url',
+        'http://127.0.0.1:9/mcp',
+        '--upstream-header',
+        'X-Api-Key: s3cr3t-literal',
+        '--upstream-header',
+        'Authorization: $PROXY_TEST_NOT_SET',
+      ],
+      env,
+    );
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('--upstream-header Authorization: the environment variable PROXY_TEST_NOT_SET is not set');
+    expect(r.stderr).toContain(
+      '--upstream-header Authorization: the environment variable PROXY_TEST_NOT_SET is not set',
+    );
     expect(r.stderr).not.toContain('s3cr3t-literal');
   });
 
   it('a header without NAME: VALUE is named by position, its text not echoed; a reserved or repeated name is refused', async () => {
-    const malformed = await run(['--upstream-url', 'http://127.0.0.1:9/mcp', '--upstream-header', 'Bearer s3cr3t-token']);
+    const malformed = await run([
+      '--upstream-url',
+      'http://127.0.0.1:9/mcp',
+      '--upstream-header',
+      'Bearer s3cr3t-token',
+    ]);
     expect(malformed.status).toBe(2);
     expect(malformed.stderr).toContain("--upstream-header #1 must be 'NAME: VALUE'");
     expect(malformed.stderr).not.toContain('s3cr3t-token');
-    const reserved = await run(['--upstream-url', 'http://127.0.0.1:9/mcp', '--upstream-header', 'Mcp-Session-Id: abc']);
+    const reserved = await run([
+      '--upstream-url',
+      'http://127.0.0.1:9/mcp',
+      '--upstream-header',
+      'Mcp-Session-Id: abc',
+    ]);
     expect(reserved.status).toBe(2);
     expect(reserved.stderr).toContain('--upstream-header Mcp-Session-Id: this header is set by the MCP transport');
-    const twice = await run(['--upstream-url', 'http://127.0.0.1:9/mcp', '--upstream-header', 'X-A: 1', '--upstream-header', 'x-a: 2']);
+    const twice = await run([
+      '--upstream-url',
+      'http://127.0.0.1:9/mcp',
+      '--upstream-header',
+      'X-A: 1',
+      '--upstream-header',
+      'x-a: 2',
+    ]);
     expect(twice.status).toBe(2);
     expect(twice.stderr).toContain('--upstream-header x-a is given twice');
   });
@@ -344,7 +478,9 @@ describe('proxy upstream options: clear errors (exit 2), nothing secret echoed',
     // Port 9 (discard) on loopback: nothing listens there on a test machine.
     const down = await run(['--upstream-url', 'http://127.0.0.1:9/mcp?key=s3cr3t-q']);
     expect(down.status).toBe(1);
-    expect(down.stderr).toContain('the upstream server at http://127.0.0.1:9/mcp could not be reached or did not complete the handshake');
+    expect(down.stderr).toContain(
+      'the upstream server at http://127.0.0.1:9/mcp could not be reached or did not complete the handshake',
+    );
     expect(down.stderr).not.toContain('s3cr3t-q');
   });
 
@@ -356,7 +492,15 @@ describe('proxy upstream options: clear errors (exit 2), nothing secret echoed',
     const r = await run(['--http', `127.0.0.1:${port}`, '--', process.execPath, STDIO_UPSTREAM, freshDir()]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(`--http 127.0.0.1:${port}: cannot listen (EADDRINUSE)`);
-    const free = await startHttpServer(['proxy', '--http', '127.0.0.1:0', '--', process.execPath, STDIO_UPSTREAM, freshDir()]);
+    const free = await startHttpServer([
+      'proxy',
+      '--http',
+      '127.0.0.1:0',
+      '--',
+      process.execPath,
+      STDIO_UPSTREAM,
+      freshDir(),
+    ]);
     closers.push(async () => {
       if (free.proc.exitCode === null) free.proc.kill('SIGKILL');
       await free.exited;
@@ -365,7 +509,17 @@ describe('proxy upstream options: clear errors (exit 2), nothing secret echoed',
   });
 
   it('--http with --approval passkey without --public-url is refused naming it (test/e2e/proxyPasskeyHttp.test.ts serves it); --audit without --key-file is refused', async () => {
-    const passkey = await run(['--http', '127.0.0.1:0', '--approval', 'passkey', '--approvers', join(R, 'approvers.json'), '--', process.execPath, 'x.mjs']);
+    const passkey = await run([
+      '--http',
+      '127.0.0.1:0',
+      '--approval',
+      'passkey',
+      '--approvers',
+      join(R, 'approvers.json'),
+      '--',
+      process.execPath,
+      'x.mjs',
+    ]);
     expect(passkey.status).toBe(2);
     expect(passkey.stderr).toContain('--approval passkey with --http needs --public-url URL');
     const audit = await run(['--audit', join(R, 'trail'), '--', process.execPath, 'x.mjs']);

@@ -62,7 +62,19 @@ function project(content: string): string {
 async function proxyIn(cwd: string, ledger: string, extra: string[] = []): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [MAIN, 'proxy', '--key-file', keyFile, '--ledger', `sqlite:${ledger}`, ...extra, '--', process.execPath, FS_SERVER, '.'],
+    args: [
+      MAIN,
+      'proxy',
+      '--key-file',
+      keyFile,
+      '--ledger',
+      `sqlite:${ledger}`,
+      ...extra,
+      '--',
+      process.execPath,
+      FS_SERVER,
+      '.',
+    ],
     cwd,
     stderr: 'pipe',
   });
@@ -74,10 +86,12 @@ async function proxyIn(cwd: string, ledger: string, extra: string[] = []): Promi
 }
 
 const WRITE = { path: 'notes.txt', content: 'written through the proxy\n' };
-const writeNotes = (client: Client, extra: Record<string, unknown> = {}) => callTool(client, { name: 'write_file', arguments: WRITE, ...extra });
+const writeNotes = (client: Client, extra: Record<string, unknown> = {}) =>
+  callTool(client, { name: 'write_file', arguments: WRITE, ...extra });
 
 function wrote(reply: Reply): void {
-  if (reply.kind !== 'result' || reply.isError || !reply.text.includes('Successfully wrote')) throw new Error(`expected a write, got ${JSON.stringify(reply).slice(0, 400)}`);
+  if (reply.kind !== 'result' || reply.isError || !reply.text.includes('Successfully wrote'))
+    throw new Error(`expected a write, got ${JSON.stringify(reply).slice(0, 400)}`);
 }
 
 let ledgers = 0;
@@ -102,7 +116,7 @@ describe('a state does not cross to a proxy whose upstream acts on another proje
     expect(readFileSync(join(second, 'notes.txt'), 'utf8')).toBe('second project\n');
   });
 
-  it('control: two proxies in the same working directory accept each other\'s states, spent once through the shared ledger', async () => {
+  it("control: two proxies in the same working directory accept each other's states, spent once through the shared ledger", async () => {
     const ledger = freshLedger();
     const shared = project('shared project\n');
     const a = await proxyIn(shared, ledger);
@@ -138,7 +152,16 @@ describe('--upstream-id NAME', () => {
   it('a bad --upstream-id exits 2 naming the rule, before anything is started; control: --help shows the flag', async () => {
     for (const bad of ['', 'a\u0007b', 'x'.repeat(201)]) {
       const marker = join(R, `never-${Math.random().toString(36).slice(2)}`);
-      const r = await runProcess(process.execPath, [MAIN, 'proxy', '--upstream-id', bad, '--', process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`]);
+      const r = await runProcess(process.execPath, [
+        MAIN,
+        'proxy',
+        '--upstream-id',
+        bad,
+        '--',
+        process.execPath,
+        '-e',
+        `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`,
+      ]);
       expect(r.status).toBe(2);
       expect(r.stderr).toContain('--upstream-id must be 1 to 200 characters without control characters');
       expect(r.stdout).toBe('');
@@ -152,11 +175,18 @@ describe('--upstream-id NAME', () => {
 
 describe('the roots relayed to the upstream are bound', () => {
   /** server-filesystem in `start` behind the proxy, with a v1 client declaring `roots` and answering every question yes. */
-  async function rootedProxy(start: string, initialRoots: Array<{ uri: string; name: string }>, onQuestion: (message: string, n: number) => Promise<void>) {
+  async function rootedProxy(
+    start: string,
+    initialRoots: Array<{ uri: string; name: string }>,
+    onQuestion: (message: string, n: number) => Promise<void>,
+  ) {
     let roots = initialRoots;
     const questions: string[] = [];
     let err = '';
-    const client = new V1Client({ name: 'roots-test', version: '0.0.0' }, { capabilities: { roots: { listChanged: true }, elicitation: {} } });
+    const client = new V1Client(
+      { name: 'roots-test', version: '0.0.0' },
+      { capabilities: { roots: { listChanged: true }, elicitation: {} } },
+    );
     client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots }));
     client.setRequestHandler(ElicitRequestSchema, async (req) => {
       const message = (req.params as { message: string }).message;
@@ -164,7 +194,11 @@ describe('the roots relayed to the upstream are bound', () => {
       await onQuestion(message, questions.length);
       return { action: 'accept', content: { confirmed: true } };
     });
-    const transport = new V1StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--', process.execPath, FS_SERVER, start], stderr: 'pipe' });
+    const transport = new V1StdioClientTransport({
+      command: process.execPath,
+      args: [MAIN, 'proxy', '--', process.execPath, FS_SERVER, start],
+      stderr: 'pipe',
+    });
     transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
     await client.connect(transport);
     closers.push(() => client.close());
@@ -192,7 +226,10 @@ describe('the roots relayed to the upstream are bound', () => {
       // Nothing was written while asked.
       expect(readFileSync(target, 'utf8')).toBe('first root\n');
     });
-    const result = (await proxy.client.callTool({ name: 'write_file', arguments: { path: target, content: 'after the roots changed\n' } })) as { isError?: boolean };
+    const result = (await proxy.client.callTool({
+      name: 'write_file',
+      arguments: { path: target, content: 'after the roots changed\n' },
+    })) as { isError?: boolean };
     expect(result.isError ?? false).toBe(false);
     expect(proxy.questions).toHaveLength(2);
     expect(proxy.questions[0]).not.toContain(UPSTREAM_CHANGED_NOTICE);
@@ -205,7 +242,10 @@ describe('the roots relayed to the upstream are bound', () => {
     const first = project('first root\n');
     const target = join(first, 'notes.txt');
     const proxy = await rootedProxy(start, [{ uri: `file://${first}`, name: 'first' }], async () => {});
-    const result = (await proxy.client.callTool({ name: 'write_file', arguments: { path: target, content: 'roots steady\n' } })) as { isError?: boolean };
+    const result = (await proxy.client.callTool({
+      name: 'write_file',
+      arguments: { path: target, content: 'roots steady\n' },
+    })) as { isError?: boolean };
     expect(result.isError ?? false).toBe(false);
     expect(proxy.questions).toHaveLength(1);
     expect(readFileSync(target, 'utf8')).toBe('roots steady\n');
@@ -242,8 +282,16 @@ describe('what the state binds holds at the moment the call is written to the up
     const handle = serveStdio(proxy.factory, { transport: serverSide, onerror: () => {} });
     closers.push(() => handle.close());
     const questions: string[] = [];
-    let onQuestion: (n: number) => Promise<{ action: 'accept' | 'decline'; content?: { confirmed: boolean } }> = async () => ({ action: 'accept', content: { confirmed: true } });
-    const client = new V1Client({ name: 'roots-race', version: '0.0.0' }, { capabilities: { roots: { listChanged: true }, elicitation: {} } });
+    let onQuestion: (
+      n: number,
+    ) => Promise<{ action: 'accept' | 'decline'; content?: { confirmed: boolean } }> = async () => ({
+      action: 'accept',
+      content: { confirmed: true },
+    });
+    const client = new V1Client(
+      { name: 'roots-race', version: '0.0.0' },
+      { capabilities: { roots: { listChanged: true }, elicitation: {} } },
+    );
     client.setRequestHandler(ListRootsRequestSchema, async () => {
       for (const w of rootsAsked.splice(0)) w();
       if (!holdRoots) return { roots };
@@ -299,7 +347,10 @@ describe('what the state binds holds at the moment the call is written to the up
       await p.holdRootsAndNotify();
       return { action: 'accept', content: { confirmed: true } };
     });
-    const result = p.client.callTool({ name: 'write_file', arguments: { path: 'notes.txt', content: 'ATTACKER\n' } }) as Promise<{ content: Array<{ text: string }>; isError?: boolean }>;
+    const result = p.client.callTool({
+      name: 'write_file',
+      arguments: { path: 'notes.txt', content: 'ATTACKER\n' },
+    }) as Promise<{ content: Array<{ text: string }>; isError?: boolean }>;
     // Round 2 passed its re-check (roots still A) and is spending: now the held answer (B) goes out.
     await gate.called;
     expect(p.upstream.rootsDigest).toBe(p.digestOf([{ uri: pathToFileURL(a).href, name: 'project' }]));
@@ -323,7 +374,10 @@ describe('what the state binds holds at the moment the call is written to the up
       await p.holdRootsAndNotify();
       return { action: 'accept', content: { confirmed: true } };
     });
-    const result = p.client.callTool({ name: 'write_file', arguments: { path: 'notes.txt', content: 'confirmed\n' } }) as Promise<{ content: Array<{ text: string }>; isError?: boolean }>;
+    const result = p.client.callTool({
+      name: 'write_file',
+      arguments: { path: 'notes.txt', content: 'confirmed\n' },
+    }) as Promise<{ content: Array<{ text: string }>; isError?: boolean }>;
     await gate.called;
     p.releaseRoots();
     // The upstream asks again and gets the same roots: the digest stays, the call goes on.

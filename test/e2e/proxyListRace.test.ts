@@ -34,7 +34,12 @@ afterAll(async () => {
   rmSync(R, { recursive: true, force: true });
 });
 
-type FixtureEvent = { event: 'hello'; pid: number } | { event: 'ok'; id: number } | { event: 'held'; n: number } | { event: 'list'; n: number; cursor: string | null } | { event: 'called'; args: unknown };
+type FixtureEvent =
+  | { event: 'hello'; pid: number }
+  | { event: 'ok'; id: number }
+  | { event: 'held'; n: number }
+  | { event: 'list'; n: number; cursor: string | null }
+  | { event: 'called'; args: unknown };
 
 /** The test's end of the fixture's control socket: its events in order, and commands answered once done. */
 interface Control {
@@ -125,7 +130,11 @@ function controlOf(socket: Socket): Control & { arrived(e: FixtureEvent): void }
  */
 async function start(): Promise<{ client: Client; control: Control }> {
   const socket = await controlSocket();
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', '--', process.execPath, FIXTURE, socket.path], stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, 'proxy', '--', process.execPath, FIXTURE, socket.path],
+    stderr: 'pipe',
+  });
   const served = new Promise<number>((res) => {
     let err = '';
     transport.stderr?.on('data', (chunk: Buffer) => {
@@ -140,10 +149,12 @@ async function start(): Promise<{ client: Client; control: Control }> {
   return { client, control: await socket.connect(await served) };
 }
 
-const call = (client: Client, args: Record<string, unknown>, extra: Record<string, unknown> = {}) => callTool(client, { name: 'target', arguments: args, ...extra });
+const call = (client: Client, args: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  callTool(client, { name: 'target', arguments: args, ...extra });
 
 function ran(reply: Reply): string {
-  if (reply.kind !== 'result' || reply.isError) throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);
+  if (reply.kind !== 'result' || reply.isError)
+    throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);
   return reply.text;
 }
 
@@ -168,7 +179,9 @@ describe('a tools/list_changed notice that arrives while the proxy reads the lis
     // decision: confirm), and the fresh one whose definition the state seals.
     expect(control.listings().map((l) => l.n)).toEqual([1, 2, 3]);
     // Confirmed, it is forwarded exactly once.
-    expect(ran(await call(client, { text: 'raced' }, { inputResponses: ACCEPT, requestState: state }))).toBe('ran raced');
+    expect(ran(await call(client, { text: 'raced' }, { inputResponses: ACCEPT, requestState: state }))).toBe(
+      'ran raced',
+    );
     await onlyCall(control, { text: 'raced' });
   });
 
@@ -183,7 +196,9 @@ describe('a tools/list_changed notice that arrives while the proxy reads the lis
     const target = (await listed).tools.find((t) => t.name === 'target');
     expect(target?.annotations).toEqual(DESTRUCTIVE.annotations);
     const { state } = asked(await call(client, { text: 'after list' }));
-    expect(ran(await call(client, { text: 'after list' }, { inputResponses: ACCEPT, requestState: state }))).toBe('ran after list');
+    expect(ran(await call(client, { text: 'after list' }, { inputResponses: ACCEPT, requestState: state }))).toBe(
+      'ran after list',
+    );
     await onlyCall(control, { text: 'after list' });
   });
 
@@ -200,7 +215,9 @@ describe('a tools/list_changed notice that arrives while the proxy reads the lis
     // Page 1 and 2 before the notice, then page 1 and 2 again after it (the decision: confirm),
     // then both pages of the fresh listing whose definition the state seals.
     expect(control.listings().map((l) => l.cursor)).toEqual([null, '1', null, '1', null, '1']);
-    expect(ran(await call(client, { text: 'paged' }, { inputResponses: ACCEPT, requestState: state }))).toBe('ran paged');
+    expect(ran(await call(client, { text: 'paged' }, { inputResponses: ACCEPT, requestState: state }))).toBe(
+      'ran paged',
+    );
     await onlyCall(control, { text: 'paged' });
   });
 
@@ -209,7 +226,9 @@ describe('a tools/list_changed notice that arrives while the proxy reads the lis
     expect(ran(await call(client, { text: 'read-only' }))).toBe('ran read-only');
     await control.command({ cmd: 'set', tool: DESTRUCTIVE, notify: true });
     const { state } = asked(await call(client, { text: 'destructive' }));
-    expect(ran(await call(client, { text: 'destructive' }, { inputResponses: ACCEPT, requestState: state }))).toBe('ran destructive');
+    expect(ran(await call(client, { text: 'destructive' }, { inputResponses: ACCEPT, requestState: state }))).toBe(
+      'ran destructive',
+    );
     await control.waitFor((e) => e.event === 'called' && JSON.stringify(e.args) === '{"text":"destructive"}');
     expect(control.calls()).toEqual([{ text: 'read-only' }, { text: 'destructive' }]);
   });
@@ -242,22 +261,27 @@ describe('the definition digest covers the title and the outputSchema', () => {
     ['title', { title: 'A new title' }],
     ['outputSchema', { outputSchema: { type: 'object', properties: { ran: { type: 'string' } } } }],
     ['description', { description: 'Writes a note, and more.' }],
-  ])('a %s changed between the rounds asks again, the fresh question saying the upstream changed the tool; control: the fresh state goes through', async (_field, change) => {
-    const { client, control } = await start();
-    await control.command({ cmd: 'set', tool: DESTRUCTIVE, notify: true });
-    const first = asked(await call(client, { text: 'defined' }));
-    expect(first.message).not.toContain(TOOL_CHANGED_NOTICE);
-    // Changed without a notice: round 2 reads the list afresh anyway.
-    await control.command({ cmd: 'set', tool: change, notify: false });
-    const again = asked(await call(client, { text: 'defined' }, { inputResponses: ACCEPT, requestState: first.state }));
-    expect(again.state).not.toBe(first.state);
-    expect(again.message.split('\n')[0]).toBe(TOOL_CHANGED_NOTICE);
-    expect(again.message).toContain('Run the tool `target`');
-    expect(control.calls()).toEqual([]);
-    const done = await call(client, { text: 'defined' }, { inputResponses: ACCEPT, requestState: again.state });
-    expect(ran(done)).toBe('ran defined');
-    await onlyCall(control, { text: 'defined' });
-  });
+  ])(
+    'a %s changed between the rounds asks again, the fresh question saying the upstream changed the tool; control: the fresh state goes through',
+    async (_field, change) => {
+      const { client, control } = await start();
+      await control.command({ cmd: 'set', tool: DESTRUCTIVE, notify: true });
+      const first = asked(await call(client, { text: 'defined' }));
+      expect(first.message).not.toContain(TOOL_CHANGED_NOTICE);
+      // Changed without a notice: round 2 reads the list afresh anyway.
+      await control.command({ cmd: 'set', tool: change, notify: false });
+      const again = asked(
+        await call(client, { text: 'defined' }, { inputResponses: ACCEPT, requestState: first.state }),
+      );
+      expect(again.state).not.toBe(first.state);
+      expect(again.message.split('\n')[0]).toBe(TOOL_CHANGED_NOTICE);
+      expect(again.message).toContain('Run the tool `target`');
+      expect(control.calls()).toEqual([]);
+      const done = await call(client, { text: 'defined' }, { inputResponses: ACCEPT, requestState: again.state });
+      expect(ran(done)).toBe('ran defined');
+      await onlyCall(control, { text: 'defined' });
+    },
+  );
 
   it('control: a state answered without change needs no second question and carries no notice', async () => {
     const { client, control } = await start();
@@ -267,7 +291,9 @@ describe('the definition digest covers the title and the outputSchema', () => {
     const again = asked(await call(client, { text: 'steady' }, { requestState: first.state }));
     expect(again.message).not.toContain(TOOL_CHANGED_NOTICE);
     expect(again.message.split('\n')[0]).toMatch(/^Run the tool `target`/);
-    expect(ran(await call(client, { text: 'steady' }, { inputResponses: ACCEPT, requestState: again.state }))).toBe('ran steady');
+    expect(ran(await call(client, { text: 'steady' }, { inputResponses: ACCEPT, requestState: again.state }))).toBe(
+      'ran steady',
+    );
     await onlyCall(control, { text: 'steady' });
   });
 });

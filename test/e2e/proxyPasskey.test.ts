@@ -31,7 +31,9 @@ const clients: Client[] = [];
 
 /** Enrols the authenticator of `page` as `name` with `mcp-confirm approvers enroll` (its first stdout line is the page URL). */
 async function enrol(page: AuthPage, name: string): Promise<void> {
-  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', name], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', name], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
@@ -63,10 +65,26 @@ afterAll(async () => {
 });
 
 /** The proxy with --approval passkey (no wait for the page) in front of the fixture upstream writing in `dir`. */
-async function startProxy(dir: string, env: Record<string, string> = {}): Promise<{ client: Client; stderr: () => string }> {
+async function startProxy(
+  dir: string,
+  env: Record<string, string> = {},
+): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [MAIN, 'proxy', '--approval', 'passkey', '--approvers', approversPath, '--approval-wait', '0', '--', process.execPath, FIXTURE, dir],
+    args: [
+      MAIN,
+      'proxy',
+      '--approval',
+      'passkey',
+      '--approvers',
+      approversPath,
+      '--approval-wait',
+      '0',
+      '--',
+      process.execPath,
+      FIXTURE,
+      dir,
+    ],
     stderr: 'pipe',
     ...(Object.keys(env).length > 0 ? { env: { ...process.env, ...env } as Record<string, string> } : {}),
   });
@@ -74,7 +92,11 @@ async function startProxy(dir: string, env: Record<string, string> = {}): Promis
   transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
   const client = new Client(
     { name: 'proxy-passkey-test', version: '0.0.0' },
-    { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+    {
+      capabilities: { elicitation: { url: {} } },
+      versionNegotiation: { mode: { pin: '2026-07-28' } },
+      inputRequired: { autoFulfill: false },
+    },
   );
   await client.connect(transport);
   clients.push(client);
@@ -83,15 +105,21 @@ async function startProxy(dir: string, env: Record<string, string> = {}): Promis
 
 /** Round 1's URL-mode elicitation: the page URL, the message and the state. */
 function elicitation(reply: Reply): { mode: string | undefined; url: string; message: string; state: string } {
-  if (reply.kind !== 'input_required' || reply.state === undefined) throw new Error(`expected input_required, got ${JSON.stringify(reply).slice(0, 400)}`);
-  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as { params: { mode?: string; url?: string; message: string } };
+  if (reply.kind !== 'input_required' || reply.state === undefined)
+    throw new Error(`expected input_required, got ${JSON.stringify(reply).slice(0, 400)}`);
+  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as {
+    params: { mode?: string; url?: string; message: string };
+  };
   if (entry.params.url === undefined) throw new Error(`no URL in ${JSON.stringify(reply).slice(0, 400)}`);
   return { mode: entry.params.mode, url: entry.params.url, message: entry.params.message, state: reply.state };
 }
 
-
 /** A long multi-line note: over the question's size bound, with a middle line only the page shows. */
-const LONG_NOTE = ['FIRST LINE of the note', ...Array.from({ length: 60 }, (_, i) => `middle line ${i}${i === 30 ? ' <b>SECRET MIDDLE</b> \u202E' : ''}`), 'LAST LINE of the note'].join('\n');
+const LONG_NOTE = [
+  'FIRST LINE of the note',
+  ...Array.from({ length: 60 }, (_, i) => `middle line ${i}${i === 30 ? ' <b>SECRET MIDDLE</b> \u202E' : ''}`),
+  'LAST LINE of the note',
+].join('\n');
 
 describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real CLI)', { timeout: 180_000 }, () => {
   it('approved on the passkey page, the upstream tool is called once with exactly the text; the page showed the whole long value the question only summarised; the replay is ERR_CONFIRM_SPENT', async () => {
@@ -102,7 +130,9 @@ describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real C
     const e = elicitation(await callTool(client, { name: 'write_note', arguments: args }));
     expect(e.mode).toBe('url');
     expect(e.message).toContain('Run the tool `write_note` of the upstream server `fixture-upstream`');
-    expect(e.message).toMatch(/Argument `text`: a long value of [0-9]+ bytes in 62 lines, first line `FIRST LINE of the note`, last line `LAST LINE of the note`, fingerprint [0-9a-f]{16}/);
+    expect(e.message).toMatch(
+      /Argument `text`: a long value of [0-9]+ bytes in 62 lines, first line `FIRST LINE of the note`, last line `LAST LINE of the note`, fingerprint [0-9a-f]{16}/,
+    );
     expect(e.message).not.toContain('SECRET MIDDLE');
     // The page: the whole value, every line, rendered (escaped markup, no raw bidi control).
     await ann.page.goto(e.url);
@@ -118,11 +148,21 @@ describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real C
     expect(await outcomeOf(ann.page)).toContain('approved');
     // The page only records the approval: nothing reached the upstream yet.
     expect(calls(dir)).toEqual([]);
-    const done = await callTool(client, { name: 'write_note', arguments: args, inputResponses: URL_ACCEPT, requestState: e.state });
+    const done = await callTool(client, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: URL_ACCEPT,
+      requestState: e.state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false, text: 'written' });
     expect(calls(dir)).toEqual([LONG_NOTE]);
     expect(readFileSync(join(dir, 'note.txt'), 'utf8')).toBe(LONG_NOTE);
-    const replay = await callTool(client, { name: 'write_note', arguments: args, inputResponses: URL_ACCEPT, requestState: e.state });
+    const replay = await callTool(client, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: URL_ACCEPT,
+      requestState: e.state,
+    });
     expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     expect(calls(dir)).toEqual([LONG_NOTE]);
     await stderrSays(stderr, 'approved by `ann`');
@@ -135,7 +175,14 @@ describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real C
     const args = { text: 'not before the passkey' };
     const e = elicitation(await callTool(client, { name: 'write_note', arguments: args }));
     for (let i = 0; i < 2; i++) {
-      const again = elicitation(await callTool(client, { name: 'write_note', arguments: args, inputResponses: URL_ACCEPT, requestState: e.state }));
+      const again = elicitation(
+        await callTool(client, {
+          name: 'write_note',
+          arguments: args,
+          inputResponses: URL_ACCEPT,
+          requestState: e.state,
+        }),
+      );
       expect(again.url).toBe(e.url);
       expect(again.state).toBe(e.state);
       expect(calls(dir)).toEqual([]);
@@ -143,7 +190,12 @@ describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real C
     await ann.page.goto(e.url);
     await ann.page.click('#approve');
     expect(await outcomeOf(ann.page)).toContain('approved');
-    const done = await callTool(client, { name: 'write_note', arguments: args, inputResponses: URL_ACCEPT, requestState: e.state });
+    const done = await callTool(client, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: URL_ACCEPT,
+      requestState: e.state,
+    });
     expect(done).toMatchObject({ kind: 'result', isError: false, text: 'written' });
     expect(calls(dir)).toEqual(['not before the passkey']);
   });
@@ -157,7 +209,12 @@ describe('mcp-confirm proxy --approval passkey over stdio (real Chromium, real C
     await ann.page.goto(e.url);
     await ann.page.click('#deny');
     expect(await outcomeOf(ann.page)).toContain('denied');
-    const r2 = await callTool(client, { name: 'write_note', arguments: args, inputResponses: URL_ACCEPT, requestState: e.state });
+    const r2 = await callTool(client, {
+      name: 'write_note',
+      arguments: args,
+      inputResponses: URL_ACCEPT,
+      requestState: e.state,
+    });
     expect(r2).toMatchObject({ kind: 'result', text: 'You declined; nothing was forwarded to the upstream server.' });
     expect(calls(dir)).toEqual([]);
   });

@@ -20,9 +20,22 @@ import { Client } from '@modelcontextprotocol/client';
 import { exportJWK, generateKeyPair, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, type Reply } from '../helpers/harness.js';
-import { assertionIn, launchBrowser, newAuthPage, outcomeOf, rawRequest, type AuthPage, type Browser } from '../helpers/browser.js';
+import {
+  assertionIn,
+  launchBrowser,
+  newAuthPage,
+  outcomeOf,
+  rawRequest,
+  type AuthPage,
+  type Browser,
+} from '../helpers/browser.js';
 import { upstreamCalls } from '../helpers/upstreamCalls.js';
-import { connectUrlClient as connectUrlClientOf, freePortOn, mintToken, urlElicitation } from '../helpers/passkeyHttp.js';
+import {
+  connectUrlClient as connectUrlClientOf,
+  freePortOn,
+  mintToken,
+  urlElicitation,
+} from '../helpers/passkeyHttp.js';
 import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 
 const STDIO_UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
@@ -55,7 +68,8 @@ const clients: Client[] = [];
 const freePort = (): Promise<number> => freePortOn(['127.0.0.1', '::1']);
 
 /** A JWT access token of `sub` at ISSUER for the resource (the public URL's /mcp) on `port`. */
-const token = (sub: string, port: number): Promise<string> => mintToken(signingKey, ISSUER, sub, `${publicUrl(port)}/mcp`);
+const token = (sub: string, port: number): Promise<string> =>
+  mintToken(signingKey, ISSUER, sub, `${publicUrl(port)}/mcp`);
 
 /** A URL-mode v2 client with a bearer token (closed after all). */
 async function connectUrlClient(mcpUrl: URL, bearer: string): Promise<Client> {
@@ -67,14 +81,18 @@ async function connectUrlClient(mcpUrl: URL, bearer: string): Promise<Client> {
 const elicitation = urlElicitation;
 
 const round1 = (c: Client, text: string): Promise<Reply> => callTool(c, { name: 'write_note', arguments: { text } });
-const round2 = (c: Client, text: string, state: string): Promise<Reply> => callTool(c, { name: 'write_note', arguments: { text }, inputResponses: URL_ACCEPT, requestState: state });
+const round2 = (c: Client, text: string, state: string): Promise<Reply> =>
+  callTool(c, { name: 'write_note', arguments: { text }, inputResponses: URL_ACCEPT, requestState: state });
 const textOf = (r: Reply): string => (r.kind === 'result' ? r.text : JSON.stringify(r));
 
 /** How many times the upstream writing in `where` was called with write_note(`text`). */
 const callsWith = (where: string, text: string): number => upstreamCalls(where).filter((t) => t === text).length;
 
 /** A request to a page URL on `approve.test` from Node: sent to 127.0.0.1 with `Host: approve.test:PORT`. */
-function pageRequest(pageUrl: string, options: { origin?: string; body?: unknown } = {}): ReturnType<typeof rawRequest> {
+function pageRequest(
+  pageUrl: string,
+  options: { origin?: string; body?: unknown } = {},
+): ReturnType<typeof rawRequest> {
   const u = new URL(pageUrl);
   const headers: Record<string, string> = { host: u.host };
   if (options.origin !== undefined) headers.origin = options.origin;
@@ -104,7 +122,9 @@ function startEnrol(args: string[]): Promise<{ url: string; exit: Promise<{ code
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exit = new Promise<{ code: number | null; stderr: string }>((res) => child.once('exit', (code) => res({ code, stderr })));
+  const exit = new Promise<{ code: number | null; stderr: string }>((res) =>
+    child.once('exit', (code) => res({ code, stderr })),
+  );
   return new Promise((res, rej) => {
     createInterface({ input: child.stdout! }).once('line', (url) => res({ url, exit }));
     void exit.then((e) => rej(new Error(`enrol exited ${e.code} before printing a URL: ${e.stderr}`)));
@@ -115,14 +135,22 @@ function startEnrol(args: string[]): Promise<{ url: string; exit: Promise<{ code
 function proxyArgs(port: number, extra: string[] = []): string[] {
   return [
     'proxy',
-    '--http', `127.0.0.1:${port}`,
-    '--auth-issuer', ISSUER,
-    '--auth-jwks', jwksPath,
-    '--resource', `${publicUrl(port)}/mcp`,
-    '--approval', 'passkey',
-    '--approvers', approversPath,
-    '--public-url', publicUrl(port),
-    '--approval-wait', '0',
+    '--http',
+    `127.0.0.1:${port}`,
+    '--auth-issuer',
+    ISSUER,
+    '--auth-jwks',
+    jwksPath,
+    '--resource',
+    `${publicUrl(port)}/mcp`,
+    '--approval',
+    'passkey',
+    '--approvers',
+    approversPath,
+    '--public-url',
+    publicUrl(port),
+    '--approval-wait',
+    '0',
     ...extra,
   ];
 }
@@ -151,26 +179,55 @@ beforeAll(async () => {
   const pair = await generateKeyPair('RS256', { extractable: true });
   signingKey = pair.privateKey;
   jwksPath = join(dir, 'jwks.json');
-  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+  writeFileSync(
+    jwksPath,
+    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+  );
   P1 = await freePort();
   P2 = await freePort();
-  browser = await launchBrowser([`--host-resolver-rules=MAP ${HOST} 127.0.0.1`, `--unsafely-treat-insecure-origin-as-secure=${[P1, P2].map(publicUrl).join(',')}`]);
+  browser = await launchBrowser([
+    `--host-resolver-rules=MAP ${HOST} 127.0.0.1`,
+    `--unsafely-treat-insecure-origin-as-secure=${[P1, P2].map(publicUrl).join(',')}`,
+  ]);
   ann = await newAuthPage(browser);
   bob = await newAuthPage(browser);
   // ann: the first approver, for u1.
-  const first = await startEnrol(['--approvers', approversPath, '--name', 'ann', '--public-url', publicUrl(P1), '--principal', ISSUER, 'u1']);
+  const first = await startEnrol([
+    '--approvers',
+    approversPath,
+    '--name',
+    'ann',
+    '--public-url',
+    publicUrl(P1),
+    '--principal',
+    ISSUER,
+    'u1',
+  ]);
   await open(ann, first.url);
   await ann.page.click('#enroll');
   expect(await outcomeOf(ann.page)).toContain('enrolled');
   expect((await first.exit).code).toBe(0);
   // bob, for u2, on his own authenticator: ann's passkey authorises the enrolment first (the file
   // already holds her), then bob's page registers his.
-  const second = await startEnrol(['--approvers', approversPath, '--name', 'bob', '--public-url', publicUrl(P1), '--principal', ISSUER, 'u2']);
+  const second = await startEnrol([
+    '--approvers',
+    approversPath,
+    '--name',
+    'bob',
+    '--public-url',
+    publicUrl(P1),
+    '--principal',
+    ISSUER,
+    'u2',
+  ]);
   await open(ann, second.url);
   const origin = new URL(second.url).origin;
   const step = await pageRequest(`${second.url}/options`, { origin, body: {} });
   expect(JSON.parse(step.body).step).toBe('authenticate');
-  const authorised = await pageRequest(`${second.url}/authenticate`, { origin, body: await assertionIn(ann.page, JSON.parse(step.body).options) });
+  const authorised = await pageRequest(`${second.url}/authenticate`, {
+    origin,
+    body: await assertionIn(ann.page, JSON.parse(step.body).options),
+  });
   expect(authorised.status, authorised.body).toBe(200);
   await open(bob, second.url);
   await bob.page.click('#enroll');
@@ -188,142 +245,189 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
-describe('mcp-confirm proxy --http --approval passkey --public-url (real Chromium, RP ID approve.test, real JWTs)', { timeout: 300_000 }, () => {
-  it('approved on the page at the public URL (served on the --http listener, no bearer token), the upstream tool is called once with exactly the text; the replay is ERR_CONFIRM_SPENT', async () => {
-    expect(proxy.stderr()).toContain(`serving \`fixture-upstream\` \`1.0.0\` over Streamable HTTP at http://127.0.0.1:${P1}/mcp; resource ${publicUrl(P1)}/mcp; auth issuer "${ISSUER}"; upstream spawned over stdio;`);
-    expect(proxy.stderr()).toContain(`approval passkey, page at ${publicUrl(P1)}/approve/… (RP ID approve.test)`);
-    const c = await connectUrlClient(proxy.url, await token('u1', P1));
-    const text = 'approved through the proxy over HTTP';
-    const e = elicitation(await round1(c, text));
-    expect(e.mode).toBe('url');
-    expect(e.url).toMatch(new RegExp(`^http://approve\\.test:${P1}/approve/[A-Za-z0-9_-]{32}$`));
-    expect(e.message).toContain('Run the tool `write_note` of the upstream server `fixture-upstream`');
-    // The page: no Authorization header (the browser has none), while MCP on the same listener wants a token.
-    expect((await rawRequest(proxy.url.href, { method: 'POST', headers: { host: proxy.url.host, 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
-    const page = await pageRequest(e.url);
-    expect(page.status).toBe(200);
-    expect(page.body).toContain('id="approve"');
-    await open(ann, e.url);
-    const facts = (await ann.page.locator('dl.facts').textContent()) ?? '';
-    expect(facts).toContain('u1 (issuer https://auth.example.test)');
-    expect(facts).toContain('write_note');
-    expect(await ann.page.locator('#values').textContent()).toContain(text);
-    await ann.page.click('#approve');
-    expect(await outcomeOf(ann.page)).toContain('approved by ann');
-    // The page only records the approval: nothing reached the upstream yet.
-    expect(callsWith(upstreamDir, text)).toBe(0);
-    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
-    expect(callsWith(upstreamDir, text)).toBe(1);
-    expect(readFileSync(join(upstreamDir, 'note.txt'), 'utf8')).toBe(text);
-    expect(textOf(await round2(c, text, e.state))).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
-    expect(callsWith(upstreamDir, text)).toBe(1);
-    await proxy.waitForStderr('approval page: approved by `ann`');
-    await proxy.waitForStderr('confirmed and forwarded (approved by `ann`)');
-  });
-
-  it("attack: an approver enrolled for principal U1 cannot approve U2's proxied call (nothing forwarded); control: U2's own approver approves it and it is forwarded once", async () => {
-    const c = await connectUrlClient(proxy.url, await token('u2', P1));
-    const text = "u2's note";
-    const e = elicitation(await round1(c, text));
-    await open(ann, e.url);
-    expect(await ann.page.locator('dl.facts').textContent()).toContain('u2 (issuer https://auth.example.test)');
-    // Through the page: the challenge allows only u2's approvers' credentials; ann's authenticator has none of them.
-    expect(await approveOnPage(ann, e.url)).toContain('refused');
-    // Her own valid, user-verified assertion for this approval's challenge, asked without a credential list: refused by the proxy.
-    await open(ann, e.url);
-    const options = await pageRequest(`${e.url}/options`, { origin: publicUrl(P1), body: {} });
-    expect(options.status, options.body).toBe(200);
-    const assertion = await assertionIn(ann.page, { ...(JSON.parse(options.body) as { options: Record<string, unknown> }).options, allowCredentials: [] });
-    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: Array<{ name: string; credentialId: string }> };
-    expect(assertion.id).toBe(saved.approvers.find((a) => a.name === 'ann')!.credentialId);
-    const r = await pageRequest(`${e.url}/assertion`, { origin: publicUrl(P1), body: assertion });
-    expect(r.status).toBe(403);
-    expect(JSON.parse(r.body).message).toContain('not an approver for this principal');
-    // U2's retry: asked again with the same URL; nothing forwarded.
-    expect(elicitation(await round2(c, text, e.state)).url).toBe(e.url);
-    expect(callsWith(upstreamDir, text)).toBe(0);
-    // Control: bob, u2's approver, approves on the same page; the same retry is forwarded once.
-    expect(await approveOnPage(bob, e.url)).toContain('approved by bob');
-    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
-    expect(callsWith(upstreamDir, text)).toBe(1);
-  });
-
-  it('attack: round 2 before the approval is asked again with the same URL and state, and nothing is forwarded; control: once approved, forwarded once', async () => {
-    const c = await connectUrlClient(proxy.url, await token('u1', P1));
-    const text = 'not before the passkey (HTTP)';
-    const e = elicitation(await round1(c, text));
-    for (let i = 0; i < 2; i++) {
-      const again = elicitation(await round2(c, text, e.state));
-      expect(again.url).toBe(e.url);
-      expect(again.state).toBe(e.state);
+describe(
+  'mcp-confirm proxy --http --approval passkey --public-url (real Chromium, RP ID approve.test, real JWTs)',
+  { timeout: 300_000 },
+  () => {
+    it('approved on the page at the public URL (served on the --http listener, no bearer token), the upstream tool is called once with exactly the text; the replay is ERR_CONFIRM_SPENT', async () => {
+      expect(proxy.stderr()).toContain(
+        `serving \`fixture-upstream\` \`1.0.0\` over Streamable HTTP at http://127.0.0.1:${P1}/mcp; resource ${publicUrl(P1)}/mcp; auth issuer "${ISSUER}"; upstream spawned over stdio;`,
+      );
+      expect(proxy.stderr()).toContain(`approval passkey, page at ${publicUrl(P1)}/approve/… (RP ID approve.test)`);
+      const c = await connectUrlClient(proxy.url, await token('u1', P1));
+      const text = 'approved through the proxy over HTTP';
+      const e = elicitation(await round1(c, text));
+      expect(e.mode).toBe('url');
+      expect(e.url).toMatch(new RegExp(`^http://approve\\.test:${P1}/approve/[A-Za-z0-9_-]{32}$`));
+      expect(e.message).toContain('Run the tool `write_note` of the upstream server `fixture-upstream`');
+      // The page: no Authorization header (the browser has none), while MCP on the same listener wants a token.
+      expect(
+        (
+          await rawRequest(proxy.url.href, {
+            method: 'POST',
+            headers: { host: proxy.url.host, 'content-type': 'application/json' },
+            body: '{}',
+          })
+        ).status,
+      ).toBe(401);
+      const page = await pageRequest(e.url);
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('id="approve"');
+      await open(ann, e.url);
+      const facts = (await ann.page.locator('dl.facts').textContent()) ?? '';
+      expect(facts).toContain('u1 (issuer https://auth.example.test)');
+      expect(facts).toContain('write_note');
+      expect(await ann.page.locator('#values').textContent()).toContain(text);
+      await ann.page.click('#approve');
+      expect(await outcomeOf(ann.page)).toContain('approved by ann');
+      // The page only records the approval: nothing reached the upstream yet.
       expect(callsWith(upstreamDir, text)).toBe(0);
-    }
-    expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
-    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
-    expect(callsWith(upstreamDir, text)).toBe(1);
-  });
+      expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+      expect(callsWith(upstreamDir, text)).toBe(1);
+      expect(readFileSync(join(upstreamDir, 'note.txt'), 'utf8')).toBe(text);
+      expect(textOf(await round2(c, text, e.state))).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
+      expect(callsWith(upstreamDir, text)).toBe(1);
+      await proxy.waitForStderr('approval page: approved by `ann`');
+      await proxy.waitForStderr('confirmed and forwarded (approved by `ann`)');
+    });
 
-  it('denied on the page: nothing is forwarded ("You declined; nothing was forwarded to the upstream server.")', async () => {
-    const c = await connectUrlClient(proxy.url, await token('u1', P1));
-    const text = 'denied over HTTP';
-    const e = elicitation(await round1(c, text));
-    await open(ann, e.url);
-    await ann.page.click('#deny');
-    expect(await outcomeOf(ann.page)).toContain('denied');
-    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', text: 'You declined; nothing was forwarded to the upstream server.' });
-    expect(callsWith(upstreamDir, text)).toBe(0);
-  });
+    it("attack: an approver enrolled for principal U1 cannot approve U2's proxied call (nothing forwarded); control: U2's own approver approves it and it is forwarded once", async () => {
+      const c = await connectUrlClient(proxy.url, await token('u2', P1));
+      const text = "u2's note";
+      const e = elicitation(await round1(c, text));
+      await open(ann, e.url);
+      expect(await ann.page.locator('dl.facts').textContent()).toContain('u2 (issuer https://auth.example.test)');
+      // Through the page: the challenge allows only u2's approvers' credentials; ann's authenticator has none of them.
+      expect(await approveOnPage(ann, e.url)).toContain('refused');
+      // Her own valid, user-verified assertion for this approval's challenge, asked without a credential list: refused by the proxy.
+      await open(ann, e.url);
+      const options = await pageRequest(`${e.url}/options`, { origin: publicUrl(P1), body: {} });
+      expect(options.status, options.body).toBe(200);
+      const assertion = await assertionIn(ann.page, {
+        ...(JSON.parse(options.body) as { options: Record<string, unknown> }).options,
+        allowCredentials: [],
+      });
+      const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as {
+        approvers: Array<{ name: string; credentialId: string }>;
+      };
+      expect(assertion.id).toBe(saved.approvers.find((a) => a.name === 'ann')!.credentialId);
+      const r = await pageRequest(`${e.url}/assertion`, { origin: publicUrl(P1), body: assertion });
+      expect(r.status).toBe(403);
+      expect(JSON.parse(r.body).message).toContain('not an approver for this principal');
+      // U2's retry: asked again with the same URL; nothing forwarded.
+      expect(elicitation(await round2(c, text, e.state)).url).toBe(e.url);
+      expect(callsWith(upstreamDir, text)).toBe(0);
+      // Control: bob, u2's approver, approves on the same page; the same retry is forwarded once.
+      expect(await approveOnPage(bob, e.url)).toContain('approved by bob');
+      expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+      expect(callsWith(upstreamDir, text)).toBe(1);
+    });
 
-  it('with --upstream-url (a Streamable HTTP upstream): approved on the page, the upstream tool is called once; the replay is ERR_CONFIRM_SPENT', async () => {
-    const where = join(dir, 'http-upstream');
-    mkdirSync(where);
-    const upstreamUrl = await startHttpUpstream('2026', where);
-    const front = await serve([...proxyArgs(P2), '--upstream-url', upstreamUrl]);
-    expect(front.stderr()).toContain(`upstream at ${upstreamUrl};`);
-    expect(front.stderr()).toContain(`approval passkey, page at ${publicUrl(P2)}/approve/… (RP ID approve.test)`);
-    const c = await connectUrlClient(front.url, await token('u1', P2));
-    const text = 'through an HTTP upstream';
-    const e = elicitation(await round1(c, text));
-    expect(e.url).toMatch(new RegExp(`^http://approve\\.test:${P2}/approve/[A-Za-z0-9_-]{32}$`));
-    expect(e.message).toContain('`http-upstream-2026`');
-    expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
-    expect(callsWith(where, text)).toBe(0);
-    expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
-    expect(callsWith(where, text)).toBe(1);
-    expect(textOf(await round2(c, text, e.state))).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
-    expect(callsWith(where, text)).toBe(1);
-    // SIGTERM drains and ends the proxy (the page, the upstream connection and the ledger closed): exit 0.
-    front.proc.kill('SIGTERM');
-    expect(await front.exited).toBe(0);
-    await front.waitForStderr('mcp-confirm proxy: stopped');
-  });
+    it('attack: round 2 before the approval is asked again with the same URL and state, and nothing is forwarded; control: once approved, forwarded once', async () => {
+      const c = await connectUrlClient(proxy.url, await token('u1', P1));
+      const text = 'not before the passkey (HTTP)';
+      const e = elicitation(await round1(c, text));
+      for (let i = 0; i < 2; i++) {
+        const again = elicitation(await round2(c, text, e.state));
+        expect(again.url).toBe(e.url);
+        expect(again.state).toBe(e.state);
+        expect(callsWith(upstreamDir, text)).toBe(0);
+      }
+      expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
+      expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+      expect(callsWith(upstreamDir, text)).toBe(1);
+    });
 
-  it('refuses at start-up (exit 2, naming it) --http passkey without --public-url, a public URL whose host is not allowed or an IP, approvers of another RP ID, --approval-port with --http, --public-url over stdio; control: fixed, it serves', async () => {
-    const upstream = ['--', process.execPath, STDIO_UPSTREAM, join(dir, 'refusals')];
-    mkdirSync(join(dir, 'refusals'));
-    const base = ['proxy', '--http', '127.0.0.1:0', '--auth-issuer', ISSUER, '--auth-jwks', jwksPath, '--approval', 'passkey', '--approvers', approversPath];
-    const resource = ['--resource', 'http://approve.test:9/mcp'];
-    const localhostFile = join(dir, 'approvers-localhost.json');
-    const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: unknown[] };
-    writeFileSync(localhostFile, JSON.stringify({ version: 1, rpId: 'localhost', approvers: saved.approvers }), { mode: 0o600 });
-    for (const [args, says] of [
-      [[...base, ...resource], '--approval passkey with --http needs --public-url URL'],
-      [[...base, '--public-url', 'http://approve.test:9'], '--public-url host approve.test is not an allowed host'],
-      [[...base, ...resource, '--public-url', 'http://127.0.0.1:9'], 'cannot be an IP address'],
-      [[...base, ...resource, '--public-url', 'http://approve.test:9', '--approval-port', '5000'], '--approval-port is for stdio'],
-      [['proxy', '--approval', 'passkey', '--approvers', approversPath, '--public-url', 'http://approve.test:9'], '--public-url is for --http'],
-      [['proxy', '--http', '127.0.0.1:0', '--public-url', 'http://approve.test:9'], 'need --approval passkey'],
-      [['proxy', ...base.slice(1, -1), localhostFile, ...resource, '--public-url', 'http://approve.test:9'], 'approvers ("ann", "bob") were enrolled for RP ID "localhost", but this page\'s RP ID is "approve.test"'],
-    ] as const) {
-      const r = await runCli([...args, ...upstream]);
-      expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stderr).toContain(says);
-    }
-    // Control: the public URL's host allowed by --allowed-hosts; it serves, with the secure-context warning for http://.
-    const ok = await serve([...base, '--allowed-hosts', HOST, '--public-url', 'http://approve.test:9', ...upstream]);
-    expect(ok.stderr()).toContain('approval passkey, page at http://approve.test:9/approve/… (RP ID approve.test)');
-    expect(ok.stderr()).toContain('warning: --public-url http://approve.test:9: browsers allow passkeys only in a secure context');
-    ok.proc.kill('SIGTERM');
-    expect(await ok.exited).toBe(0);
-  });
-});
+    it('denied on the page: nothing is forwarded ("You declined; nothing was forwarded to the upstream server.")', async () => {
+      const c = await connectUrlClient(proxy.url, await token('u1', P1));
+      const text = 'denied over HTTP';
+      const e = elicitation(await round1(c, text));
+      await open(ann, e.url);
+      await ann.page.click('#deny');
+      expect(await outcomeOf(ann.page)).toContain('denied');
+      expect(await round2(c, text, e.state)).toMatchObject({
+        kind: 'result',
+        text: 'You declined; nothing was forwarded to the upstream server.',
+      });
+      expect(callsWith(upstreamDir, text)).toBe(0);
+    });
+
+    it('with --upstream-url (a Streamable HTTP upstream): approved on the page, the upstream tool is called once; the replay is ERR_CONFIRM_SPENT', async () => {
+      const where = join(dir, 'http-upstream');
+      mkdirSync(where);
+      const upstreamUrl = await startHttpUpstream('2026', where);
+      const front = await serve([...proxyArgs(P2), '--upstream-url', upstreamUrl]);
+      expect(front.stderr()).toContain(`upstream at ${upstreamUrl};`);
+      expect(front.stderr()).toContain(`approval passkey, page at ${publicUrl(P2)}/approve/… (RP ID approve.test)`);
+      const c = await connectUrlClient(front.url, await token('u1', P2));
+      const text = 'through an HTTP upstream';
+      const e = elicitation(await round1(c, text));
+      expect(e.url).toMatch(new RegExp(`^http://approve\\.test:${P2}/approve/[A-Za-z0-9_-]{32}$`));
+      expect(e.message).toContain('`http-upstream-2026`');
+      expect(await approveOnPage(ann, e.url)).toContain('approved by ann');
+      expect(callsWith(where, text)).toBe(0);
+      expect(await round2(c, text, e.state)).toMatchObject({ kind: 'result', isError: false, text: 'written' });
+      expect(callsWith(where, text)).toBe(1);
+      expect(textOf(await round2(c, text, e.state))).toMatch(/^\[ERR_CONFIRM_SPENT\]/);
+      expect(callsWith(where, text)).toBe(1);
+      // SIGTERM drains and ends the proxy (the page, the upstream connection and the ledger closed): exit 0.
+      front.proc.kill('SIGTERM');
+      expect(await front.exited).toBe(0);
+      await front.waitForStderr('mcp-confirm proxy: stopped');
+    });
+
+    it('refuses at start-up (exit 2, naming it) --http passkey without --public-url, a public URL whose host is not allowed or an IP, approvers of another RP ID, --approval-port with --http, --public-url over stdio; control: fixed, it serves', async () => {
+      const upstream = ['--', process.execPath, STDIO_UPSTREAM, join(dir, 'refusals')];
+      mkdirSync(join(dir, 'refusals'));
+      const base = [
+        'proxy',
+        '--http',
+        '127.0.0.1:0',
+        '--auth-issuer',
+        ISSUER,
+        '--auth-jwks',
+        jwksPath,
+        '--approval',
+        'passkey',
+        '--approvers',
+        approversPath,
+      ];
+      const resource = ['--resource', 'http://approve.test:9/mcp'];
+      const localhostFile = join(dir, 'approvers-localhost.json');
+      const saved = JSON.parse(readFileSync(approversPath, 'utf8')) as { approvers: unknown[] };
+      writeFileSync(localhostFile, JSON.stringify({ version: 1, rpId: 'localhost', approvers: saved.approvers }), {
+        mode: 0o600,
+      });
+      for (const [args, says] of [
+        [[...base, ...resource], '--approval passkey with --http needs --public-url URL'],
+        [[...base, '--public-url', 'http://approve.test:9'], '--public-url host approve.test is not an allowed host'],
+        [[...base, ...resource, '--public-url', 'http://127.0.0.1:9'], 'cannot be an IP address'],
+        [
+          [...base, ...resource, '--public-url', 'http://approve.test:9', '--approval-port', '5000'],
+          '--approval-port is for stdio',
+        ],
+        [
+          ['proxy', '--approval', 'passkey', '--approvers', approversPath, '--public-url', 'http://approve.test:9'],
+          '--public-url is for --http',
+        ],
+        [['proxy', '--http', '127.0.0.1:0', '--public-url', 'http://approve.test:9'], 'need --approval passkey'],
+        [
+          ['proxy', ...base.slice(1, -1), localhostFile, ...resource, '--public-url', 'http://approve.test:9'],
+          'approvers ("ann", "bob") were enrolled for RP ID "localhost", but this page\'s RP ID is "approve.test"',
+        ],
+      ] as const) {
+        const r = await runCli([...args, ...upstream]);
+        expect(r.code, args.join(' ')).toBe(2);
+        expect(r.stderr).toContain(says);
+      }
+      // Control: the public URL's host allowed by --allowed-hosts; it serves, with the secure-context warning for http://.
+      const ok = await serve([...base, '--allowed-hosts', HOST, '--public-url', 'http://approve.test:9', ...upstream]);
+      expect(ok.stderr()).toContain('approval passkey, page at http://approve.test:9/approve/… (RP ID approve.test)');
+      expect(ok.stderr()).toContain(
+        'warning: --public-url http://approve.test:9: browsers allow passkeys only in a secure context',
+      );
+      ok.proc.kill('SIGTERM');
+      expect(await ok.exited).toBe(0);
+    });
+  },
+);

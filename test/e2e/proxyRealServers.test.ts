@@ -49,8 +49,15 @@ function freshDir(kind: string): string {
  * Spawns `mcp-confirm proxy ARGS…` (the args as given: with or without `--`) and connects a v2
  * client pinned to 2026-07-28 through the SDK's base stdio transport.
  */
-async function proxy(args: string[], options: { elicitation?: boolean } = {}): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', ...args], stderr: 'pipe' });
+async function proxy(
+  args: string[],
+  options: { elicitation?: boolean } = {},
+): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, 'proxy', ...args],
+    stderr: 'pipe',
+  });
   let err = '';
   transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
   const client = new Client(
@@ -68,7 +75,9 @@ function text(reply: Reply): string {
 }
 
 function ended(child: ChildProcess): Promise<void> {
-  return new Promise((res) => (child.exitCode !== null || child.signalCode !== null ? res() : child.once('exit', () => res())));
+  return new Promise((res) =>
+    child.exitCode !== null || child.signalCode !== null ? res() : child.once('exit', () => res()),
+  );
 }
 
 describe('no upstream outlives its proxy, however the proxy ends', () => {
@@ -80,13 +89,16 @@ describe('no upstream outlives its proxy, however the proxy ends', () => {
   ];
 
   it.each(ways)(
-    'ended by %s: every upstream process (its probe sibling, the throwaway proxy\'s, one that ignores SIGTERM and its child) is gone',
+    "ended by %s: every upstream process (its probe sibling, the throwaway proxy's, one that ignores SIGTERM and its child) is gone",
     async (_way, end) => {
       const dir = freshDir('orphan');
       // The SDK's client first probed server/discover on a throwaway proxy and ended it (stdin end,
       // SIGTERM, SIGKILL after 1 s), which had started its own upstream: those must end too.
       const { client, transport } = await proxy(['--', process.execPath, STUBBORN, dir]);
-      const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as { upstream: number; child: number };
+      const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as {
+        upstream: number;
+        child: number;
+      };
       // Control: while the proxy runs, its upstream and the upstream's child are alive, and the scan sees them.
       expect(liveProcessesMentioning(dir)).toEqual(expect.arrayContaining([pids.upstream, pids.child]));
       const proxyProcess = childOf(transport)!;
@@ -156,7 +168,9 @@ describe('an upstream whose shell makes process groups of its own (job control) 
         // The proxy's own supervisor (the probe's has ended or is ending on its own).
         const supervisor = liveProcessesMentioning(dir).find((pid) => {
           try {
-            return statField(pid, 4) === p.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('supervisor.js');
+            return (
+              statField(pid, 4) === p.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('supervisor.js')
+            );
           } catch {
             return false;
           }
@@ -170,7 +184,10 @@ describe('an upstream whose shell makes process groups of its own (job control) 
   it.each(cases)('%s: the job in another process group is gone too', async (_case, end) => {
     const dir = freshDir('jobs');
     const { client, transport } = await proxy(jobControl(dir, true));
-    const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as { upstream: number; child: number };
+    const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as {
+      upstream: number;
+      child: number;
+    };
     // The scan sees the background job (in the upstream's session, its command line the keep-alive and the directory).
     const job = await jobOf(dir, KEEP, pids.upstream);
     // Control: it is the case meant: the job's group is not the upstream's.
@@ -184,10 +201,13 @@ describe('an upstream whose shell makes process groups of its own (job control) 
     expect(liveProcessesMentioning(dir)).toEqual([]);
   });
 
-  it('control: without set -m the job stays in the upstream\'s group, and the proxy SIGKILLed ends it as before', async () => {
+  it("control: without set -m the job stays in the upstream's group, and the proxy SIGKILLed ends it as before", async () => {
     const dir = freshDir('nojobs');
     const { client, transport } = await proxy(jobControl(dir, false));
-    const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as { upstream: number; child: number };
+    const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as {
+      upstream: number;
+      child: number;
+    };
     const job = await jobOf(dir, KEEP, pids.upstream);
     expect(statField(job, 5)).toBe(statField(pids.upstream, 5));
     const proxyProcess = childOf(transport)!;
@@ -206,17 +226,26 @@ describe('a result larger than the SDK reads as one stdio message (10 MiB)', () 
     writeFileSync(join(root, 'small.txt'), 'small\n');
     const { client, stderr } = await proxy([process.execPath, FS_SERVER, root]);
     // Control: a part of the same file (the way to avoid it), and a small file, answer normally.
-    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'big.txt'), head: 10 } }))).toBe(line.repeat(10).trimEnd());
-    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'small.txt') } }))).toBe('small\n');
-    const reason = 'its answer was larger than 10485760 bytes (10 MiB), the most the MCP SDK reads as one message over stdio, so the SDK ended the connection to it';
+    expect(
+      text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'big.txt'), head: 10 } })),
+    ).toBe(line.repeat(10).trimEnd());
+    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'small.txt') } }))).toBe(
+      'small\n',
+    );
+    const reason =
+      'its answer was larger than 10485760 bytes (10 MiB), the most the MCP SDK reads as one message over stdio, so the SDK ended the connection to it';
     const whole = await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'big.txt') } });
     expect(whole).toMatchObject({ kind: 'result', isError: true });
-    expect(text(whole)).toBe(`[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (${reason}); whether it acted is unknown, and the call was not retried.`);
+    expect(text(whole)).toBe(
+      `[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (${reason}); whether it acted is unknown, and the call was not retried.`,
+    );
     await until(() => stderr().includes(`the upstream server is down (${reason})`));
     expect(stderr()).toContain(`mcp-confirm proxy: upstream: ${reason}`);
     expect(stderr()).not.toContain('exited with code 0');
     const after = await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'small.txt') } });
-    expect(text(after)).toBe(`[ERR_CONFIRM_UPSTREAM_DOWN] The upstream server is down (${reason}); nothing was forwarded. The proxy does not restart it: restart the proxy.`);
+    expect(text(after)).toBe(
+      `[ERR_CONFIRM_UPSTREAM_DOWN] The upstream server is down (${reason}); nothing was forwarded. The proxy does not restart it: restart the proxy.`,
+    );
   });
 });
 
@@ -227,16 +256,28 @@ describe('the upstream command without -- (hosts that drop it, such as the Inspe
     const args = { path: join(root, 'a.txt'), content: 'no dash' };
     const { state, message } = asked(await callTool(client, { name: 'write_file', arguments: args }));
     expect(message).toContain('Run the tool `write_file` of the upstream server `secure-filesystem-server`');
-    expect(await callTool(client, { name: 'write_file', arguments: args, inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await callTool(client, { name: 'write_file', arguments: args, inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject({ kind: 'result', isError: false });
     expect(readFileSync(join(root, 'a.txt'), 'utf8')).toBe('no dash');
   });
 
   it('words after the command that look like proxy options go to the upstream (--confirm-unnamed there does not make the proxy ask); with -- the same (control)', async () => {
     const dir = freshDir('argv');
     const without = await proxy([process.execPath, SCHEMA_UPSTREAM, dir, '--confirm-unnamed', '--ttl', '5']);
-    expect(JSON.parse(text(await callTool(without.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--confirm-unnamed', '--ttl', '5']);
+    expect(JSON.parse(text(await callTool(without.client, { name: 'argv', arguments: {} })))).toEqual([
+      dir,
+      '--confirm-unnamed',
+      '--ttl',
+      '5',
+    ]);
     const withDash = await proxy(['--', process.execPath, SCHEMA_UPSTREAM, dir, '--confirm-unnamed', '--ttl', '5']);
-    expect(JSON.parse(text(await callTool(withDash.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--confirm-unnamed', '--ttl', '5']);
+    expect(JSON.parse(text(await callTool(withDash.client, { name: 'argv', arguments: {} })))).toEqual([
+      dir,
+      '--confirm-unnamed',
+      '--ttl',
+      '5',
+    ]);
     // Control: given before the command, --confirm-unnamed is the proxy's: the read-only argv tool is asked.
     const own = await proxy(['--confirm-unnamed', process.execPath, SCHEMA_UPSTREAM, dir]);
     asked(await callTool(own.client, { name: 'argv', arguments: {} }));
@@ -244,7 +285,8 @@ describe('the upstream command without -- (hosts that drop it, such as the Inspe
 
   it('a proxy option name after a command given without -- gets one note on stderr per name, saying it goes to the upstream; with an explicit -- (control), or before the command, none', async () => {
     const dir = freshDir('notes');
-    const note = (name: string) => `mcp-confirm proxy: note: ${name} after the upstream command is passed to the upstream, not read by the proxy; give it before the command\n`;
+    const note = (name: string) =>
+      `mcp-confirm proxy: note: ${name} after the upstream command is passed to the upstream, not read by the proxy; give it before the command\n`;
     /** Everything the proxy wrote on stderr, once it has exited (its stderr ended). */
     const allStderr = async (p: Awaited<ReturnType<typeof proxy>>): Promise<string> => {
       const ended = new Promise<void>((res) => p.transport.stderr!.once('end', () => res()));
@@ -252,15 +294,39 @@ describe('the upstream command without -- (hosts that drop it, such as the Inspe
       await ended;
       return p.stderr();
     };
-    const without = await proxy([process.execPath, SCHEMA_UPSTREAM, dir, '--policy', 'deny.json', '--ttl', '5', '--policy', 'again.json', '--help']);
-    expect(JSON.parse(text(await callTool(without.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--policy', 'deny.json', '--ttl', '5', '--policy', 'again.json', '--help']);
+    const without = await proxy([
+      process.execPath,
+      SCHEMA_UPSTREAM,
+      dir,
+      '--policy',
+      'deny.json',
+      '--ttl',
+      '5',
+      '--policy',
+      'again.json',
+      '--help',
+    ]);
+    expect(JSON.parse(text(await callTool(without.client, { name: 'argv', arguments: {} })))).toEqual([
+      dir,
+      '--policy',
+      'deny.json',
+      '--ttl',
+      '5',
+      '--policy',
+      'again.json',
+      '--help',
+    ]);
     const said = await allStderr(without);
     expect(said.split(note('--policy')).length - 1).toBe(1);
     expect(said.split(note('--ttl')).length - 1).toBe(1);
     expect(said).not.toContain('note: --help');
     expect(said.indexOf(note('--policy'))).toBeLessThan(said.indexOf(note('--ttl')));
     const withDash = await proxy(['--', process.execPath, SCHEMA_UPSTREAM, dir, '--policy', 'deny.json']);
-    expect(JSON.parse(text(await callTool(withDash.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--policy', 'deny.json']);
+    expect(JSON.parse(text(await callTool(withDash.client, { name: 'argv', arguments: {} })))).toEqual([
+      dir,
+      '--policy',
+      'deny.json',
+    ]);
     expect(await allStderr(withDash)).not.toContain('note:');
     const before = await proxy(['--ttl', '60', process.execPath, SCHEMA_UPSTREAM, dir, '--ttl-x']);
     expect(JSON.parse(text(await callTool(before.client, { name: 'argv', arguments: {} })))).toEqual([dir, '--ttl-x']);
@@ -268,7 +334,7 @@ describe('the upstream command without -- (hosts that drop it, such as the Inspe
   });
 });
 
-describe('arguments the upstream\'s inputSchema refuses are refused before the human is asked', () => {
+describe("arguments the upstream's inputSchema refuses are refused before the human is asked", () => {
   const refusal = (problem: string) =>
     `[ERR_CONFIRM_BAD_ARGUMENT] Bad argument: the arguments do not match the tool's inputSchema: \`${problem}\`; nothing was asked and nothing was done.`;
 
@@ -276,22 +342,39 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
     const root = freshDir('schemafs');
     const { client, stderr } = await proxy([process.execPath, FS_SERVER, root]);
     const path = join(root, 'n.txt');
-    expect(text(await callTool(client, { name: 'write_file', arguments: { path } }))).toBe(refusal("arguments must have required property 'content'"));
-    expect(text(await callTool(client, { name: 'write_file', arguments: { path, content: 5 } }))).toBe(refusal('arguments/content must be string'));
+    expect(text(await callTool(client, { name: 'write_file', arguments: { path } }))).toBe(
+      refusal("arguments must have required property 'content'"),
+    );
+    expect(text(await callTool(client, { name: 'write_file', arguments: { path, content: 5 } }))).toBe(
+      refusal('arguments/content must be string'),
+    );
     expect(stderr()).not.toContain('asked to confirm');
     expect(existsSync(path)).toBe(false);
     const { state } = asked(await callTool(client, { name: 'write_file', arguments: { path, content: 'ok' } }));
-    await callTool(client, { name: 'write_file', arguments: { path, content: 'ok' }, inputResponses: ACCEPT, requestState: state });
+    await callTool(client, {
+      name: 'write_file',
+      arguments: { path, content: 'ok' },
+      inputResponses: ACCEPT,
+      requestState: state,
+    });
     expect(readFileSync(path, 'utf8')).toBe('ok');
   });
 
   it('integer, maxLength, required and additionalProperties are checked; a matching call is asked and forwarded exactly (control)', async () => {
     const dir = freshDir('typed');
     const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
-    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abc', count: 1.5 } }))).toBe(refusal('arguments/count must be integer'));
-    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abcdef' } }))).toBe(refusal('arguments/name must NOT have more than 5 characters'));
-    expect(text(await callTool(client, { name: 'typed', arguments: {} }))).toBe(refusal("arguments must have required property 'name'"));
-    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abc', extra: true } }))).toBe(refusal('arguments must NOT have additional properties'));
+    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abc', count: 1.5 } }))).toBe(
+      refusal('arguments/count must be integer'),
+    );
+    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abcdef' } }))).toBe(
+      refusal('arguments/name must NOT have more than 5 characters'),
+    );
+    expect(text(await callTool(client, { name: 'typed', arguments: {} }))).toBe(
+      refusal("arguments must have required property 'name'"),
+    );
+    expect(text(await callTool(client, { name: 'typed', arguments: { name: 'abc', extra: true } }))).toBe(
+      refusal('arguments must NOT have additional properties'),
+    );
     expect(calls(dir)).toEqual([]);
     const args = { name: 'abc', count: 2 };
     const { state } = asked(await callTool(client, { name: 'typed', arguments: args }));
@@ -302,13 +385,15 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
   it('no coercion and no defaults: "5" for a number is refused; {} is forwarded as {} (the schema\'s default not filled in)', async () => {
     const dir = freshDir('defaulted');
     const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
-    expect(text(await callTool(client, { name: 'defaulted', arguments: { n: '5' } }))).toBe(refusal('arguments/n must be number'));
+    expect(text(await callTool(client, { name: 'defaulted', arguments: { n: '5' } }))).toBe(
+      refusal('arguments/n must be number'),
+    );
     const { state } = asked(await callTool(client, { name: 'defaulted', arguments: {} }));
     await callTool(client, { name: 'defaulted', arguments: {}, inputResponses: ACCEPT, requestState: state });
     expect(calls(dir)).toEqual(['{}']);
   });
 
-  it('pattern and patternProperties are not run (a backtracking ^(a+)+$ on 60 a\'s and a b would stall the proxy): asked and forwarded; maxLength next to the pattern is still checked (control)', async () => {
+  it("pattern and patternProperties are not run (a backtracking ^(a+)+$ on 60 a's and a b would stall the proxy): asked and forwarded; maxLength next to the pattern is still checked (control)", async () => {
     const dir = freshDir('patterned');
     const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
     const evil = `${'a'.repeat(60)}b`;
@@ -316,10 +401,12 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
     const { state } = asked(await callTool(client, { name: 'patterned', arguments: args }));
     await callTool(client, { name: 'patterned', arguments: args, inputResponses: ACCEPT, requestState: state });
     expect(calls(dir)).toEqual([JSON.stringify(args)]);
-    expect(text(await callTool(client, { name: 'patterned', arguments: { word: 'a'.repeat(101) } }))).toBe(refusal('arguments/word must NOT have more than 100 characters'));
+    expect(text(await callTool(client, { name: 'patterned', arguments: { word: 'a'.repeat(101) } }))).toBe(
+      refusal('arguments/word must NOT have more than 100 characters'),
+    );
   });
 
-  it('a backtracking pattern reached through a $ref into an unknown keyword is not run: 40 a\'s and a ! (hours if it ran) is asked at once and a tools/list sent next is answered; a maxLength reached through the same $ref is still checked (control)', async () => {
+  it("a backtracking pattern reached through a $ref into an unknown keyword is not run: 40 a's and a ! (hours if it ran) is asked at once and a tools/list sent next is answered; a maxLength reached through the same $ref is still checked (control)", async () => {
     const dir = freshDir('refpattern');
     const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
     const args = { w: `${'a'.repeat(40)}!` };
@@ -329,7 +416,9 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
     expect((await listed).tools.map((t) => t.name)).toContain('refPattern');
     await callTool(client, { name: 'refPattern', arguments: args, inputResponses: ACCEPT, requestState: state });
     expect(calls(dir)).toEqual([JSON.stringify(args)]);
-    expect(text(await callTool(client, { name: 'refPattern', arguments: { w: 'a'.repeat(51) } }))).toBe(refusal('arguments/w must NOT have more than 50 characters'));
+    expect(text(await callTool(client, { name: 'refPattern', arguments: { w: 'a'.repeat(51) } }))).toBe(
+      refusal('arguments/w must NOT have more than 50 characters'),
+    );
   });
 
   it('uniqueItems is not checked (quadratic in the items): 20,000 objects, two of them equal, are asked, not refused; a maxItems beside it is still checked (control)', async () => {
@@ -337,7 +426,9 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
     const { client } = await proxy([process.execPath, SCHEMA_UPSTREAM, dir]);
     const list = Array.from({ length: 20000 }, (_, i) => ({ a: i === 19999 ? 0 : i }));
     asked(await callTool(client, { name: 'unique', arguments: { list } }));
-    expect(text(await callTool(client, { name: 'unique', arguments: { list: [...list, { a: 20000 }] } }))).toBe(refusal('arguments/list must NOT have more than 20000 items'));
+    expect(text(await callTool(client, { name: 'unique', arguments: { list: [...list, { a: 20000 }] } }))).toBe(
+      refusal('arguments/list must NOT have more than 20000 items'),
+    );
     expect(calls(dir)).toEqual([]);
   });
 
@@ -347,9 +438,15 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
     const { state } = asked(await callTool(client, { name: 'oddFormat', arguments: { v: 'x' } }));
     await callTool(client, { name: 'oddFormat', arguments: { v: 'x' }, inputResponses: ACCEPT, requestState: state });
     expect(calls(dir)).toEqual([JSON.stringify({ v: 'x' })]);
-    expect(stderr()).toContain('mcp-confirm proxy: argument check: the validator said `unknown format "x\\n\\x1b[2K\\rFORGED LOG LINE" ignored in schema at path "#/properties/v"`\n');
+    expect(stderr()).toContain(
+      'mcp-confirm proxy: argument check: the validator said `unknown format "x\\n\\x1b[2K\\rFORGED LOG LINE" ignored in schema at path "#/properties/v"`\n',
+    );
     expect(stderr()).not.toMatch(/[\u001b\r]/);
-    expect(stderr().split('\n').filter((line) => line.startsWith('FORGED'))).toEqual([]);
+    expect(
+      stderr()
+        .split('\n')
+        .filter((line) => line.startsWith('FORGED')),
+    ).toEqual([]);
   });
 
   it('a check that fails while it runs is refused as not checkable, nothing asked or forwarded: a schema referring to itself without end, and arguments nested 3,000 deep against a recursive schema; 100 deep is asked and a wrong type deep inside is named (controls)', async () => {
@@ -364,7 +461,9 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
       return v;
     };
     expect(text(await callTool(client, { name: 'tree', arguments: nested(3000, { n: 1 }) }))).toBe(uncheckable);
-    expect(text(await callTool(client, { name: 'tree', arguments: nested(3, { n: 'one' }) }))).toBe(refusal('arguments/c/c/c/n must be integer'));
+    expect(text(await callTool(client, { name: 'tree', arguments: nested(3, { n: 'one' }) }))).toBe(
+      refusal('arguments/c/c/c/n must be integer'),
+    );
     expect(stderr()).not.toContain('asked to confirm');
     expect(calls(dir)).toEqual([]);
     const args = nested(100, { n: 1 });
@@ -383,7 +482,7 @@ describe('arguments the upstream\'s inputSchema refuses are refused before the h
 });
 
 describe('a client without elicitation, through the proxy', () => {
-  it('a 2026-07-28 client: JSON-RPC -32021 with data.requiredCapabilities and this project\'s sentence; nothing written', async () => {
+  it("a 2026-07-28 client: JSON-RPC -32021 with data.requiredCapabilities and this project's sentence; nothing written", async () => {
     const root = freshDir('noelicit');
     const { client } = await proxy([process.execPath, FS_SERVER, root], { elicitation: false });
     const path = join(root, 'x.txt');
@@ -396,16 +495,27 @@ describe('a client without elicitation, through the proxy', () => {
     expect(existsSync(path)).toBe(false);
     // Control: a read-only tool needs no question and passes.
     writeFileSync(join(root, 'r.txt'), 'read');
-    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'r.txt') } }))).toBe('read');
+    expect(text(await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'r.txt') } }))).toBe(
+      'read',
+    );
   });
 
   it('control: a 2025-era v1 client without elicitation gets the same sentence as an isError result', async () => {
     const root = freshDir('noelicitv1');
     const client = new V1Client({ name: 'legacy', version: '0.0.0' }, { capabilities: {} });
-    await client.connect(new V1StdioClientTransport({ command: process.execPath, args: [MAIN, 'proxy', process.execPath, FS_SERVER, root], stderr: 'pipe' }));
+    await client.connect(
+      new V1StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, 'proxy', process.execPath, FS_SERVER, root],
+        stderr: 'pipe',
+      }),
+    );
     closers.push(() => client.close());
     const path = join(root, 'x.txt');
-    const r = (await client.callTool({ name: 'write_file', arguments: { path, content: 'x' } })) as { content: Array<{ text?: string }>; isError?: boolean };
+    const r = (await client.callTool({ name: 'write_file', arguments: { path, content: 'x' } })) as {
+      content: Array<{ text?: string }>;
+      isError?: boolean;
+    };
     expect(r).toMatchObject({ isError: true, content: [{ text: NO_ELICITATION_TEXT }] });
     expect(existsSync(path)).toBe(false);
   });

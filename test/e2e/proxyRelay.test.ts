@@ -55,13 +55,23 @@ function proxyArgs(upstream: string[]): string[] {
 /** The v2 client pinned 2026-07-28, with list_changed handlers counting each kind. */
 async function v2(upstream: string[], options: { stderr?: (s: string) => void } = {}) {
   const changes = { tools: 0, resources: 0, prompts: 0 };
-  const count = (kind: keyof typeof changes) => ({ autoRefresh: false, debounceMs: 0, onChanged: () => void changes[kind]++ });
+  const count = (kind: keyof typeof changes) => ({
+    autoRefresh: false,
+    debounceMs: 0,
+    onChanged: () => void changes[kind]++,
+  });
   const client = new Client(
     { name: 'relay-test', version: '0.0.0' },
-    { ...MANUAL_CLIENT_OPTIONS, listChanged: { tools: count('tools'), resources: count('resources'), prompts: count('prompts') } },
+    {
+      ...MANUAL_CLIENT_OPTIONS,
+      listChanged: { tools: count('tools'), resources: count('resources'), prompts: count('prompts') },
+    },
   );
   const logs: Array<{ level: string; data: unknown }> = [];
-  client.setNotificationHandler('notifications/message', (n) => void logs.push({ level: n.params.level, data: n.params.data }));
+  client.setNotificationHandler(
+    'notifications/message',
+    (n) => void logs.push({ level: n.params.level, data: n.params.data }),
+  );
   const transport = new StdioClientTransport({ command: process.execPath, args: proxyArgs(upstream), stderr: 'pipe' });
   transport.stderr?.on('data', (chunk: Buffer) => options.stderr?.(chunk.toString('utf8')));
   await client.connect(transport);
@@ -71,15 +81,23 @@ async function v2(upstream: string[], options: { stderr?: (s: string) => void } 
 
 /** The 2025-era v1 client. */
 async function v1(upstream: string[], roots?: () => Array<{ uri: string; name?: string }>) {
-  const client = new V1Client({ name: 'relay-legacy', version: '0.0.0' }, { capabilities: roots ? { roots: { listChanged: true } } : {} });
+  const client = new V1Client(
+    { name: 'relay-legacy', version: '0.0.0' },
+    { capabilities: roots ? { roots: { listChanged: true } } : {} },
+  );
   if (roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots() }));
   const changes = { tools: 0, resources: 0, prompts: 0 };
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes.tools++);
   client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void changes.resources++);
   client.setNotificationHandler(PromptListChangedNotificationSchema, () => void changes.prompts++);
   const logs: Array<{ level: string; data: unknown }> = [];
-  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push({ level: n.params.level, data: n.params.data }));
-  await client.connect(new V1StdioClientTransport({ command: process.execPath, args: proxyArgs(upstream), stderr: 'pipe' }));
+  client.setNotificationHandler(
+    LoggingMessageNotificationSchema,
+    (n) => void logs.push({ level: n.params.level, data: n.params.data }),
+  );
+  await client.connect(
+    new V1StdioClientTransport({ command: process.execPath, args: proxyArgs(upstream), stderr: 'pipe' }),
+  );
   closers.push(() => client.close());
   return { client, changes, logs };
 }
@@ -96,26 +114,43 @@ describe.each([
     const { client } = await v2([fixture, freshDir()]);
     expect(client.getServerCapabilities()).toMatchObject({ resources: {}, prompts: {}, completions: {}, tools: {} });
     expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(['fixture://notes/one']);
-    expect((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual(['fixture://notes/{name}']);
+    expect((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      'fixture://notes/{name}',
+    ]);
     const read = await client.readResource({ uri: 'fixture://notes/abc' });
-    expect(read.contents).toEqual([{ uri: 'fixture://notes/abc', mimeType: 'text/plain', text: 'the note at fixture://notes/abc' }]);
+    expect(read.contents).toEqual([
+      { uri: 'fixture://notes/abc', mimeType: 'text/plain', text: 'the note at fixture://notes/abc' },
+    ]);
     // The proxy speaks for itself: the upstream's serverInfo stamp does not pass through.
     expect(read._meta?.['io.modelcontextprotocol/serverInfo']).toEqual({ name: 'mcp-confirm-proxy', version: '0.1.0' });
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['greet']);
     const got = await client.getPrompt({ name: 'greet', arguments: { who: 'bob' } });
     expect(got.messages[0]?.content).toEqual({ type: 'text', text: 'Say hello to bob' });
-    const done = await client.complete({ ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: 'al' } });
+    const done = await client.complete({
+      ref: { type: 'ref/prompt', name: 'greet' },
+      argument: { name: 'who', value: 'al' },
+    });
     expect(done.completion.values).toEqual(['alice', 'albert']);
   });
 
   it('to the v1 client (2025): list, templates, read, prompts, get, complete', async () => {
     const { client } = await v1([fixture, freshDir()]);
     expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(['fixture://notes/one']);
-    expect((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual(['fixture://notes/{name}']);
-    expect((await client.readResource({ uri: 'fixture://notes/x' })).contents[0]).toMatchObject({ text: 'the note at fixture://notes/x' });
+    expect((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      'fixture://notes/{name}',
+    ]);
+    expect((await client.readResource({ uri: 'fixture://notes/x' })).contents[0]).toMatchObject({
+      text: 'the note at fixture://notes/x',
+    });
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['greet']);
-    expect((await client.getPrompt({ name: 'greet', arguments: { who: 'ann' } })).messages[0]?.content).toEqual({ type: 'text', text: 'Say hello to ann' });
-    expect((await client.complete({ ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: 'b' } })).completion.values).toEqual(['bob']);
+    expect((await client.getPrompt({ name: 'greet', arguments: { who: 'ann' } })).messages[0]?.content).toEqual({
+      type: 'text',
+      text: 'Say hello to ann',
+    });
+    expect(
+      (await client.complete({ ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: 'b' } }))
+        .completion.values,
+    ).toEqual(['bob']);
   });
 });
 
@@ -123,7 +158,9 @@ describe('capabilities offered', () => {
   it('only what the upstream offers: server-filesystem (tools only) gives tools and nothing else', async () => {
     const { client } = await v2([FS_SERVER, freshDir()]);
     const caps = client.getServerCapabilities() ?? {};
-    expect(Object.keys(caps).filter((k) => ['tools', 'resources', 'prompts', 'completions', 'logging'].includes(k))).toEqual(['tools']);
+    expect(
+      Object.keys(caps).filter((k) => ['tools', 'resources', 'prompts', 'completions', 'logging'].includes(k)),
+    ).toEqual(['tools']);
     // Control: tools are there.
     expect((await client.listTools()).tools.length).toBeGreaterThan(5);
   });
@@ -149,7 +186,7 @@ describe('list_changed relayed', () => {
 });
 
 describe('logging relayed', () => {
-  it("v1 client: setLevel error reaches the upstream, so only the error message arrives; control: at debug both arrive", async () => {
+  it('v1 client: setLevel error reaches the upstream, so only the error message arrives; control: at debug both arrive', async () => {
     const { client, logs } = await v1([FIXTURE, freshDir()]);
     await client.setLoggingLevel('error');
     await client.callTool({ name: 'log', arguments: {} });
@@ -177,44 +214,59 @@ describe('logging relayed', () => {
 });
 
 describe('progress and cancellation relayed', () => {
-  it.each(['v2', 'v1'] as const)("%s client: the upstream's progress reaches the client's onprogress before the result", async (kind) => {
-    const dir = freshDir();
-    const seen: Array<{ progress: number; total?: number; message?: string }> = [];
-    const onprogress = (p: { progress: number; total?: number; message?: string }) => {
-      seen.push({ progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) });
-      // The upstream answers only once this file exists: the result cannot come before the progress.
-      writeFileSync(join(dir, 'progress-seen'), '');
-    };
-    const result =
-      kind === 'v2'
-        ? await (await v2([FIXTURE, dir])).client.callTool({ name: 'slow', arguments: {} }, { onprogress })
-        : await (await v1([FIXTURE, dir])).client.callTool({ name: 'slow', arguments: {} }, undefined, { onprogress });
-    expect(textOf(result as { content?: unknown })).toBe('slow done');
-    expect(seen).toEqual([{ progress: 1, total: 2, message: 'half' }]);
-  });
+  it.each(['v2', 'v1'] as const)(
+    "%s client: the upstream's progress reaches the client's onprogress before the result",
+    async (kind) => {
+      const dir = freshDir();
+      const seen: Array<{ progress: number; total?: number; message?: string }> = [];
+      const onprogress = (p: { progress: number; total?: number; message?: string }) => {
+        seen.push({
+          progress: p.progress,
+          ...(p.total === undefined ? {} : { total: p.total }),
+          ...(p.message === undefined ? {} : { message: p.message }),
+        });
+        // The upstream answers only once this file exists: the result cannot come before the progress.
+        writeFileSync(join(dir, 'progress-seen'), '');
+      };
+      const result =
+        kind === 'v2'
+          ? await (await v2([FIXTURE, dir])).client.callTool({ name: 'slow', arguments: {} }, { onprogress })
+          : await (
+              await v1([FIXTURE, dir])
+            ).client.callTool({ name: 'slow', arguments: {} }, undefined, { onprogress });
+      expect(textOf(result as { content?: unknown })).toBe('slow done');
+      expect(seen).toEqual([{ progress: 1, total: 2, message: 'half' }]);
+    },
+  );
 
-  it.each(['v2', 'v1'] as const)("%s client: cancelling a call cancels it at the upstream (notifications/cancelled reaches it)", async (kind) => {
-    const dir = freshDir();
-    const abort = new AbortController();
-    const pending =
-      kind === 'v2'
-        ? (await v2([FIXTURE, dir])).client.callTool({ name: 'wait_cancel', arguments: {} }, { signal: abort.signal })
-        : (await v1([FIXTURE, dir])).client.callTool({ name: 'wait_cancel', arguments: {} }, undefined, { signal: abort.signal });
-    const settled = pending.then(
-      () => 'answered',
-      () => 'rejected',
-    );
-    await until(() => existsSync(join(dir, 'cancel-started')));
-    abort.abort('the user gave up');
-    expect(await settled).toBe('rejected');
-    await until(() => existsSync(join(dir, 'cancelled')));
-    expect(existsSync(join(dir, 'cancelled'))).toBe(true);
-  });
+  it.each(['v2', 'v1'] as const)(
+    '%s client: cancelling a call cancels it at the upstream (notifications/cancelled reaches it)',
+    async (kind) => {
+      const dir = freshDir();
+      const abort = new AbortController();
+      const pending =
+        kind === 'v2'
+          ? (await v2([FIXTURE, dir])).client.callTool({ name: 'wait_cancel', arguments: {} }, { signal: abort.signal })
+          : (await v1([FIXTURE, dir])).client.callTool({ name: 'wait_cancel', arguments: {} }, undefined, {
+              signal: abort.signal,
+            });
+      const settled = pending.then(
+        () => 'answered',
+        () => 'rejected',
+      );
+      await until(() => existsSync(join(dir, 'cancel-started')));
+      abort.abort('the user gave up');
+      expect(await settled).toBe('rejected');
+      await until(() => existsSync(join(dir, 'cancelled')));
+      expect(existsSync(join(dir, 'cancelled'))).toBe(true);
+    },
+  );
 });
 
 describe("the upstream's roots/list relayed", () => {
-  const allowed = async (client: { callTool: (p: { name: string; arguments: Record<string, unknown> }) => Promise<unknown> }) =>
-    textOf((await client.callTool({ name: 'list_allowed_directories', arguments: {} })) as { content?: unknown });
+  const allowed = async (client: {
+    callTool: (p: { name: string; arguments: Record<string, unknown> }) => Promise<unknown>;
+  }) => textOf((await client.callTool({ name: 'list_allowed_directories', arguments: {} })) as { content?: unknown });
 
   it("v1 client declaring roots: server-filesystem takes the client's roots, and again after roots/list_changed", async () => {
     const start = freshDir();
@@ -251,7 +303,9 @@ describe("the upstream's own input_required", () => {
   it('a 2026-era upstream answering input_required gives ERR_CONFIRM_UPSTREAM_INPUT; control: its log tool answers', async () => {
     const { client } = await v2([FIXTURE_2026, freshDir()]);
     const reply = await callTool(client, { name: 'needs_input', arguments: {} });
-    expect(reply.kind === 'result' && reply.isError && reply.text.startsWith('[ERR_CONFIRM_UPSTREAM_INPUT]')).toBe(true);
+    expect(reply.kind === 'result' && reply.isError && reply.text.startsWith('[ERR_CONFIRM_UPSTREAM_INPUT]')).toBe(
+      true,
+    );
     const control = await callTool(client, { name: 'log', arguments: {} });
     expect(control.kind === 'result' && control.text).toBe('logged');
   });
@@ -269,7 +323,11 @@ describe('upstream errors relayed', () => {
 
 describe('shutdown', () => {
   it('a client disconnecting ends the proxy without reporting the upstream as down; control: the serving line was logged', async () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: proxyArgs([FIXTURE, freshDir()]), stderr: 'pipe' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: proxyArgs([FIXTURE, freshDir()]),
+      stderr: 'pipe',
+    });
     let err = '';
     const ended = new Promise<void>((resolve) => {
       transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));

@@ -18,7 +18,8 @@ let c: Connected;
 let factory: Awaited<ReturnType<typeof createDemoServer>>['factory'];
 
 /** Characters that must never reach the message raw: Cc, Zl, Zp, bidi controls, default-ignorables, invisible fillers. */
-const FORBIDDEN = /[\p{Cc}\p{Zl}\p{Zp}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2800\u0085]/u;
+const FORBIDDEN =
+  /[\p{Cc}\p{Zl}\p{Zp}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2800\u0085]/u;
 
 beforeAll(async () => {
   R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-question-')));
@@ -35,7 +36,8 @@ afterAll(async () => {
 
 /** Creates a file with this name in the root; false when the file system refuses the name. */
 function create(name: string): boolean {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0') || !name.isWellFormed()) return false;
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0') || !name.isWellFormed())
+    return false;
   try {
     writeFileSync(join(root, name), 'x', { flag: 'w' });
     return true;
@@ -55,21 +57,27 @@ describe('hostile names through a real client', () => {
     writeFileSync(join(root, 'plain.txt'), 'x');
   });
 
-  const onDisk = hostileVectors.filter((v) => v.value !== '' && !v.value.includes('/') && !v.value.includes('\0') && v.value.isWellFormed());
+  const onDisk = hostileVectors.filter(
+    (v) => v.value !== '' && !v.value.includes('/') && !v.value.includes('\0') && v.value.isWellFormed(),
+  );
 
   it('has file-system-valid vectors to send', () => {
     expect(onDisk.length).toBeGreaterThanOrEqual(20);
   });
 
-  it.each(onDisk.map((v) => [v.name, v] as const))('%s: the received message shows it on one line, escaped', async (_name, vector) => {
-    expect(create(vector.value)).toBe(true);
-    const message = await messageFor(vector.value);
-    expect(message.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).length).toBe(await plainLines());
-    expect(message.isWellFormed()).toBe(true);
-    expect(FORBIDDEN.test(message), JSON.stringify(message)).toBe(false);
-    for (const bad of vector.forbidden) expect(message.includes(bad), `raw ${JSON.stringify(bad)} in ${JSON.stringify(message)}`).toBe(false);
-    for (const shown of vector.shown) expect(message).toContain(shown);
-  });
+  it.each(onDisk.map((v) => [v.name, v] as const))(
+    '%s: the received message shows it on one line, escaped',
+    async (_name, vector) => {
+      expect(create(vector.value)).toBe(true);
+      const message = await messageFor(vector.value);
+      expect(message.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).length).toBe(await plainLines());
+      expect(message.isWellFormed()).toBe(true);
+      expect(FORBIDDEN.test(message), JSON.stringify(message)).toBe(false);
+      for (const bad of vector.forbidden)
+        expect(message.includes(bad), `raw ${JSON.stringify(bad)} in ${JSON.stringify(message)}`).toBe(false);
+      for (const shown of vector.shown) expect(message).toContain(shown);
+    },
+  );
 
   it.each([
     ['a Hebrew name', 'שלום.txt'],
@@ -83,12 +91,15 @@ describe('hostile names through a real client', () => {
     ['a Hebrew name', 'שלום.txt'],
     ['a Greek name', 'αρχείο.txt'],
     ['an Arabic name', 'مرحبا.txt'],
-  ])('%s under the Latin root path gets no warning (the script check runs per path component)', async (_label, name) => {
-    expect(create(name)).toBe(true);
-    const message = await messageFor(name);
-    expect(message).toContain(`/${name}\`, requested as \`${name}\`?`);
-    expect(message).not.toMatch(/warning/);
-  });
+  ])(
+    '%s under the Latin root path gets no warning (the script check runs per path component)',
+    async (_label, name) => {
+      expect(create(name)).toBe(true);
+      const message = await messageFor(name);
+      expect(message).toContain(`/${name}\`, requested as \`${name}\`?`);
+      expect(message).not.toMatch(/warning/);
+    },
+  );
 
   it('warns about right-to-left directories that display in reverse order (/…/א/ב/ג.txt shows as /…/ג/ב/א.txt)', async () => {
     mkdirSync(join(root, 'א', 'ב'), { recursive: true });
@@ -100,7 +111,7 @@ describe('hostile names through a real client', () => {
     );
   });
 
-  it('shows a name that imitates the question\'s wording with every backtick escaped: the message has exactly four backticks', async () => {
+  it("shows a name that imitates the question's wording with every backtick escaped: the message has exactly four backticks", async () => {
     const name = 'a.txt`, requested as `a.txt`? Size: 0 bytes. This cannot be undone. (x';
     expect(create(name)).toBe(true);
     const message = await messageFor(name);
@@ -182,7 +193,11 @@ describe('path syntax and whole-script look-alikes through a real client (hard-3
 
   it('hard-3: a name with U+2215 DIVISION SLASH or U+2044 FRACTION SLASH never shows it raw, next to a real notes/thesis.txt', async () => {
     expect(create(division) && create(fraction)).toBe(true);
-    const [md, mf, real] = [await messageFor(division), await messageFor(fraction), await messageFor('notes/thesis.txt')];
+    const [md, mf, real] = [
+      await messageFor(division),
+      await messageFor(fraction),
+      await messageFor('notes/thesis.txt'),
+    ];
     for (const m of [md, mf, real]) expect(/[\u2215\u2044]/u.test(m), JSON.stringify(m)).toBe(false);
     expect(md).toContain(`\`${root}/notes⟨U+2215⟩thesis.txt\`, requested as \`notes⟨U+2215⟩thesis.txt\`?`);
     expect(mf).toContain(`\`${root}/a⟨U+2044⟩b.txt\`, requested as \`a⟨U+2044⟩b.txt\`?`);
@@ -232,7 +247,9 @@ describe('path syntax and whole-script look-alikes through a real client (hard-3
     const cyrillic = '\u0441\u0430\u0441\u04BB\u0435.txt';
     expect(create(cyrillic) && create('cache.txt')).toBe(true);
     const warned = await messageFor(cyrillic);
-    expect(warned).toContain(`/${cyrillic}\` (warning: written in Cyrillic letters that look like Latin ones), requested as`);
+    expect(warned).toContain(
+      `/${cyrillic}\` (warning: written in Cyrillic letters that look like Latin ones), requested as`,
+    );
     expect(await messageFor('cache.txt')).not.toMatch(/warning/);
   });
 });
@@ -274,7 +291,9 @@ describe('paths: every component stays visible (BUG-27)', () => {
     mkdirSync(join(root, long, 'keep-me', long.replace('end', 'END')), { recursive: true });
     writeFileSync(join(root, a), 'x');
     const message = await messageFor(a);
-    const requested = /requested as `([^`]*)`( \(shortened, fingerprints ([0-9a-f]{16}), ([0-9a-f]{16})\))?/.exec(message);
+    const requested = /requested as `([^`]*)`( \(shortened, fingerprints ([0-9a-f]{16}), ([0-9a-f]{16})\))?/.exec(
+      message,
+    );
     expect(requested?.[2], message).toBeDefined();
     const shown = (requested?.[1] ?? '').split('/');
     expect(shown).toHaveLength(4);
@@ -304,14 +323,17 @@ describe('markup (text-5): the received message rendered as CommonMark with raw 
     '![x](https:attacker.example).txt',
   ];
 
-  it.each(Object.entries(renderers).flatMap(([label, md]) => names.map((n) => [label, n, md] as const)))('with %s, %j creates no link, image, emphasis, heading or HTML element', async (_label, name, md) => {
-    expect(create(name)).toBe(true);
-    const message = await messageFor(name);
-    const html = md.render(message);
-    expect(html).not.toMatch(/<(a|img|em|strong|h[1-6]|script|del|s)\b/i);
-    const tags = [...html.matchAll(/<\/?([a-z0-9]+)/gi)].map((m) => m[1]!.toLowerCase());
-    expect(new Set(tags)).toEqual(new Set(['p', 'code']));
-  });
+  it.each(Object.entries(renderers).flatMap(([label, md]) => names.map((n) => [label, n, md] as const)))(
+    'with %s, %j creates no link, image, emphasis, heading or HTML element',
+    async (_label, name, md) => {
+      expect(create(name)).toBe(true);
+      const message = await messageFor(name);
+      const html = md.render(message);
+      expect(html).not.toMatch(/<(a|img|em|strong|h[1-6]|script|del|s)\b/i);
+      const tags = [...html.matchAll(/<\/?([a-z0-9]+)/gi)].map((m) => m[1]!.toLowerCase());
+      expect(new Set(tags)).toEqual(new Set(['p', 'code']));
+    },
+  );
 });
 
 describe('the Big List of Naughty Strings through a real client', () => {

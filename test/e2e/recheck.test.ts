@@ -33,7 +33,15 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isQuarantineName, QUARANTINE_PREFIX } from '../../src/fs/target.js';
 import { MemoryLedger } from '../../src/store/memory.js';
 import { createDemoServer } from '../../src/demo/deleteFile.js';
-import { ACCEPT, asked, callTool, connect, type Connected, type Reply, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import {
+  ACCEPT,
+  asked,
+  callTool,
+  connect,
+  type Connected,
+  type Reply,
+  MANUAL_CLIENT_OPTIONS,
+} from '../helpers/harness.js';
 import { startFlipper, type Flipper } from '../helpers/flipper.js';
 import { InPlaceStdioTransport, until } from '../helpers/processes.js';
 
@@ -71,8 +79,10 @@ async function serve() {
   return { ...built, c, ledger };
 }
 
-const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) => c.call('delete_file', { path }, extra);
-const codeOf = (reply: Reply): string | undefined => (reply.kind === 'result' && reply.isError ? /^\[([A-Z_]+)\] /.exec(reply.text)?.[1] : undefined);
+const del = (c: Connected, path: string, extra?: { inputResponses?: unknown; requestState?: unknown }) =>
+  c.call('delete_file', { path }, extra);
+const codeOf = (reply: Reply): string | undefined =>
+  reply.kind === 'result' && reply.isError ? /^\[([A-Z_]+)\] /.exec(reply.text)?.[1] : undefined;
 
 function expectRefused(reply: Reply, errorCode: string): string {
   expect(reply.kind, JSON.stringify(reply)).toBe('result');
@@ -83,7 +93,11 @@ function expectRefused(reply: Reply, errorCode: string): string {
 }
 
 function expectDeleted(reply: Reply, path: string, bytes: number): void {
-  expect(reply, JSON.stringify(reply)).toMatchObject({ kind: 'result', isError: false, text: `Deleted \`${path}\` (${bytes} bytes).` });
+  expect(reply, JSON.stringify(reply)).toMatchObject({
+    kind: 'result',
+    isError: false,
+    text: `Deleted \`${path}\` (${bytes} bytes).`,
+  });
 }
 
 /** `dev:ino` of `path` (lstat): proves an entry is the very same one. */
@@ -164,7 +178,10 @@ describe('round-2 swaps of a/data.txt (fs-3 and siblings)', () => {
     const { state } = asked(await del(c, 'a/data.txt'));
     renameSync(data(), join(root, 'a', 'data.bak'));
     mkfifo(data());
-    const text = expectRefused(await del(c, 'a/data.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_CHANGED');
+    const text = expectRefused(
+      await del(c, 'a/data.txt', { inputResponses: ACCEPT, requestState: state }),
+      'ERR_CONFIRM_CHANGED',
+    );
     expect(text).toContain('FIFO');
     expect(lstatSync(data()).isFIFO()).toBe(true);
     expect(readFileSync(join(root, 'a', 'data.bak'), 'utf8')).toBe('data');
@@ -259,7 +276,10 @@ describe('round-2 swap of a higher directory for a symlink out of the root', () 
     symlink(join(outside, 'top'), join(root, 'top'));
     // The path now resolves, through the symlink, to the decoy outside the root.
     expect(realpathSync(original())).toBe(decoy());
-    const text = expectRefused(await del(c, 'top/mid/data.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_CHANGED');
+    const text = expectRefused(
+      await del(c, 'top/mid/data.txt', { inputResponses: ACCEPT, requestState: state }),
+      'ERR_CONFIRM_CHANGED',
+    );
     expect(text).toContain('symbolic link');
     expect(readFileSync(decoy(), 'utf8')).toBe('them');
     expect(readFileSync(join(root, 'top.old', 'mid', 'data.txt'), 'utf8')).toBe('mine');
@@ -304,10 +324,19 @@ describe('hard links', () => {
       now = lstatSync(file, { bigint: true });
     }
     // Everything the re-check compares is as at round 1, but the change time.
-    expect([now.dev, now.ino, now.size, now.mtimeNs, now.nlink]).toEqual([atRound1.dev, atRound1.ino, atRound1.size, atRound1.mtimeNs, atRound1.nlink]);
+    expect([now.dev, now.ino, now.size, now.mtimeNs, now.nlink]).toEqual([
+      atRound1.dev,
+      atRound1.ino,
+      atRound1.size,
+      atRound1.mtimeNs,
+      atRound1.nlink,
+    ]);
     expect(now.isFile()).toBe(true);
     expect(now.ctimeNs).not.toBe(atRound1.ctimeNs);
-    const text = expectRefused(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: state }), 'ERR_CONFIRM_CHANGED');
+    const text = expectRefused(
+      await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: state }),
+      'ERR_CONFIRM_CHANGED',
+    );
     expect(text).toContain('modified');
     expect(readFileSync(file, 'utf8')).toBe('quarterly report');
     expect(identity(file)).toBe(identity(keep));
@@ -362,7 +391,12 @@ describe('fs-4: flip race through a real client', () => {
     // flipper's fresh file after it), and a refusal of the symlink or of the change.
     const needed = (): boolean => {
       const { flips, recreated } = flipper!.progress();
-      return flips >= MIN_FLIPS && recreated > 0 && seen('round 2 deleted a regular file') > 0 && seen('round 1 ERR_CONFIRM_SYMLINK') + seen('round 2 ERR_CONFIRM_CHANGED') > 0;
+      return (
+        flips >= MIN_FLIPS &&
+        recreated > 0 &&
+        seen('round 2 deleted a regular file') > 0 &&
+        seen('round 1 ERR_CONFIRM_SYMLINK') + seen('round 2 ERR_CONFIRM_CHANGED') > 0
+      );
     };
     let cycles = 0;
     while (!needed() && cycles < MAX_CYCLES) {
@@ -378,12 +412,17 @@ describe('fs-4: flip race through a real client', () => {
       const { state } = asked(first);
       const second = await del(c, 'a/data.txt', { inputResponses: ACCEPT, requestState: state });
       const code = codeOf(second);
-      if (second.kind === 'result' && !second.isError && second.text === deletedText) count('round 2 deleted a regular file');
+      if (second.kind === 'result' && !second.isError && second.text === deletedText)
+        count('round 2 deleted a regular file');
       else if (code && ROUND2.has(code)) count(`round 2 ${code}`);
       else unexpected.push(`round 2: ${JSON.stringify(second)}`);
     }
     const report = await flipper.stop();
-    const summary = JSON.stringify({ cycles, report: { ...report, stderr: undefined }, outcomes: Object.fromEntries(outcomes) });
+    const summary = JSON.stringify({
+      cycles,
+      report: { ...report, stderr: undefined },
+      outcomes: Object.fromEntries(outcomes),
+    });
     expect(report.status, report.stderr).toBe(0);
     expect(report.stopped, summary).toBe('stop file');
 
@@ -421,13 +460,14 @@ describe('quarantine leftovers at start-up (built CLI)', () => {
     writeFileSync(upper, 'not a quarantine name either');
     expect(isQuarantineName(QUARANTINE_PREFIX + hex('a'))).toBe(true);
 
-    const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, '--root', root], stderr: 'pipe' });
+    const transport = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: [MAIN, '--root', root],
+      stderr: 'pipe',
+    });
     let stderr = '';
     transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const client = new Client(
-      { name: 'recheck-test', version: '0.0.0' },
-      MANUAL_CLIENT_OPTIONS,
-    );
+    const client = new Client({ name: 'recheck-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
     await client.connect(transport);
     cleanups.push(() => client.close().catch(() => {}));
     // The report and the serving line arrive on stderr, their own pipe: wait for them (by order, not time).
@@ -436,7 +476,10 @@ describe('quarantine leftovers at start-up (built CLI)', () => {
     const warnings = stderr.split('\n').filter((line) => line.includes('quarantine'));
     expect(warnings, stderr).toHaveLength(2);
     for (const p of [top, nested]) {
-      expect(warnings.some((w) => w.includes(`\`${p}\``) && w.includes('left in place')), stderr).toBe(true);
+      expect(
+        warnings.some((w) => w.includes(`\`${p}\``) && w.includes('left in place')),
+        stderr,
+      ).toBe(true);
     }
     expect(stderr).not.toContain(lookAlike);
     expect(stderr).not.toContain(upper);

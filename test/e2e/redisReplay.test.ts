@@ -17,7 +17,10 @@ const open: Array<{ close(): Promise<void> }> = [];
 
 function redisUrl(): string {
   const url = process.env.REDIS_URL;
-  if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+  if (!url)
+    throw new Error(
+      'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+    );
   return url;
 }
 
@@ -33,7 +36,9 @@ afterEach(async () => {
 async function deleteConfirmed(server: Connected, name: string): Promise<string> {
   writeFileSync(join(root, name), name);
   const { state } = asked(await server.call('delete_file', { path: name }));
-  expect(await server.call('delete_file', { path: name }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+  expect(
+    await server.call('delete_file', { path: name }, { inputResponses: ACCEPT, requestState: state }),
+  ).toMatchObject({ kind: 'result', isError: false });
   expect(existsSync(join(root, name))).toBe(false);
   return state;
 }
@@ -46,7 +51,9 @@ describe('Redis ledger: a confirmation spent once stays refused after its tombst
     for (let i = 0; i < 2; i++) {
       const ledger = await RedisLedger.open({ url: redisUrl(), namespace, maxTotal: 2, maxPerPrincipal: 2 });
       open.push(ledger);
-      const server = await connect((await createDemoServer({ roots: [root], keys, store: ledger, audience: namespace })).factory);
+      const server = await connect(
+        (await createDemoServer({ roots: [root], keys, store: ledger, audience: namespace })).factory,
+      );
       open.push(server);
       servers.push(server);
     }
@@ -55,13 +62,21 @@ describe('Redis ledger: a confirmation spent once stays refused after its tombst
     writeFileSync(join(root, 'first.txt'), 'first.txt');
     // Control: the tombstone is there, on both servers.
     for (const s of [a, b]) {
-      const replay = await s.call('delete_file', { path: 'first.txt' }, { inputResponses: ACCEPT, requestState: state });
+      const replay = await s.call(
+        'delete_file',
+        { path: 'first.txt' },
+        { inputResponses: ACCEPT, requestState: state },
+      );
       expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     }
     // Three more spends take the spend list past maxTotal: the oldest tombstone (first.txt's) is evicted.
     for (const name of ['second.txt', 'third.txt', 'fourth.txt']) await deleteConfirmed(b, name);
     for (const s of [a, b]) {
-      const replay = await s.call('delete_file', { path: 'first.txt' }, { inputResponses: ACCEPT, requestState: state });
+      const replay = await s.call(
+        'delete_file',
+        { path: 'first.txt' },
+        { inputResponses: ACCEPT, requestState: state },
+      );
       expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_UNKNOWN]')).toBe(true);
     }
     expect(readFileSync(join(root, 'first.txt'), 'utf8')).toBe('first.txt');

@@ -56,7 +56,10 @@ const ownRedis: OwnRedis[] = [];
  */
 function redisUrl(): string {
   const url = process.env.REDIS_URL;
-  if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+  if (!url)
+    throw new Error(
+      'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+    );
   return url;
 }
 
@@ -64,7 +67,10 @@ function redisUrl(): string {
 const audience = (): string => `replicas-${randomUUID()}`;
 
 async function keygen(kid: string): Promise<KeySpec> {
-  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', kid], { encoding: 'utf8', timeout: PROCESS_DEADLINE_MS });
+  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'keygen', '--kid', kid], {
+    encoding: 'utf8',
+    timeout: PROCESS_DEADLINE_MS,
+  });
   const parsed = JSON.parse(stdout) as { keys: KeySpec[] };
   expect(parsed.keys).toHaveLength(1);
   return parsed.keys[0]!;
@@ -100,10 +106,7 @@ async function spawnReplica(name: string, args: string[]): Promise<Replica> {
   transport.stderr?.on('data', (chunk: Buffer) => {
     err += chunk.toString('utf8');
   });
-  const client = new Client(
-    { name: `replicas-test-${name}`, version: '0.0.0' },
-    MANUAL_CLIENT_OPTIONS,
-  );
+  const client = new Client({ name: `replicas-test-${name}`, version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
   const clientErrors: string[] = [];
   client.onerror = (e) => clientErrors.push(String(e?.stack ?? e));
   try {
@@ -131,7 +134,8 @@ function spawnReplicas(common: string[], specs: Array<[string, string[]]>): Prom
   return Promise.all(specs.map(([name, extra]) => spawnReplica(name, [...common, ...extra])));
 }
 
-const round1 = (r: Replica, path: string): Promise<Reply> => callTool(r.client, { name: 'delete_file', arguments: { path } });
+const round1 = (r: Replica, path: string): Promise<Reply> =>
+  callTool(r.client, { name: 'delete_file', arguments: { path } });
 const round2 = (r: Replica, path: string, state: string): Promise<Reply> =>
   callTool(r.client, { name: 'delete_file', arguments: { path }, inputResponses: ACCEPT, requestState: state });
 
@@ -146,7 +150,11 @@ function expectRefused(reply: Reply, code: string): string {
 
 /** Asserts the success text of a delete of `path` (under root) holding `bytes` bytes. */
 function expectDeleted(reply: Reply, path: string, bytes: number): void {
-  expect(reply).toMatchObject({ kind: 'result', isError: false, text: `Deleted \`${join(root, path)}\` (${bytes} bytes).` });
+  expect(reply).toMatchObject({
+    kind: 'result',
+    isError: false,
+    text: `Deleted \`${join(root, path)}\` (${bytes} bytes).`,
+  });
 }
 
 /** Asserts the SDK's refusal of the state itself. */
@@ -159,7 +167,11 @@ function expectStateRefused(reply: Reply): void {
  * refuses with ERR_CONFIRM_LEDGER_UNAVAILABLE until then); every refusal meanwhile
  * must be exactly that code. Returns the state and how many refusals were seen.
  */
-async function askWhenLedgerReady(r: Replica, path: string, timeoutMs = PROCESS_DEADLINE_MS): Promise<{ state: string; refusals: number }> {
+async function askWhenLedgerReady(
+  r: Replica,
+  path: string,
+  timeoutMs = PROCESS_DEADLINE_MS,
+): Promise<{ state: string; refusals: number }> {
   const until = Date.now() + timeoutMs;
   let refusals = 0;
   for (;;) {
@@ -167,7 +179,8 @@ async function askWhenLedgerReady(r: Replica, path: string, timeoutMs = PROCESS_
     if (reply.kind === 'input_required') return { state: asked(reply).state, refusals };
     expectRefused(reply, 'ERR_CONFIRM_LEDGER_UNAVAILABLE');
     refusals++;
-    if (Date.now() > until) throw new Error(`replica ${r.name}: the ledger was still unavailable after ${timeoutMs} ms`);
+    if (Date.now() > until)
+      throw new Error(`replica ${r.name}: the ledger was still unavailable after ${timeoutMs} ms`);
     await new Promise((res) => setTimeout(res, 50));
   }
 }
@@ -217,10 +230,13 @@ afterEach(async () => {
  */
 async function roundOneOnARoundTwoOnB(ledger: string, warm: boolean): Promise<void> {
   const keys = keyFile('keys.json', [oldKey]);
-  const [a, b] = await spawnReplicas(['--root', root, '--key-file', keys, '--ledger', ledger, '--audience', audience()], [
-    ['A', []],
-    ['B', []],
-  ]);
+  const [a, b] = await spawnReplicas(
+    ['--root', root, '--key-file', keys, '--ledger', ledger, '--audience', audience()],
+    [
+      ['A', []],
+      ['B', []],
+    ],
+  );
   if (warm) await warmUp([a!, b!]);
   const { state } = asked(await round1(a!, 'cache.txt'));
   expect(existsSync(join(root, 'cache.txt'))).toBe(true);
@@ -245,7 +261,9 @@ async function roundOneOnARoundTwoOnB(ledger: string, warm: boolean): Promise<vo
  */
 async function fireAtOnce(rs: Replica[], n: number): Promise<void> {
   const { state } = asked(await round1(rs[0]!, 'cache.txt'));
-  const replies = await Promise.all(Array.from({ length: n }, (_, i) => round2(rs[i % rs.length]!, 'cache.txt', state)));
+  const replies = await Promise.all(
+    Array.from({ length: n }, (_, i) => round2(rs[i % rs.length]!, 'cache.txt', state)),
+  );
   const deleted = replies.filter((r) => r.kind === 'result' && !r.isError);
   const spent = replies.filter((r) => r.kind === 'result' && r.isError && r.text.startsWith('[ERR_CONFIRM_SPENT]'));
   const other = replies.filter((r) => !deleted.includes(r) && !spent.includes(r));
@@ -268,10 +286,13 @@ describe('replicas sharing a key file and a ledger', () => {
 
   it('with the default memory ledger, refuses round 2 on replica B as ERR_CONFIRM_UNKNOWN naming --ledger sqlite:PATH and redis://, deletes nothing, and A still redeems it once', async () => {
     const keys = keyFile('keys.json', [oldKey]);
-    const [a, b] = await spawnReplicas(['--root', root, '--key-file', keys, '--audience', audience()], [
-      ['A', []],
-      ['B', []],
-    ]);
+    const [a, b] = await spawnReplicas(
+      ['--root', root, '--key-file', keys, '--audience', audience()],
+      [
+        ['A', []],
+        ['B', []],
+      ],
+    );
     const { state } = asked(await round1(a!, 'cache.txt'));
 
     // B opens the state (same key file) but its ledger never saw the jti.
@@ -294,7 +315,6 @@ describe('replicas sharing a key file and a ledger', () => {
     for (const r of [a!, b!]) await stderrSays(r.stderr, 'ledger memory; keys k-old');
   });
 });
-
 
 describe('replicas starting together on a new SQLite ledger file', () => {
   // Switching a new file to WAL needs its write lock; SQLite refuses that switch at once
@@ -337,19 +357,27 @@ describe('spend-1 across processes: one accepted round 2 fired 32 times at once 
     const keys = keyFile('keys.json', [oldKey]);
     const rs = await spawnReplicas(
       ['--root', root, '--key-file', keys, '--ledger', `sqlite:${join(R, 'ledger.sqlite')}`, '--audience', audience()],
-      [['A', []], ['B', []], ['C', []], ['D', []]],
+      [
+        ['A', []],
+        ['B', []],
+        ['C', []],
+        ['D', []],
+      ],
     );
     await fireAtOnce(rs, 32);
   });
 
   it('deletes exactly once, with 31 ERR_CONFIRM_SPENT, across 4 processes sharing a Redis ledger', async () => {
     const keys = keyFile('keys.json', [oldKey]);
-    const rs = await spawnReplicas(['--root', root, '--key-file', keys, '--ledger', redisUrl(), '--audience', audience()], [
-      ['A', []],
-      ['B', []],
-      ['C', []],
-      ['D', []],
-    ]);
+    const rs = await spawnReplicas(
+      ['--root', root, '--key-file', keys, '--ledger', redisUrl(), '--audience', audience()],
+      [
+        ['A', []],
+        ['B', []],
+        ['C', []],
+        ['D', []],
+      ],
+    );
     await warmUp(rs);
     await fireAtOnce(rs, 32);
   });
@@ -358,7 +386,10 @@ describe('spend-1 across processes: one accepted round 2 fired 32 times at once 
 describe('spend-4 at the server level: Redis goes away and comes back', () => {
   it('refuses round 2 and round 1 with ERR_CONFIRM_LEDGER_UNAVAILABLE while Redis is down, keeps serving, recovers after a restart on the same port, and never deletes twice', async () => {
     const redis = startOwnRedis();
-    const [server] = await spawnReplicas(['--root', root, '--ledger', redis.url, '--audience', audience()], [['S', []]]);
+    const [server] = await spawnReplicas(
+      ['--root', root, '--ledger', redis.url, '--audience', audience()],
+      [['S', []]],
+    );
     const s = server!;
     const { state: first } = await askWhenLedgerReady(s, 'cache.txt');
 

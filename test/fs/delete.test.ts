@@ -283,7 +283,8 @@ const attacks: Attack[] = [
     intact: () => expect(readFileSync(file, 'utf8')).toBe(DATA),
   },
   {
-    title: 'the parent directory swapped for a symlink to another directory inside the root holding a same-named file (fs-3)',
+    title:
+      'the parent directory swapped for a symlink to another directory inside the root holding a same-named file (fs-3)',
     swap: () => {
       renameSync(sub, join(sb.allowed, 'a', 'sub.bak'));
       symlink('../other', sub);
@@ -509,7 +510,10 @@ describe('deleteVerified: swaps inside the pinned-directory block', () => {
   it('refuses with ERR_CONFIRM_CHANGED, moving nothing, when the parent is swapped for a symlink to another directory just before it is entered', async () => {
     const fp = await roundOne();
     const decoyId = identity(decoy);
-    const error = await rejectsWith(deleteVerified(roots, fp, { ops: beforeEntering('sub', swapSubForSymlinkToOther) }), 'ERR_CONFIRM_CHANGED');
+    const error = await rejectsWith(
+      deleteVerified(roots, fp, { ops: beforeEntering('sub', swapSubForSymlinkToOther) }),
+      'ERR_CONFIRM_CHANGED',
+    );
     expect(error.message).toContain('nothing was deleted');
     expect(identity(decoy)).toBe(decoyId);
     expect(readFileSync(decoy, 'utf8')).toBe(DATA);
@@ -522,7 +526,10 @@ describe('deleteVerified: swaps inside the pinned-directory block', () => {
     rmSync(decoy);
     linkSync(file, decoy); // other/data.txt is now the very same inode
     const fp = await roundOne();
-    await rejectsWith(deleteVerified(roots, fp, { ops: beforeEntering('sub', swapSubForSymlinkToOther) }), 'ERR_CONFIRM_CHANGED');
+    await rejectsWith(
+      deleteVerified(roots, fp, { ops: beforeEntering('sub', swapSubForSymlinkToOther) }),
+      'ERR_CONFIRM_CHANGED',
+    );
     expect(readFileSync(decoy, 'utf8')).toBe(DATA);
     expect(readFileSync(join(sb.allowed, 'a', 'sub.bak', 'data.txt'), 'utf8')).toBe(DATA);
     expect(lstatSync(decoy).nlink).toBe(3);
@@ -632,31 +639,34 @@ describe('deleteVerified: the working directory and the thread', () => {
   it.each([
     ['known to the process (read before it was removed)', true, 'ENOENT'],
     ['unreadable (removed before the process read it)', false, 'it could not be read beforehand'],
-  ])('deletes the file, leaves the process in "/" and says so (warning and process warning) when the saved working directory was removed: %s', async (_what, primed, reason) => {
-    const fp = await roundOne();
-    const original = process.cwd();
-    const doomed = join(sb.R, 'cwd-doomed');
-    mkdirSync(doomed);
-    const warnings: string[] = [];
-    const onWarning = (w: Error) => warnings.push(w.message);
-    process.on('warning', onWarning);
-    process.chdir(doomed);
-    try {
-      if (primed) expect(process.cwd()).toBe(doomed); // Node caches it from here on
-      rmSync(doomed, { recursive: true });
-      const done = await deleteVerified(roots, fp);
-      expect(done.path).toBe(file);
-      expect(done.warning).toContain(`could not be restored (${reason})`);
-      if (primed) expect(done.warning).toContain(renderValue(doomed));
-      expect(process.cwd()).toBe('/');
-      await sleep(10);
-      expect(warnings.some((w) => w.includes('could not be restored'))).toBe(true);
-    } finally {
-      process.off('warning', onWarning);
-      process.chdir(original);
-    }
-    expect(existsSync(file)).toBe(false);
-  });
+  ])(
+    'deletes the file, leaves the process in "/" and says so (warning and process warning) when the saved working directory was removed: %s',
+    async (_what, primed, reason) => {
+      const fp = await roundOne();
+      const original = process.cwd();
+      const doomed = join(sb.R, 'cwd-doomed');
+      mkdirSync(doomed);
+      const warnings: string[] = [];
+      const onWarning = (w: Error) => warnings.push(w.message);
+      process.on('warning', onWarning);
+      process.chdir(doomed);
+      try {
+        if (primed) expect(process.cwd()).toBe(doomed); // Node caches it from here on
+        rmSync(doomed, { recursive: true });
+        const done = await deleteVerified(roots, fp);
+        expect(done.path).toBe(file);
+        expect(done.warning).toContain(`could not be restored (${reason})`);
+        if (primed) expect(done.warning).toContain(renderValue(doomed));
+        expect(process.cwd()).toBe('/');
+        await sleep(10);
+        expect(warnings.some((w) => w.includes('could not be restored'))).toBe(true);
+      } finally {
+        process.off('warning', onWarning);
+        process.chdir(original);
+      }
+      expect(existsSync(file)).toBe(false);
+    },
+  );
 
   it('appends the same note to a refusal when the saved working directory cannot be restored (injected), and leaves the process in "/"', async () => {
     const fp = await roundOne();
@@ -682,7 +692,14 @@ describe('deleteVerified: the working directory and the thread', () => {
       throw new Error('no system call expected');
     };
     const error = await rejectsWith(
-      deleteVerified(roots, fp, { ops: { isMainThread: () => false, lstat: () => Promise.reject(new Error('no system call expected')), chdir: noSyscall, lstatSync: noSyscall } }),
+      deleteVerified(roots, fp, {
+        ops: {
+          isMainThread: () => false,
+          lstat: () => Promise.reject(new Error('no system call expected')),
+          chdir: noSyscall,
+          lstatSync: noSyscall,
+        },
+      }),
       'ERR_CONFIRM_OS',
     );
     expect(error.osCode).toBe('ERR_WORKER_UNSUPPORTED_OPERATION');
@@ -695,10 +712,12 @@ describe('deleteVerified: the working directory and the thread', () => {
     const worker = new Worker(resolve(import.meta.dirname, 'fixtures', 'targetInWorker.mjs'), {
       workerData: { root: sb.allowed, path: 'a/sub/data.txt', fp },
     });
-    const result = await new Promise<Record<string, { ok: boolean; code?: string; osCode?: string; message?: string }>>((res, rej) => {
-      worker.once('message', res);
-      worker.once('error', rej);
-    });
+    const result = await new Promise<Record<string, { ok: boolean; code?: string; osCode?: string; message?: string }>>(
+      (res, rej) => {
+        worker.once('message', res);
+        worker.once('error', rej);
+      },
+    );
     await worker.terminate();
     for (const r of [result.inspect!, result.del!]) {
       expect(r).toMatchObject({ ok: false, code: 'ERR_CONFIRM_OS', osCode: 'ERR_WORKER_UNSUPPORTED_OPERATION' });
@@ -726,13 +745,23 @@ interface ChildResult {
  */
 async function runRoundTwoUnprivileged(box: Sandbox, fp: FileFingerprint): Promise<ChildResult> {
   const repo = resolve(import.meta.dirname, '..', '..');
-  const args = ['--import', 'tsx', resolve(import.meta.dirname, 'fixtures', 'deleteInChild.ts'), JSON.stringify([box.allowed]), JSON.stringify(fp)];
+  const args = [
+    '--import',
+    'tsx',
+    resolve(import.meta.dirname, 'fixtures', 'deleteInChild.ts'),
+    JSON.stringify([box.allowed]),
+    JSON.stringify(fp),
+  ];
   const run = promisify(execFile);
   const parse = (stdout: string): ChildResult | undefined => {
     const line = stdout.trim().split('\n').pop() ?? '';
     return line.startsWith('{') ? (JSON.parse(line) as ChildResult) : undefined;
   };
-  const viaSetpriv = await run('setpriv', ['--bounding-set=-dac_override,-dac_read_search,-fowner', '--', process.execPath, ...args], { cwd: repo }).then(
+  const viaSetpriv = await run(
+    'setpriv',
+    ['--bounding-set=-dac_override,-dac_read_search,-fowner', '--', process.execPath, ...args],
+    { cwd: repo },
+  ).then(
     ({ stdout }) => parse(stdout),
     () => undefined,
   );
@@ -822,7 +851,9 @@ describe('deleteVerified: the OS refuses', () => {
     const error = await rejectsWith(deleteVerified(roots, fp, { ops: { unlinkSync } }), 'ERR_CONFIRM_OS');
     expect(refused).toBe(1);
     expect(error.osCode).toBe('EPERM');
-    expect(error.message).toBe('The operating system refused to delete the file: EPERM (operation not permitted); nothing was deleted.');
+    expect(error.message).toBe(
+      'The operating system refused to delete the file: EPERM (operation not permitted); nothing was deleted.',
+    );
     expect(identity(file)).toBe(fileId);
     expect(readFileSync(file, 'utf8')).toBe(DATA);
     expect(quarantinedIn(sub)).toEqual([]);
@@ -915,7 +946,10 @@ describe('deleteVerified: the fingerprint and the roots', () => {
 
   it.each([
     ['a name of ".."', (fp: FileFingerprint) => ({ ...fp, name: '..' })],
-    ['a directory name with a separator', (fp: FileFingerprint) => ({ ...fp, dirs: [{ ...fp.dirs[0]!, name: 'a/../../outside' }, ...fp.dirs.slice(1)] })],
+    [
+      'a directory name with a separator',
+      (fp: FileFingerprint) => ({ ...fp, dirs: [{ ...fp.dirs[0]!, name: 'a/../../outside' }, ...fp.dirs.slice(1)] }),
+    ],
     ['a path that does not match its parts', (fp: FileFingerprint) => ({ ...fp, path: sb.victim })],
     ['a number instead of a decimal string', (fp: FileFingerprint) => ({ ...fp, size: 14 })],
     ['a missing file identity', (fp: FileFingerprint) => ({ ...fp, file: undefined })],

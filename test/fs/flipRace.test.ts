@@ -37,7 +37,9 @@ it(`fs-4: never deletes the symlink target while another process flips the file 
   const seen = (k: string) => outcomes.get(k) ?? 0;
   // What the race needs before it ends: the flips done, a real deletion, and a refusal of the symlink or the change.
   const needed = (): boolean =>
-    flipper!.progress().flips >= MIN_FLIPS && seen('deleted') > 0 && seen('ERR_CONFIRM_CHANGED') + seen('ERR_CONFIRM_SYMLINK') > 0;
+    flipper!.progress().flips >= MIN_FLIPS &&
+    seen('deleted') > 0 &&
+    seen('ERR_CONFIRM_CHANGED') + seen('ERR_CONFIRM_SYMLINK') > 0;
   let attempts = 0;
   while (!needed() && attempts < MAX_ATTEMPTS) {
     attempts += 1;
@@ -52,7 +54,11 @@ it(`fs-4: never deletes the symlink target while another process flips the file 
     if (attempts % 20 === 0) await new Promise((r) => setImmediate(r));
   }
   const report = await flipper.stop();
-  const summary = JSON.stringify({ attempts, report: { ...report, stderr: undefined }, outcomes: Object.fromEntries(outcomes) });
+  const summary = JSON.stringify({
+    attempts,
+    report: { ...report, stderr: undefined },
+    outcomes: Object.fromEntries(outcomes),
+  });
   expect(report.status, report.stderr).toBe(0);
 
   // The victim is the very same file, with its content.
@@ -60,8 +66,17 @@ it(`fs-4: never deletes the symlink target while another process flips the file 
   expect(readFileSync(sb.victim, 'utf8')).toBe(VICTIM_CONTENT);
   // Every outcome is a deletion or one of the documented refusals: no crash, no other error.
   // (OUTSIDE_ROOTS: round 1's final realpath caught the symlink appearing mid-inspection.)
-  const allowed = new Set(['deleted', 'ERR_CONFIRM_CHANGED', 'ERR_CONFIRM_GONE', 'ERR_CONFIRM_SYMLINK', 'ERR_CONFIRM_OUTSIDE_ROOTS']);
-  expect([...outcomes.keys()].filter((k) => !allowed.has(k)), summary).toEqual([]);
+  const allowed = new Set([
+    'deleted',
+    'ERR_CONFIRM_CHANGED',
+    'ERR_CONFIRM_GONE',
+    'ERR_CONFIRM_SYMLINK',
+    'ERR_CONFIRM_OUTSIDE_ROOTS',
+  ]);
+  expect(
+    [...outcomes.keys()].filter((k) => !allowed.has(k)),
+    summary,
+  ).toEqual([]);
   // Not vacuous: the race ended because all it needed had happened (not at the bound of attempts).
   expect(report.flips, summary).toBeGreaterThanOrEqual(MIN_FLIPS);
   expect(seen('deleted'), summary).toBeGreaterThan(0);

@@ -3,7 +3,16 @@
  * made for real, and a failure to make one fails the test (never skips it).
  */
 import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,7 +77,10 @@ export async function mksocket(path: string): Promise<Server> {
 }
 
 /** Awaits `promise` and checks it rejected with a `ConfirmError` of `code`. Returns the error. */
-export async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Error & { code: string; osCode?: string }> {
+export async function rejectsWith(
+  promise: Promise<unknown>,
+  code: string,
+): Promise<Error & { code: string; osCode?: string }> {
   let caught: unknown;
   try {
     await promise;

@@ -5,7 +5,17 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Roots } from '../../src/fs/roots.js';
 import { inspectFile, isFileFingerprint, type FileFingerprint } from '../../src/fs/target.js';
 import { defaultFsOps, type FsOps } from '../../src/fs/ops.js';
-import { makeSandbox, mkfifo, mksocket, osError, put, rejectsWith, symlink, VICTIM_CONTENT, type Sandbox } from './helpers.js';
+import {
+  makeSandbox,
+  mkfifo,
+  mksocket,
+  osError,
+  put,
+  rejectsWith,
+  symlink,
+  VICTIM_CONTENT,
+  type Sandbox,
+} from './helpers.js';
 
 let sb: Sandbox;
 let roots: Roots;
@@ -33,7 +43,11 @@ describe('inspectFile: what it records', () => {
       root: { realPath: sb.allowed, dev: st(sb.allowed).dev.toString(), ino: st(sb.allowed).ino.toString() },
       dirs: [
         { name: 'a', dev: st(join(sb.allowed, 'a')).dev.toString(), ino: st(join(sb.allowed, 'a')).ino.toString() },
-        { name: 'b', dev: st(join(sb.allowed, 'a', 'b')).dev.toString(), ino: st(join(sb.allowed, 'a', 'b')).ino.toString() },
+        {
+          name: 'b',
+          dev: st(join(sb.allowed, 'a', 'b')).dev.toString(),
+          ino: st(join(sb.allowed, 'a', 'b')).ino.toString(),
+        },
       ],
       name: 'data.txt',
       file: {
@@ -128,16 +142,23 @@ describe('inspectFile: bad arguments (ERR_CONFIRM_BAD_ARGUMENT, before any syste
   it.each([
     ['4,097 code units', 4097],
     ['a million code units', 1_000_000],
-  ])('refuses a path of %s (longer than PATH_MAX, 4,096) with ERR_CONFIRM_BAD_ARGUMENT before any system call', async (_what, length) => {
-    const path = 'a/'.repeat(Math.floor(length / 2)) + 'b'.repeat(length % 2);
-    expect(path).toHaveLength(length);
-    const error = await rejectsWith(inspectFile(roots, path, { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT');
-    expect(error.message).toContain('longer than 4096');
-  });
+  ])(
+    'refuses a path of %s (longer than PATH_MAX, 4,096) with ERR_CONFIRM_BAD_ARGUMENT before any system call',
+    async (_what, length) => {
+      const path = 'a/'.repeat(Math.floor(length / 2)) + 'b'.repeat(length % 2);
+      expect(path).toHaveLength(length);
+      const error = await rejectsWith(inspectFile(roots, path, { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT');
+      expect(error.message).toContain('longer than 4096');
+    },
+  );
 
   it('refuses an over-long path with ERR_CONFIRM_BAD_ARGUMENT even when it also holds NUL or a lone surrogate (length is checked first)', async () => {
-    await rejectsWith(inspectFile(roots, '\0'.repeat(5000), { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT').then((e) => expect(e.message).toContain('longer'));
-    await rejectsWith(inspectFile(roots, '\uD800'.repeat(5000), { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT').then((e) => expect(e.message).toContain('longer'));
+    await rejectsWith(inspectFile(roots, '\0'.repeat(5000), { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT').then((e) =>
+      expect(e.message).toContain('longer'),
+    );
+    await rejectsWith(inspectFile(roots, '\uD800'.repeat(5000), { ops: noSyscall }), 'ERR_CONFIRM_BAD_ARGUMENT').then(
+      (e) => expect(e.message).toContain('longer'),
+    );
   });
 
   it('control: a path of exactly 4,096 code units is not refused for its length', async () => {
@@ -232,8 +253,14 @@ describe('inspectFile: `..` and trailing slashes mean what the system would make
   });
 
   it('refuses a `..` stepping back from a directory outside every root with ERR_CONFIRM_OUTSIDE_ROOTS, before any system call', async () => {
-    await rejectsWith(inspectFile(roots, `${sb.outside}/../allowed/x.txt`, { ops: noSyscall }), 'ERR_CONFIRM_OUTSIDE_ROOTS');
-    await rejectsWith(inspectFile(roots, `${sb.R}/../${sb.R.split('/').pop()}/allowed/x.txt`, { ops: noSyscall }), 'ERR_CONFIRM_OUTSIDE_ROOTS');
+    await rejectsWith(
+      inspectFile(roots, `${sb.outside}/../allowed/x.txt`, { ops: noSyscall }),
+      'ERR_CONFIRM_OUTSIDE_ROOTS',
+    );
+    await rejectsWith(
+      inspectFile(roots, `${sb.R}/../${sb.R.split('/').pop()}/allowed/x.txt`, { ops: noSyscall }),
+      'ERR_CONFIRM_OUTSIDE_ROOTS',
+    );
   });
 
   it('control: a `..` over real directories is accepted and gives the same fingerprint as the direct path (sub/../x.txt, deep/real/../../x.txt)', async () => {
@@ -253,11 +280,17 @@ describe('inspectFile: `..` and trailing slashes mean what the system would make
     ['sub/y.txt/..', 'sub/y.txt/..'],
     ['sub/ (a real directory)', 'sub/'],
     ['missing/ (nothing there)', 'missing/'],
-  ])('refuses %s, which can only name a directory, with ERR_CONFIRM_NOT_REGULAR_FILE before any system call', async (_what, path) => {
-    const error = await rejectsWith(inspectFile(roots, path, { ops: noSyscall }), 'ERR_CONFIRM_NOT_REGULAR_FILE');
-    expect(error.message).toContain('ends with "/"');
-    await rejectsWith(inspectFile(roots, `${sb.allowed}/${path}`, { ops: noSyscall }), 'ERR_CONFIRM_NOT_REGULAR_FILE');
-  });
+  ])(
+    'refuses %s, which can only name a directory, with ERR_CONFIRM_NOT_REGULAR_FILE before any system call',
+    async (_what, path) => {
+      const error = await rejectsWith(inspectFile(roots, path, { ops: noSyscall }), 'ERR_CONFIRM_NOT_REGULAR_FILE');
+      expect(error.message).toContain('ends with "/"');
+      await rejectsWith(
+        inspectFile(roots, `${sb.allowed}/${path}`, { ops: noSyscall }),
+        'ERR_CONFIRM_NOT_REGULAR_FILE',
+      );
+    },
+  );
 
   it('control: the same files without the trailing slash are accepted', async () => {
     expect((await inspectFile(roots, 't1.txt')).path).toBe(join(sb.allowed, 't1.txt'));
@@ -301,7 +334,18 @@ describe('inspectFile: the walk holds each directory by inode', () => {
       },
     };
     await inspectFile(roots, 'a/b/data.txt', { ops });
-    expect(calls).toEqual([`chdir ${sb.allowed}`, 'lstat .', 'lstat a', 'chdir a', 'lstat .', 'lstat b', 'chdir b', 'lstat .', 'lstat data.txt', `chdir ${cwdBefore}`]);
+    expect(calls).toEqual([
+      `chdir ${sb.allowed}`,
+      'lstat .',
+      'lstat a',
+      'chdir a',
+      'lstat .',
+      'lstat b',
+      'chdir b',
+      'lstat .',
+      'lstat data.txt',
+      `chdir ${cwdBefore}`,
+    ]);
     expect(process.cwd()).toBe(cwdBefore);
     await rejectsWith(inspectFile(roots, 'a/b/missing.txt'), 'ERR_CONFIRM_GONE');
     expect(process.cwd()).toBe(cwdBefore);
@@ -309,7 +353,10 @@ describe('inspectFile: the walk holds each directory by inode', () => {
 
   it('refuses with ERR_CONFIRM_OS before any system call when not on the main thread (injected)', async () => {
     put(join(sb.allowed, 'data.txt'), 'x');
-    const error = await rejectsWith(inspectFile(roots, 'data.txt', { ops: { ...noSyscall, isMainThread: () => false } }), 'ERR_CONFIRM_OS');
+    const error = await rejectsWith(
+      inspectFile(roots, 'data.txt', { ops: { ...noSyscall, isMainThread: () => false } }),
+      'ERR_CONFIRM_OS',
+    );
     expect(error.osCode).toBe('ERR_WORKER_UNSUPPORTED_OPERATION');
   });
 });

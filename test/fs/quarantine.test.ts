@@ -26,7 +26,13 @@ describe('quarantine names', () => {
   });
 
   it('do not match look-alikes', () => {
-    for (const name of [QUARANTINE_PREFIX, `${QUARANTINE_PREFIX}notes`, `${QUARANTINE_PREFIX}${'A'.repeat(32)}`, `x${Q1}`, `${Q1}.txt`]) {
+    for (const name of [
+      QUARANTINE_PREFIX,
+      `${QUARANTINE_PREFIX}notes`,
+      `${QUARANTINE_PREFIX}${'A'.repeat(32)}`,
+      `x${Q1}`,
+      `${Q1}.txt`,
+    ]) {
       expect(isQuarantineName(name), name).toBe(false);
     }
   });

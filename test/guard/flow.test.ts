@@ -21,7 +21,14 @@ interface Notebook {
 }
 
 function notebook(): Notebook {
-  return { notes: new Map([['groceries', 'milk'], ['diary', 'secret'], ['todo', 'write tests']]), deleted: [] };
+  return {
+    notes: new Map([
+      ['groceries', 'milk'],
+      ['diary', 'secret'],
+      ['todo', 'write tests'],
+    ]),
+    deleted: [],
+  };
 }
 
 const NoteInput = z.strictObject({ title: z.string() });
@@ -29,21 +36,32 @@ const NoteInput = z.strictObject({ title: z.string() });
 const NO_ELICITATION_TEXT =
   '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.';
 
-function register(confirmation: Confirmation, server: McpServer, book: Notebook, name = 'delete_note', wording = 'Delete the note') {
-  confirmation.register(server, name, { inputSchema: NoteInput, annotations: { destructiveHint: true } }, {
-    fingerprint: (args) => {
-      const body = book.notes.get(args.title);
-      if (body === undefined) throw new Error('no such note');
-      return { length: body.length };
+function register(
+  confirmation: Confirmation,
+  server: McpServer,
+  book: Notebook,
+  name = 'delete_note',
+  wording = 'Delete the note',
+) {
+  confirmation.register(
+    server,
+    name,
+    { inputSchema: NoteInput, annotations: { destructiveHint: true } },
+    {
+      fingerprint: (args) => {
+        const body = book.notes.get(args.title);
+        if (body === undefined) throw new Error('no such note');
+        return { length: body.length };
+      },
+      question: (args, fp) => question`${wording} ${args.title}` + ` (${fp.length} characters)?`,
+      act: (args) => {
+        book.notes.delete(args.title);
+        book.deleted.push(`${name}:${args.title}`);
+        return { content: [{ type: 'text', text: `deleted note ${args.title}` }] };
+      },
+      nothingDone: 'nothing was deleted',
     },
-    question: (args, fp) => question`${wording} ${args.title}` + ` (${fp.length} characters)?`,
-    act: (args) => {
-      book.notes.delete(args.title);
-      book.deleted.push(`${name}:${args.title}`);
-      return { content: [{ type: 'text', text: `deleted note ${args.title}` }] };
-    },
-    nothingDone: 'nothing was deleted',
-  });
+  );
 }
 
 async function setup(options: ConfirmationOptions & { wording?: string; secondTool?: boolean } = {}) {
@@ -76,7 +94,10 @@ describe('round 1', () => {
     expect(reply.kind).toBe('input_required');
     if (reply.kind !== 'input_required') return;
     expect(Object.keys(reply.result.inputRequests ?? {})).toEqual(['confirm']);
-    const entry = reply.result.inputRequests!.confirm as { method?: string; params: { mode?: string; message: string; requestedSchema: unknown } };
+    const entry = reply.result.inputRequests!.confirm as {
+      method?: string;
+      params: { mode?: string; message: string; requestedSchema: unknown };
+    };
     expect(entry.params.requestedSchema).toEqual({
       type: 'object',
       properties: { confirmed: { type: 'boolean', title: 'Confirm', description: expect.any(String) } },
@@ -124,10 +145,22 @@ describe('round 2 answers', () => {
     ['decline', { confirm: { action: 'decline' } }, 'You declined'],
     ['cancel', { confirm: { action: 'cancel' } }, 'You cancelled'],
     ['confirmed: false', { confirm: { action: 'accept', content: { confirmed: false } } }, 'You did not confirm'],
-    ['confirmed: "false" (a string, bind-5)', { confirm: { action: 'accept', content: { confirmed: 'false' } } }, 'You did not confirm'],
-    ['confirmed: "true" (a string, bind-5)', { confirm: { action: 'accept', content: { confirmed: 'true' } } }, 'You did not confirm'],
+    [
+      'confirmed: "false" (a string, bind-5)',
+      { confirm: { action: 'accept', content: { confirmed: 'false' } } },
+      'You did not confirm',
+    ],
+    [
+      'confirmed: "true" (a string, bind-5)',
+      { confirm: { action: 'accept', content: { confirmed: 'true' } } },
+      'You did not confirm',
+    ],
     ['confirmed: 1 (bind-5)', { confirm: { action: 'accept', content: { confirmed: 1 } } }, 'You did not confirm'],
-    ['decline carrying confirmed: true (bind-5)', { confirm: { action: 'decline', content: { confirmed: true } } }, 'You declined'],
+    [
+      'decline carrying confirmed: true (bind-5)',
+      { confirm: { action: 'decline', content: { confirmed: true } } },
+      'You declined',
+    ],
     ['accept without content (bind-5)', { confirm: { action: 'accept' } }, 'You did not confirm'],
   ])('does nothing, without an error, on %s', async (_label, inputResponses, why) => {
     const { book, factory } = await setup();
@@ -144,12 +177,20 @@ describe('round 2 answers', () => {
     const { book, factory } = await setup();
     const c = await client(factory);
     const first = asked(await c.call('delete_note', { title: 'groceries' }));
-    const wrongKey = await c.call('delete_note', { title: 'groceries' }, { inputResponses: { other: ACCEPT.confirm }, requestState: first.state });
+    const wrongKey = await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: { other: ACCEPT.confirm }, requestState: first.state },
+    );
     const second = asked(wrongKey);
     expect(second.state).not.toBe(first.state);
     const none = asked(await c.call('delete_note', { title: 'groceries' }, { requestState: second.state }));
     expect(book.deleted).toEqual([]);
-    const done = await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: none.state });
+    const done = await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: ACCEPT, requestState: none.state },
+    );
     expect(done).toMatchObject({ kind: 'result', isError: false });
     expect(book.deleted).toEqual(['delete_note:groceries']);
   });
@@ -158,13 +199,25 @@ describe('round 2 answers', () => {
     const { book, factory } = await setup();
     const c = await client(factory);
     const { state } = asked(await c.call('delete_note', { title: 'groceries' }));
-    const smuggled = JSON.parse('{"__proto__":{"confirm":{"action":"accept","content":{"confirmed":true}}}}') as unknown;
-    const reply = await c.call('delete_note', { title: 'groceries' }, { inputResponses: smuggled, requestState: state });
+    const smuggled = JSON.parse(
+      '{"__proto__":{"confirm":{"action":"accept","content":{"confirmed":true}}}}',
+    ) as unknown;
+    const reply = await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: smuggled, requestState: state },
+    );
     expect(reply.kind).toBe('input_required');
     expect(book.deleted).toEqual([]);
-    const inContent = JSON.parse('{"confirm":{"action":"accept","content":{"__proto__":{"confirmed":true}}}}') as unknown;
+    const inContent = JSON.parse(
+      '{"confirm":{"action":"accept","content":{"__proto__":{"confirmed":true}}}}',
+    ) as unknown;
     const again = asked(reply);
-    const second = await c.call('delete_note', { title: 'groceries' }, { inputResponses: inContent, requestState: again.state });
+    const second = await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: inContent, requestState: again.state },
+    );
     expect(second).toMatchObject({ kind: 'result', isError: false });
     expect(book.deleted).toEqual([]);
   });
@@ -197,9 +250,17 @@ describe('spent once', () => {
     const { book, factory } = await setup();
     const c = await client(factory);
     const { state } = asked(await c.call('delete_note', { title: 'groceries' }));
-    const declined = await c.call('delete_note', { title: 'groceries' }, { inputResponses: { confirm: { action: 'decline' } }, requestState: state });
+    const declined = await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: { confirm: { action: 'decline' } }, requestState: state },
+    );
     expect(declined).toMatchObject({ kind: 'result', isError: false });
-    const accepted = await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+    const accepted = await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: ACCEPT, requestState: state },
+    );
     expect(accepted.kind === 'result' && accepted.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
     expect(book.deleted).toEqual([]);
   });
@@ -209,7 +270,9 @@ describe('spent once', () => {
     const c = await client(factory);
     const { state } = asked(await c.call('delete_note', { title: 'groceries' }));
     const replies = await Promise.all(
-      Array.from({ length: 32 }, () => c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })),
+      Array.from({ length: 32 }, () =>
+        c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state }),
+      ),
     );
     const ok = replies.filter((r) => r.kind === 'result' && !r.isError);
     const spent = replies.filter((r) => r.kind === 'result' && r.text.startsWith('[ERR_CONFIRM_SPENT]'));
@@ -227,7 +290,11 @@ describe('spent once', () => {
     const third = await c.call('delete_note', { title: 'todo' });
     expect(third.kind === 'result' && third.text.startsWith('[ERR_CONFIRM_CAPACITY]')).toBe(true);
     expect(ledger.size).toBe(2);
-    await c.call('delete_note', { title: 'groceries' }, { inputResponses: { confirm: { action: 'cancel' } }, requestState: a.state });
+    await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: { confirm: { action: 'cancel' } }, requestState: a.state },
+    );
     expect((await c.call('delete_note', { title: 'todo' })).kind).toBe('input_required');
   });
 });
@@ -288,17 +355,25 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
     const { book, factory } = await setup();
     const c = await client(factory);
     const { state } = asked(await c.call('delete_note', { title: 'groceries' }));
-    const reply = await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: mutate(state) });
+    const reply = await c.call(
+      'delete_note',
+      { title: 'groceries' },
+      { inputResponses: ACCEPT, requestState: mutate(state) },
+    );
     expect(reply).toMatchObject(INVALID);
     expect(book.deleted).toEqual([]);
     // Control: the untouched state works.
-    expect(await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject({ kind: 'result', isError: false });
   });
 
   it('refuses a non-string requestState', async () => {
     const { factory } = await setup();
     const c = await client(factory);
-    expect(await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: 42 })).toMatchObject(INVALID);
+    expect(
+      await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: 42 }),
+    ).toMatchObject(INVALID);
   });
 
   it('refuses a state sealed under another key; the key ring opens it once that key is added', async () => {
@@ -309,9 +384,15 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
     const stranger = await setup({ keys: await KeyRing.fromSpecs([mine]), store: ledger });
     const friend = await setup({ keys: await KeyRing.fromSpecs([mine, other]), store: ledger });
     const { state } = asked(await (await client(minter.factory)).call('delete_note', { title: 'groceries' }));
-    expect(await (await client(stranger.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject(INVALID);
+    expect(
+      await (
+        await client(stranger.factory)
+      ).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject(INVALID);
     expect(stranger.book.deleted).toEqual([]);
-    const ok = await (await client(friend.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+    const ok = await (
+      await client(friend.factory)
+    ).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
     expect(ok).toMatchObject({ kind: 'result', isError: false });
   });
 
@@ -321,9 +402,15 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
     const a = await setup({ keys, store: ledger, audience: 'files-a' });
     const b = await setup({ keys, store: ledger, audience: 'files-b' });
     const { state } = asked(await (await client(a.factory)).call('delete_note', { title: 'groceries' }));
-    expect(await (await client(b.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject(INVALID);
+    expect(
+      await (
+        await client(b.factory)
+      ).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject(INVALID);
     expect(b.book.deleted).toEqual([]);
-    const own = await (await client(a.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+    const own = await (
+      await client(a.factory)
+    ).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
     expect(own).toMatchObject({ kind: 'result', isError: false });
   });
 
@@ -333,10 +420,14 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
     const c = await client(factory);
     const { state } = asked(await c.call('delete_note', { title: 'groceries' }));
     who = 'mallory';
-    expect(await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject(INVALID);
+    expect(
+      await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject(INVALID);
     expect(book.deleted).toEqual([]);
     who = 'alice';
-    expect(await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state }),
+    ).toMatchObject({ kind: 'result', isError: false });
   });
 
   it('refuses a state presented at exactly issue time + TTL, and accepts it one second earlier (bind-3)', async () => {
@@ -346,17 +437,24 @@ describe('the state itself (refused by the SDK verify hook with -32602)', () => 
     const c = await client(factory);
     const late = asked(await c.call('delete_note', { title: 'groceries' }));
     nowMs = t0 + 60_000;
-    expect(await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: late.state })).toMatchObject(INVALID);
+    expect(
+      await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: late.state }),
+    ).toMatchObject(INVALID);
     expect(book.deleted).toEqual([]);
     nowMs = t0;
     const onTime = asked(await c.call('delete_note', { title: 'groceries' }));
     nowMs = t0 + 59_000;
-    expect(await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: onTime.state })).toMatchObject({ kind: 'result', isError: false });
+    expect(
+      await c.call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: onTime.state }),
+    ).toMatchObject({ kind: 'result', isError: false });
   });
 
-  it.each([0, -1, Infinity, NaN, 1.5, 86_401])('throws at construction for a TTL of %s (bind-3)', async (ttlSeconds) => {
-    await expect(createConfirmation({ ttlSeconds })).rejects.toThrow(RangeError);
-  });
+  it.each([0, -1, Infinity, NaN, 1.5, 86_401])(
+    'throws at construction for a TTL of %s (bind-3)',
+    async (ttlSeconds) => {
+      await expect(createConfirmation({ ttlSeconds })).rejects.toThrow(RangeError);
+    },
+  );
 });
 
 describe('size', () => {
@@ -365,11 +463,16 @@ describe('size', () => {
     const confirmation = await createConfirmation({ store: ledger });
     const factory = () => {
       const server = new McpServer({ name: 'big', version: '0.0.0' }, { ...confirmation.serverOptions });
-      confirmation.register(server, 'huge', { inputSchema: NoteInput }, {
-        fingerprint: (args) => ({ blob: args.title.repeat(70_000) }),
-        question: (args) => question`Delete ${args.title}?`,
-        act: () => ({ content: [{ type: 'text', text: 'done' }] }),
-      });
+      confirmation.register(
+        server,
+        'huge',
+        { inputSchema: NoteInput },
+        {
+          fingerprint: (args) => ({ blob: args.title.repeat(70_000) }),
+          question: (args) => question`Delete ${args.title}?`,
+          act: () => ({ content: [{ type: 'text', text: 'done' }] }),
+        },
+      );
       return server;
     };
     const c = await client(factory);
@@ -399,7 +502,7 @@ describe('clients that cannot answer', () => {
     expect((await asking.call('delete_note', { title: 'groceries' })).kind).toBe('input_required');
   });
 
-  it("a tool that calls a guard() handler, catches its -32021 refusal and answers a dry run keeps its own answer (no -32021 in its place); control: the registered tool on the same server still gets -32021", async () => {
+  it('a tool that calls a guard() handler, catches its -32021 refusal and answers a dry run keeps its own answer (no -32021 in its place); control: the registered tool on the same server still gets -32021', async () => {
     const confirmation = await createConfirmation({});
     const book = notebook();
     const factory = () => {
@@ -414,7 +517,12 @@ describe('clients that cannot answer', () => {
       });
       server.registerTool('plan_delete', { inputSchema: NoteInput }, async (args, ctx) => {
         const r = await inner(args, ctx).catch((e: unknown) => ({
-          content: [{ type: 'text' as const, text: `dry run only: would delete ${args.title} (${(e as { code?: string }).code ?? 'refused'})` }],
+          content: [
+            {
+              type: 'text' as const,
+              text: `dry run only: would delete ${args.title} (${(e as { code?: string }).code ?? 'refused'})`,
+            },
+          ],
         }));
         return r as never;
       });
@@ -422,7 +530,11 @@ describe('clients that cannot answer', () => {
     };
     const c = await client(factory, { elicitation: false });
     const planned = await c.call('plan_delete', { title: 'groceries' });
-    expect(planned).toMatchObject({ kind: 'result', isError: false, text: 'dry run only: would delete groceries (-32021)' });
+    expect(planned).toMatchObject({
+      kind: 'result',
+      isError: false,
+      text: 'dry run only: would delete groceries (-32021)',
+    });
     // Control: the registered confirmation tool, where the refusal escapes, is the JSON-RPC -32021.
     expect(await c.call('delete_note', { title: 'groceries' })).toEqual({
       kind: 'error',
@@ -431,14 +543,21 @@ describe('clients that cannot answer', () => {
       data: { requiredCapabilities: { elicitation: { form: {} } } },
     });
     // And a plan_delete after it is still its own answer (nothing left over from the earlier request).
-    expect(await c.call('plan_delete', { title: 'diary' })).toMatchObject({ kind: 'result', isError: false, text: 'dry run only: would delete diary (-32021)' });
+    expect(await c.call('plan_delete', { title: 'diary' })).toMatchObject({
+      kind: 'result',
+      isError: false,
+      text: 'dry run only: would delete diary (-32021)',
+    });
     expect(book.deleted).toEqual([]);
   });
 
   it('tells a 2025-era v1 client without the elicitation capability the same sentence as an isError result', async () => {
     const { book, factory } = await setup();
     const legacy = await connectV1(factory);
-    expect(await legacy.callTool('delete_note', { title: 'groceries' })).toEqual({ text: NO_ELICITATION_TEXT, isError: true });
+    expect(await legacy.callTool('delete_note', { title: 'groceries' })).toEqual({
+      text: NO_ELICITATION_TEXT,
+      isError: true,
+    });
     expect(book.deleted).toEqual([]);
     await legacy.close();
   });
@@ -451,7 +570,10 @@ describe('clients that cannot answer', () => {
     expect(yes.asked).toHaveLength(1);
     expect(yes.asked[0]).toContain('groceries');
     const no = await connectV1(factory, { answer: () => ({ action: 'decline' }) });
-    expect(await no.callTool('delete_note', { title: 'diary' })).toEqual({ text: 'You declined; nothing was deleted.', isError: false });
+    expect(await no.callTool('delete_note', { title: 'diary' })).toEqual({
+      text: 'You declined; nothing was deleted.',
+      isError: false,
+    });
     expect(book.deleted).toEqual(['delete_note:groceries']);
     await yes.close();
     await no.close();
@@ -514,7 +636,9 @@ describe('a ledger that fails (spend-4)', () => {
     const a = await setup({ keys, unknownHint: UNKNOWN_HINT });
     const b = await setup({ keys, unknownHint: UNKNOWN_HINT });
     const { state } = asked(await (await client(a.factory)).call('delete_note', { title: 'groceries' }));
-    const reply = await (await client(b.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+    const reply = await (
+      await client(b.factory)
+    ).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
     expect(reply.kind === 'result' && reply.text.startsWith('[ERR_CONFIRM_UNKNOWN]')).toBe(true);
     if (reply.kind === 'result') expect(reply.text).toContain('--ledger sqlite:PATH');
     expect(b.book.deleted).toEqual([]);
@@ -525,11 +649,16 @@ describe('a ledger that fails (spend-4)', () => {
     const a = await setup({ keys });
     const b = await setup({ keys });
     const silent = await setup({ keys, unknownHint: '' });
-    const shared = await setup({ keys, store: { ...wrapStore(new MemoryLedger(), (_method, run) => run()), kind: 'shared', shared: true } });
+    const shared = await setup({
+      keys,
+      store: { ...wrapStore(new MemoryLedger(), (_method, run) => run()), kind: 'shared', shared: true },
+    });
     const { state } = asked(await (await client(a.factory)).call('delete_note', { title: 'groceries' }));
     const unknown =
       '[ERR_CONFIRM_UNKNOWN] This confirmation is not outstanding here (already used, expired and swept, or issued by another server process); nothing was done.';
-    const reply = await (await client(b.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+    const reply = await (
+      await client(b.factory)
+    ).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
     expect(reply).toMatchObject({
       kind: 'result',
       isError: true,
@@ -537,7 +666,9 @@ describe('a ledger that fails (spend-4)', () => {
     });
     if (reply.kind === 'result') expect(reply.text).not.toContain('--');
     for (const other of [silent, shared]) {
-      const again = await (await client(other.factory)).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
+      const again = await (
+        await client(other.factory)
+      ).call('delete_note', { title: 'groceries' }, { inputResponses: ACCEPT, requestState: state });
       expect(again).toMatchObject({ kind: 'result', isError: true, text: unknown });
     }
     expect([...b.book.deleted, ...silent.book.deleted, ...shared.book.deleted]).toEqual([]);

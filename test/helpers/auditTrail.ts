@@ -7,7 +7,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Client, ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ReadBuffer,
+  serializeMessage,
+  type JSONRPCMessage,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { MANUAL_CLIENT_OPTIONS } from './harness.js';
 import { runProcess, type Finished } from './processes.js';
 
@@ -28,7 +34,8 @@ export class ChildTransport implements Transport {
   async start(): Promise<void> {
     this.#child.stdout!.on('data', (chunk: Buffer) => {
       this.#buffer.append(chunk);
-      for (let message = this.#buffer.readMessage(); message !== null; message = this.#buffer.readMessage()) this.onmessage?.(message);
+      for (let message = this.#buffer.readMessage(); message !== null; message = this.#buffer.readMessage())
+        this.onmessage?.(message);
     });
     this.#child.once('close', () => this.onclose?.());
     this.#child.stdin!.on('error', (e) => this.onerror?.(e));
@@ -72,7 +79,9 @@ export interface AuditedProcess {
 export async function startAudited(args: string[], cleanups: Array<() => Promise<unknown>>): Promise<AuditedProcess> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
   const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.once('exit', (code, signal) => res({ code, signal })),
+  );
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await exited;
@@ -127,4 +136,5 @@ export function verifyTrail(file: string, keyFile: string, extra: string[] = [])
 }
 
 /** The exact sentence `audit verify` gives an open trail (README, "Audit trail"). */
-export const OPEN_SENTENCE = 'is open (not closed: the server may still be running, or it stopped without closing, or the end was cut)';
+export const OPEN_SENTENCE =
+  'is open (not closed: the server may still be running, or it stopped without closing, or the end was cut)';

@@ -14,7 +14,9 @@ import { PROCESS_DEADLINE_MS } from './deadlines.js';
 /** The chromium on PATH (Debian: /usr/bin/chromium). */
 export function chromiumPath(): string {
   try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim().split('\n')[0]!;
+    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')[0]!;
   } catch {
     throw new Error('chromium is not installed: apt-get install chromium (scripts/test.sh does it)');
   }
@@ -66,7 +68,16 @@ export interface AuthPage {
   /** Whether the authenticator's user verification succeeds. */
   setUserVerified(verified: boolean): Promise<void>;
   /** The credentials the authenticator holds (CDP `WebAuthn.getCredentials`). */
-  credentials(): Promise<Array<{ credentialId: string; rpId?: string; privateKey: string; signCount: number; isResidentCredential: boolean; userHandle?: string }>>;
+  credentials(): Promise<
+    Array<{
+      credentialId: string;
+      rpId?: string;
+      privateKey: string;
+      signCount: number;
+      isResidentCredential: boolean;
+      userHandle?: string;
+    }>
+  >;
 }
 
 export async function newAuthPage(browser: Browser, options: { isUserVerified?: boolean } = {}): Promise<AuthPage> {
@@ -110,7 +121,9 @@ export function rawRequest(
     const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -134,7 +147,9 @@ export async function startEvilSite(): Promise<{ origin: string; close(): Promis
     const u = new URL(req.url ?? '/', 'http://localhost');
     const frame = u.searchParams.get('frame');
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><title>evil</title><body>${frame ? `<iframe id="f" src="${frame.replace(/"/g, '&quot;')}" width="800" height="600"></iframe>` : 'evil'}</body>`);
+    res.end(
+      `<!doctype html><title>evil</title><body>${frame ? `<iframe id="f" src="${frame.replace(/"/g, '&quot;')}" width="800" height="600"></iframe>` : 'evil'}</body>`,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const port = (server.address() as { port: number }).port;

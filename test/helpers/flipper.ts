@@ -39,7 +39,9 @@ export interface Flipper {
  * existing) is created by {@link Flipper.stop}. `maxFlips` only ends a run nobody stops.
  */
 export function startFlipper(dir: string, victim: string, stopFile: string, maxFlips = 10_000_000): Flipper {
-  const child = spawn(process.execPath, [FLIPPER, dir, victim, stopFile, String(maxFlips)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [FLIPPER, dir, victim, stopFile, String(maxFlips)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   let last: FlipProgress & { stopped?: string } = { flips: 0, recreated: 0 };
@@ -57,7 +59,13 @@ export function startFlipper(dir: string, victim: string, stopFile: string, maxF
     stop: async () => {
       writeFileSync(stopFile, '');
       const status = await closed;
-      return { flips: last.flips, recreated: last.recreated, stopped: last.stopped ?? '(no last line)', status, stderr: err };
+      return {
+        flips: last.flips,
+        recreated: last.recreated,
+        stopped: last.stopped ?? '(no last line)',
+        status,
+        stderr: err,
+      };
     },
   };
 }

@@ -2,7 +2,13 @@
  * Test harness: real SDK clients against servers served by `serveStdio`
  * (in-memory transport), pinned to protocol 2026-07-28, or the 2025-era v1 client.
  */
-import { Client, InMemoryTransport, ProtocolError, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/client';
+import {
+  Client,
+  InMemoryTransport,
+  ProtocolError,
+  type CallToolResult,
+  type InputRequiredResult,
+} from '@modelcontextprotocol/client';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -76,9 +82,10 @@ export async function connect(
 /** One `tools/call` request, returned as a {@link Reply}. */
 export async function callTool(client: Client, params: Record<string, unknown>): Promise<Reply> {
   try {
-    const r = (await client.request({ method: 'tools/call', params } as never, { allowInputRequired: true } as never)) as
-      | CallToolResult
-      | InputRequiredResult;
+    const r = (await client.request(
+      { method: 'tools/call', params } as never,
+      { allowInputRequired: true } as never,
+    )) as CallToolResult | InputRequiredResult;
     if ((r as InputRequiredResult).resultType === 'input_required') {
       const ir = r as InputRequiredResult;
       return { kind: 'input_required', result: ir, state: ir.requestState, message: messageOf(ir) };
@@ -106,12 +113,22 @@ export function asked(reply: Reply): { state: string; message: string } {
  */
 export async function connectV1(
   factory: () => McpServer,
-  options: { answer?: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> } } = {},
-): Promise<{ client: V1Client; asked: string[]; callTool(name: string, args: unknown): Promise<{ text: string; isError: boolean }>; close(): Promise<void> }> {
+  options: {
+    answer?: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> };
+  } = {},
+): Promise<{
+  client: V1Client;
+  asked: string[];
+  callTool(name: string, args: unknown): Promise<{ text: string; isError: boolean }>;
+  close(): Promise<void>;
+}> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const handle = serveStdio(factory, { transport: serverSide, onerror: () => {} });
   const askedMessages: string[] = [];
-  const client = new V1Client({ name: 'legacy-client', version: '0.0.0' }, { capabilities: options.answer ? { elicitation: {} } : {} });
+  const client = new V1Client(
+    { name: 'legacy-client', version: '0.0.0' },
+    { capabilities: options.answer ? { elicitation: {} } : {} },
+  );
   if (options.answer) {
     const answer = options.answer;
     client.setRequestHandler(ElicitRequestSchema, async (req) => {
@@ -125,7 +142,10 @@ export async function connectV1(
     client,
     asked: askedMessages,
     callTool: async (name, args) => {
-      const r = (await client.callTool({ name, arguments: args as Record<string, unknown> })) as { content: Array<{ type: string; text?: string }>; isError?: boolean };
+      const r = (await client.callTool({ name, arguments: args as Record<string, unknown> })) as {
+        content: Array<{ type: string; text?: string }>;
+        isError?: boolean;
+      };
       return { text: r.content.map((c) => c.text ?? '').join(' '), isError: r.isError === true };
     },
     close: async () => {

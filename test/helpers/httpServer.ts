@@ -46,7 +46,8 @@ export async function startHttpServer(args: string[]): Promise<HttpServerProcess
       else waiters.push(w);
     }
   });
-  const notSaid = (text: string, why: string): Error => new Error(`mcp-confirm's stderr never said ${JSON.stringify(text)} (${why}): ${JSON.stringify(err)}`);
+  const notSaid = (text: string, why: string): Error =>
+    new Error(`mcp-confirm's stderr never said ${JSON.stringify(text)} (${why}): ${JSON.stringify(err)}`);
   proc.stderr!.once('close', () => {
     ended = true;
     for (const w of waiters.splice(0)) w.reject?.(notSaid(w.text, 'its stderr ended'));
@@ -111,7 +112,10 @@ export async function connectLegacy(
   answer: (message: string) => Promise<{ action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> }>,
   token?: string,
 ): Promise<{ client: V1Client; asked: string[]; transport: V1StreamableHTTPClientTransport }> {
-  const client = new V1Client({ name: 'http-legacy', version: '0.0.0' }, { capabilities: { elicitation: { form: {} } } });
+  const client = new V1Client(
+    { name: 'http-legacy', version: '0.0.0' },
+    { capabilities: { elicitation: { form: {} } } },
+  );
   const asked: string[] = [];
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     const message = (req.params as { message: string }).message;
@@ -131,7 +135,13 @@ export function rawRequest(
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((res, rej) => {
     const req = httpRequest(
-      { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: options.path ?? url.pathname, method: options.method ?? 'POST', headers: options.headers ?? {} },
+      {
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port,
+        path: options.path ?? url.pathname,
+        method: options.method ?? 'POST',
+        headers: options.headers ?? {},
+      },
       (response) => {
         let body = '';
         response.setEncoding('utf8');

@@ -23,13 +23,24 @@ export function secretKeyOf(spec: KeySpec): KeyObject {
  *
  * @param options.ivBytes - IV length in bytes (default 12, the only length mcp-confirm accepts).
  */
-export function assembleJwe(headerText: string, plaintext: Uint8Array, key: KeyObject, options: { ivBytes?: number } = {}): string {
+export function assembleJwe(
+  headerText: string,
+  plaintext: Uint8Array,
+  key: KeyObject,
+  options: { ivBytes?: number } = {},
+): string {
   const encodedHeader = Buffer.from(headerText, 'utf8').toString('base64url');
   const iv = randomBytes(options.ivBytes ?? 12);
   const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
   cipher.setAAD(Buffer.from(encodedHeader, 'ascii'));
   const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  return [encodedHeader, '', iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return [
+    encodedHeader,
+    '',
+    iv.toString('base64url'),
+    ciphertext.toString('base64url'),
+    cipher.getAuthTag().toString('base64url'),
+  ].join('.');
 }
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
@@ -41,7 +52,9 @@ const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 export function nonCanonicalLastCharacter(part: string): string[] {
   const bytes = Buffer.from(part, 'base64url');
   const head = part.slice(0, -1);
-  return [...ALPHABET].filter((c) => c !== part.at(-1) && Buffer.from(head + c, 'base64url').equals(bytes)).map((c) => head + c);
+  return [...ALPHABET]
+    .filter((c) => c !== part.at(-1) && Buffer.from(head + c, 'base64url').equals(bytes))
+    .map((c) => head + c);
 }
 
 /** The state with part `index` replaced by `f(part)`. */
@@ -85,11 +98,17 @@ export function headerVariants(kid: string): HeaderVariant[] {
     { label: '"p2c" added', text: `{${ours},"p2c":1000000}` },
     { label: '"epk" added', text: `{${ours},"epk":{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}}` },
     { label: 'a duplicate "typ" member', text: `{${ours},"typ":${typ}}` },
-    { label: 'a duplicate "kid" member, another kid first', text: `{"alg":"dir","enc":"A256GCM","kid":"other","kid":${k},"typ":${typ}}` },
+    {
+      label: 'a duplicate "kid" member, another kid first',
+      text: `{"alg":"dir","enc":"A256GCM","kid":"other","kid":${k},"typ":${typ}}`,
+    },
     { label: 'the members in another order', text: `{"enc":"A256GCM","alg":"dir","kid":${k},"typ":${typ}}` },
     { label: 'a space after every colon', text: `{"alg": "dir","enc": "A256GCM","kid": ${k},"typ": ${typ}}` },
     { label: 'a trailing newline', text: `{${ours}}\n` },
     { label: 'a leading byte order mark', text: `\uFEFF{${ours}}` },
-    { label: 'an escaped spelling of the same "alg" value', text: `{"alg":"\\u0064ir","enc":"A256GCM","kid":${k},"typ":${typ}}` },
+    {
+      label: 'an escaped spelling of the same "alg" value',
+      text: `{"alg":"\\u0064ir","enc":"A256GCM","kid":${k},"typ":${typ}}`,
+    },
   ];
 }

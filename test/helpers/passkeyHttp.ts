@@ -50,16 +50,30 @@ export function mintToken(signingKey: CryptoKey, issuer: string, sub: string, au
 export async function connectUrlClient(name: string, mcpUrl: URL, bearer: string): Promise<Client> {
   const client = new Client(
     { name, version: '0.0.0' },
-    { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
+    {
+      capabilities: { elicitation: { url: {} } },
+      versionNegotiation: { mode: { pin: '2026-07-28' } },
+      inputRequired: { autoFulfill: false },
+    },
   );
-  await client.connect(new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } }),
+  );
   return client;
 }
 
 /** Round 1's URL-mode elicitation (key `confirm`): its mode, url, message and the state. */
 export function urlElicitation(reply: Reply): { mode: string; url: string; message: string; state: string } {
-  if (reply.kind !== 'input_required' || reply.state === undefined) throw new Error(`expected input_required, got ${JSON.stringify(reply).slice(0, 400)}`);
-  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as { params: { mode?: string; url?: string; message: string } };
+  if (reply.kind !== 'input_required' || reply.state === undefined)
+    throw new Error(`expected input_required, got ${JSON.stringify(reply).slice(0, 400)}`);
+  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as {
+    params: { mode?: string; url?: string; message: string };
+  };
   if (entry.params.url === undefined) throw new Error(`no url in ${JSON.stringify(reply).slice(0, 400)}`);
-  return { mode: entry.params.mode ?? 'form', url: entry.params.url, message: entry.params.message, state: reply.state };
+  return {
+    mode: entry.params.mode ?? 'form',
+    url: entry.params.url,
+    message: entry.params.message,
+    state: reply.state,
+  };
 }

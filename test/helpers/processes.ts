@@ -20,16 +20,27 @@ export interface Finished {
  * output is read. Rejects when it cannot be started, or when it is still running after
  * {@link PROCESS_DEADLINE_MS} (it is then killed), naming the command and what it printed.
  */
-export function runProcess(command: string, args: readonly string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Finished> {
+export function runProcess(
+  command: string,
+  args: readonly string[],
+  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], ...(options.env ? { env: options.env } : {}) });
+    const child = spawn(command, args, {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(options.env ? { env: options.env } : {}),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${command} ${args.join(' ')} still running after ${PROCESS_DEADLINE_MS} ms; stdout ${JSON.stringify(stdout)}; stderr ${JSON.stringify(stderr)}`));
+      reject(
+        new Error(
+          `${command} ${args.join(' ')} still running after ${PROCESS_DEADLINE_MS} ms; stdout ${JSON.stringify(stdout)}; stderr ${JSON.stringify(stderr)}`,
+        ),
+      );
     }, PROCESS_DEADLINE_MS);
     child.on('error', (e) => {
       clearTimeout(timer);
@@ -75,7 +86,10 @@ export async function until(check: () => boolean | Promise<boolean>): Promise<vo
 export async function stderrSays(stderr: () => string, text: string): Promise<void> {
   const until = Date.now() + PROCESS_DEADLINE_MS;
   while (!stderr().includes(text)) {
-    if (Date.now() > until) throw new Error(`stderr never said ${JSON.stringify(text)} in ${PROCESS_DEADLINE_MS} ms: ${JSON.stringify(stderr())}`);
+    if (Date.now() > until)
+      throw new Error(
+        `stderr never said ${JSON.stringify(text)} in ${PROCESS_DEADLINE_MS} ms: ${JSON.stringify(stderr())}`,
+      );
     await new Promise((r) => setTimeout(r, 20));
   }
 }

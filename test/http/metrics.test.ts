@@ -11,7 +11,7 @@ import { GRANT_STORE_METHODS } from '../../src/store/grantStore.js';
 import { MemoryLedger } from '../../src/store/memory.js';
 
 describe('ServerMetrics.instrument', () => {
-  it('forwards the grant and plan methods of the store (untimed), so a grant made through the wrapper is the store\'s; issue and spend are timed', async () => {
+  it("forwards the grant and plan methods of the store (untimed), so a grant made through the wrapper is the store's; issue and spend are timed", async () => {
     expect(CONFIRM_STORE_METHODS).toEqual(expect.arrayContaining([...GRANT_STORE_METHODS]));
     const metrics = new ServerMetrics();
     const memory = new MemoryLedger();
@@ -37,12 +37,26 @@ describe('ServerMetrics.instrument', () => {
     expect(await store.spendGranting(jti, now, grant)).toEqual({ spend: 'spent', created: 'created' });
     // The wrapped store holds it: read through the store itself, taken through the wrapper.
     expect(await memory.findGrants({ principal: 'alice' }, now + 1)).toHaveLength(1);
-    expect(await store.takeGrantUse(grant.id, now + 1)).toEqual({ taken: true, usesLeft: 0, expiresAtMs: grant.expiresAtMs });
+    expect(await store.takeGrantUse(grant.id, now + 1)).toEqual({
+      taken: true,
+      usesLeft: 0,
+      expiresAtMs: grant.expiresAtMs,
+    });
     expect(await memory.takeGrantUse(grant.id, now + 2)).toEqual({ taken: false, reason: 'exhausted' });
     expect(await store.revokeGrant(grant.id, now + 2)).toBe('unknown');
     expect(await store.findGrants({}, now + 2)).toEqual([]);
     expect(await store.takePlanSlot(randomBytes(32).toString('base64url'), now + 2)).toBeUndefined();
-    await expect(store.spendPlanning(randomUUID(), now, { id: 'bad', audience: 'a', principal: 'p', slots: [], approver: 'a', createdAtMs: now, expiresAtMs: now + 1 })).rejects.toBeInstanceOf(RangeError);
+    await expect(
+      store.spendPlanning(randomUUID(), now, {
+        id: 'bad',
+        audience: 'a',
+        principal: 'p',
+        slots: [],
+        approver: 'a',
+        createdAtMs: now,
+        expiresAtMs: now + 1,
+      }),
+    ).rejects.toBeInstanceOf(RangeError);
     const text = await metrics.registry.metrics();
     const ops = [...text.matchAll(/^mcp_confirm_ledger_seconds_count\{op="([^"]+)"/gm)].map((m) => m[1]).sort();
     expect(ops).toEqual(['issue']);

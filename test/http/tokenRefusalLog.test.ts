@@ -13,7 +13,12 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpApp, type HttpApp } from '../../src/http/app.js';
-import { createJwtVerifier, jwtPrincipalOf, REFUSAL_VALUE_MAX_GRAPHEMES, tokenRefusalLog } from '../../src/http/jwtAuth.js';
+import {
+  createJwtVerifier,
+  jwtPrincipalOf,
+  REFUSAL_VALUE_MAX_GRAPHEMES,
+  tokenRefusalLog,
+} from '../../src/http/jwtAuth.js';
 import { createDemoServer } from '../../src/demo/deleteFile.js';
 import { MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 
@@ -43,9 +48,21 @@ beforeEach(async () => {
   clock = T0;
   lines = [];
   const now = () => clock;
-  const verifier = await createJwtVerifier({ issuer: ISSUER, jwks: { keys: [jwk] }, resource: RESOURCE, now, onRefused: tokenRefusalLog({ log: (l) => lines.push(l), now }) });
+  const verifier = await createJwtVerifier({
+    issuer: ISSUER,
+    jwks: { keys: [jwk] },
+    resource: RESOURCE,
+    now,
+    onRefused: tokenRefusalLog({ log: (l) => lines.push(l), now }),
+  });
   const { factory } = await createDemoServer({ roots: [join(R, 'root')] });
-  app = createHttpApp({ factory, resourceUrl: RESOURCE, allowedHostnames: [RESOURCE.hostname], auth: { verifier, issuer: ISSUER }, principalOf: jwtPrincipalOf });
+  app = createHttpApp({
+    factory,
+    resourceUrl: RESOURCE,
+    allowedHostnames: [RESOURCE.hostname],
+    auth: { verifier, issuer: ISSUER },
+    principalOf: jwtPrincipalOf,
+  });
 });
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close().catch(() => {})));
@@ -87,7 +104,10 @@ async function connectWith(bearer: string): Promise<'connected' | 'refused'> {
     return response;
   };
   const client = new Client({ name: 'refusal-log-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
-  const transport = new StreamableHTTPClientTransport(RESOURCE, { fetch: fetchVia, requestInit: { headers: { Authorization: `Bearer ${bearer}` } } });
+  const transport = new StreamableHTTPClientTransport(RESOURCE, {
+    fetch: fetchVia,
+    requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
+  });
   try {
     await client.connect(transport);
   } catch (e) {
@@ -101,10 +121,26 @@ async function connectWith(bearer: string): Promise<'connected' | 'refused'> {
 describe('a refused bearer token is logged for the operator (tokenRefusalLog)', () => {
   it("logs one line per refusal naming jose's code and claim and the token's iss, sub and kid, never the token; each reason on its own line; control: a valid token connects and logs nothing", async () => {
     const cases: Array<[string, string, string]> = [
-      [await token({ aud: 'https://other.example.test/mcp' }), 'ERR_JWT_CLAIM_VALIDATION_FAILED aud', 'iss `https://auth.example.test`, sub `u1`, kid `k1`'],
-      [await token({ iss: 'https://evil.example.test' }), 'ERR_JWT_CLAIM_VALIDATION_FAILED iss', 'iss `https://evil.example.test`, sub `u1`, kid `k1`'],
-      [await token({ expS: Math.floor(T0 / 1000) - 3600 }), 'ERR_JWT_EXPIRED exp', 'iss `https://auth.example.test`, sub `u1`, kid `k1`'],
-      [await token({ key: otherKey }), 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED', 'iss `https://auth.example.test`, sub `u1`, kid `k1`'],
+      [
+        await token({ aud: 'https://other.example.test/mcp' }),
+        'ERR_JWT_CLAIM_VALIDATION_FAILED aud',
+        'iss `https://auth.example.test`, sub `u1`, kid `k1`',
+      ],
+      [
+        await token({ iss: 'https://evil.example.test' }),
+        'ERR_JWT_CLAIM_VALIDATION_FAILED iss',
+        'iss `https://evil.example.test`, sub `u1`, kid `k1`',
+      ],
+      [
+        await token({ expS: Math.floor(T0 / 1000) - 3600 }),
+        'ERR_JWT_EXPIRED exp',
+        'iss `https://auth.example.test`, sub `u1`, kid `k1`',
+      ],
+      [
+        await token({ key: otherKey }),
+        'ERR_JWS_SIGNATURE_VERIFICATION_FAILED',
+        'iss `https://auth.example.test`, sub `u1`, kid `k1`',
+      ],
       [await token({ kid: 'k9' }), 'ERR_JWKS_NO_MATCHING_KEY', 'iss `https://auth.example.test`, sub `u1`, kid `k9`'],
     ];
     for (const [bearer] of cases) expect(await connectWith(bearer)).toBe('refused');
@@ -129,7 +165,9 @@ describe('a refused bearer token is logged for the operator (tokenRefusalLog)', 
     expect(await connectWith(bearer)).toBe('connected');
     clock = (expS + 10) * 1000;
     expect(await connectWith(bearer)).toBe('refused');
-    expect(lines).toEqual(['bearer token refused: ERR_JWT_EXPIRED exp; iss `https://auth.example.test`, sub `u1`, kid `k1`']);
+    expect(lines).toEqual([
+      'bearer token refused: ERR_JWT_EXPIRED exp; iss `https://auth.example.test`, sub `u1`, kid `k1`',
+    ]);
   });
 
   it('renders attacker text in iss, sub and kid as untrusted values (one line, escapes, bounded), never raw', async () => {
@@ -141,14 +179,23 @@ describe('a refused bearer token is logged for the operator (tokenRefusalLog)', 
     const [line] = lines;
     expect(line).not.toMatch(/[\u0000-\u001f\u007f\u202e]/);
     // The line break, the escape and the bidi override are shown as escapes; the 5,000 A's are cut.
-    expect(line).toMatch(/^bearer token refused: ERR_JWKS_NO_MATCHING_KEY; iss `https:\/\/auth\.example\.test`, sub `x\\n\\x1b\[31mmcp-confirm: [^`]*…A+` \(shortened, fingerprint [0-9a-f]{16}\), kid `k1\\r\\nevil`$/);
+    expect(line).toMatch(
+      /^bearer token refused: ERR_JWKS_NO_MATCHING_KEY; iss `https:\/\/auth\.example\.test`, sub `x\\n\\x1b\[31mmcp-confirm: [^`]*…A+` \(shortened, fingerprint [0-9a-f]{16}\), kid `k1\\r\\nevil`$/,
+    );
     // A short one, whole: the bidi override and the line break shown as escapes.
     expect(await connectWith(await token({ iss: 'https://evil\u202E.test\n' }))).toBe('refused');
-    expect(lines[1]).toBe('bearer token refused: ERR_JWT_CLAIM_VALIDATION_FAILED iss; iss `https://evil⟨U+202E⟩.test\\n`, sub `u1`, kid `k1`');
+    expect(lines[1]).toBe(
+      'bearer token refused: ERR_JWT_CLAIM_VALIDATION_FAILED iss; iss `https://evil⟨U+202E⟩.test\\n`, sub `u1`, kid `k1`',
+    );
     // Bounded: the 5,000 A's are cut (each value to REFUSAL_VALUE_MAX_GRAPHEMES graphemes, plus its fingerprint).
     expect(line!.length).toBeLessThan(3 * REFUSAL_VALUE_MAX_GRAPHEMES + 400);
     // A claim that is not a string is shown as its JSON, marked.
-    const nonString = await new SignJWT({ sub: 42 as unknown as string, iss: ISSUER, aud: 'https://other.example.test/mcp', exp: Math.floor(clock / 1000) + 60 })
+    const nonString = await new SignJWT({
+      sub: 42 as unknown as string,
+      iss: ISSUER,
+      aud: 'https://other.example.test/mcp',
+      exp: Math.floor(clock / 1000) + 60,
+    })
       .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
       .sign(signing);
     clock += 1000;
@@ -180,10 +227,14 @@ describe('a refused bearer token is logged for the operator (tokenRefusalLog)', 
     // The count starts again: the next line after another second carries no count.
     clock = T0 + 2000;
     expect(await connectWith(wrongAud)).toBe('refused');
-    expect(lines[3]).toBe('bearer token refused: ERR_JWT_CLAIM_VALIDATION_FAILED aud; iss `https://auth.example.test`, sub `u1`, kid `k1`');
+    expect(lines[3]).toBe(
+      'bearer token refused: ERR_JWT_CLAIM_VALIDATION_FAILED aud; iss `https://auth.example.test`, sub `u1`, kid `k1`',
+    );
     // The wrong issuer's window is its own: logged at once, nothing suppressed.
     expect(await connectWith(wrongIss)).toBe('refused');
     expect(lines).toHaveLength(5);
-    expect(lines[4]).toBe('bearer token refused: ERR_JWT_CLAIM_VALIDATION_FAILED iss; iss `https://evil.example.test`, sub `u1`, kid `k1`');
+    expect(lines[4]).toBe(
+      'bearer token refused: ERR_JWT_CLAIM_VALIDATION_FAILED iss; iss `https://evil.example.test`, sub `u1`, kid `k1`',
+    );
   });
 });

@@ -19,7 +19,7 @@ function visualOrder(text: string): string {
   const { levels } = bidiLevels(text)!;
   const order = cps.map((_, i) => i);
   for (const min of [2, 1]) {
-    for (let i = 0; i < order.length; ) {
+    for (let i = 0; i < order.length;) {
       if ((levels[order[i]!] ?? 0) < min) {
         i++;
         continue;
@@ -79,16 +79,44 @@ describe('the rule: a run displayed right to left must be one word or one number
   });
 
   it('is sound: without the warning, the display is the stored order with each right-to-left word reversed', () => {
-    const unit = fc.constantFrom('a', 'Z', 'א', 'ב', 'ש', 'ب', 'م', '1', '2', '٣', '٤', '/', '.', ' ', '(', ')', '-', '+', '%', ',', '\u05B4', '\u064E', '…', '_');
+    const unit = fc.constantFrom(
+      'a',
+      'Z',
+      'א',
+      'ב',
+      'ש',
+      'ب',
+      'م',
+      '1',
+      '2',
+      '٣',
+      '٤',
+      '/',
+      '.',
+      ' ',
+      '(',
+      ')',
+      '-',
+      '+',
+      '%',
+      ',',
+      '\u05B4',
+      '\u064E',
+      '…',
+      '_',
+    );
     fc.assert(
-      fc.property(fc.array(unit, { minLength: 1, maxLength: 16 }).map((a) => a.join('')), (text) => {
-        fc.pre(!reordersRtl(text));
-        // Undo the reversal of each right-to-left word (letters and their points): the stored
-        // order comes back (points compared apart, as they follow their letter either way).
-        const words = /[\u05D0-\u05EA\u0620-\u064A\u05B4\u064E]+/g;
-        const back = visualOrder(text).replace(words, (w) => [...w].reverse().join(''));
-        expect(back.replace(/[\u05B4\u064E]/g, '')).toBe(text.replace(/[\u05B4\u064E]/g, ''));
-      }),
+      fc.property(
+        fc.array(unit, { minLength: 1, maxLength: 16 }).map((a) => a.join('')),
+        (text) => {
+          fc.pre(!reordersRtl(text));
+          // Undo the reversal of each right-to-left word (letters and their points): the stored
+          // order comes back (points compared apart, as they follow their letter either way).
+          const words = /[\u05D0-\u05EA\u0620-\u064A\u05B4\u064E]+/g;
+          const back = visualOrder(text).replace(words, (w) => [...w].reverse().join(''));
+          expect(back.replace(/[\u05B4\u064E]/g, '')).toBe(text.replace(/[\u05B4\u064E]/g, ''));
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -110,10 +138,31 @@ describe('TR #9 levels (cross-checked against bidi-js and GNU FriBidi by hand, s
 describe('the Bidi_Class table (Unicode 17)', () => {
   it('gives the expected class for sample code points', () => {
     const samples: Array<[number, number]> = [
-      [0x41, Bc.L], [0x5d0, Bc.R], [0x628, Bc.AL], [0x31, Bc.EN], [0x663, Bc.AN], [0x6f3, Bc.EN], [0x2b, Bc.ES],
-      [0x24, Bc.ET], [0x2f, Bc.CS], [0x2c, Bc.CS], [0x301, Bc.NSM], [0x20, Bc.WS], [0x28, Bc.ON], [0x2026, Bc.ON],
-      [0x27e8, Bc.ON], [0x200b, Bc.BN], [0x0a, Bc.B], [0x09, Bc.S], [0x202e, 17], [0x2069, 22], [0x10800, Bc.R], [0x10d40, Bc.AN],
-      [0x1e900, Bc.R], [0x10ffff, Bc.BN], [0xe000, Bc.L],
+      [0x41, Bc.L],
+      [0x5d0, Bc.R],
+      [0x628, Bc.AL],
+      [0x31, Bc.EN],
+      [0x663, Bc.AN],
+      [0x6f3, Bc.EN],
+      [0x2b, Bc.ES],
+      [0x24, Bc.ET],
+      [0x2f, Bc.CS],
+      [0x2c, Bc.CS],
+      [0x301, Bc.NSM],
+      [0x20, Bc.WS],
+      [0x28, Bc.ON],
+      [0x2026, Bc.ON],
+      [0x27e8, Bc.ON],
+      [0x200b, Bc.BN],
+      [0x0a, Bc.B],
+      [0x09, Bc.S],
+      [0x202e, 17],
+      [0x2069, 22],
+      [0x10800, Bc.R],
+      [0x10d40, Bc.AN],
+      [0x1e900, Bc.R],
+      [0x10ffff, Bc.BN],
+      [0xe000, Bc.L],
     ];
     for (const [cp, c] of samples) expect(bidiClass(cp), cp.toString(16)).toBe(c);
   });

@@ -16,8 +16,7 @@ const lines = (s: string): number => s.split(LINE_BREAK).length;
 /** Whether the name passes the POSIX rules a name must meet before trying the file system. */
 function plausibleName(s: string): boolean {
   return (
-    s !== '' && s !== '.' && s !== '..' && !s.includes('/') && !s.includes('\0') &&
-    Buffer.byteLength(s, 'utf8') <= 255
+    s !== '' && s !== '.' && s !== '..' && !s.includes('/') && !s.includes('\0') && Buffer.byteLength(s, 'utf8') <= 255
   );
 }
 

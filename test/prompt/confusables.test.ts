@@ -7,7 +7,14 @@ import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CONFUSABLES_UNICODE_VERSION, PATH_SYNTAX_LOOKALIKES } from '../../src/prompt/confusablesData.js';
-import { EMPTY_VALUE, WARNING, renderPath, renderValue, renderValueParts, valueWarnings } from '../../src/prompt/render.js';
+import {
+  EMPTY_VALUE,
+  WARNING,
+  renderPath,
+  renderValue,
+  renderValueParts,
+  valueWarnings,
+} from '../../src/prompt/render.js';
 import { latinLookalikeScript } from '../../src/prompt/scripts.js';
 import { PATH_SYNTAX_TARGETS, generateConfusablesData } from './confusablesData.generate.js';
 import { decodeBody } from './helpers.js';
@@ -19,7 +26,8 @@ const skeleton = (s: string): string => [...s.normalize('NFKD')].map((c) => data
 const members = [...PATH_SYNTAX_LOOKALIKES];
 /** The shown text without its escapes, to look for raw code points. */
 const raw = (body: string): string => (body === EMPTY_VALUE ? '' : body.replace(/⟨U\+[0-9A-F]{4,6}⟩/g, ''));
-const isLetterOfAScript = (ch: string): boolean => /^[\p{L}\p{N}\p{M}]$/u.test(ch) && !/^[\p{scx=Zyyy}\p{scx=Zinh}]$/u.test(ch);
+const isLetterOfAScript = (ch: string): boolean =>
+  /^[\p{L}\p{N}\p{M}]$/u.test(ch) && !/^[\p{scx=Zyyy}\p{scx=Zinh}]$/u.test(ch);
 
 describe('the confusable data', () => {
   it('is what the generator writes from confusables.txt of Unicode 13.0.0 (unhomoglyph 1.0.6)', () => {
@@ -34,10 +42,27 @@ describe('the confusable data', () => {
     expect([...allowed].sort()).toEqual([' ', '.', '/', ':', '\\', '~', '\u276C', '\u276D'].sort());
     for (const ch of members) {
       expect(ch.codePointAt(0)! >= 0x80, ch).toBe(true);
-      expect([...skeleton(ch)].every((c) => allowed.has(c)), esc(ch)).toBe(true);
+      expect(
+        [...skeleton(ch)].every((c) => allowed.has(c)),
+        esc(ch),
+      ).toBe(true);
     }
     // Sources of the data itself, multi-character skeletons included, and NFKD forms.
-    for (const ch of ['\u2215', '\u2044', '\u2216', '\u2236', '\u2025', '\u2026', '\u2AFD', '\u30CE', '\u4E3F', '\u0903', '\u0660', '\uFF0F', '\uFF0E']) {
+    for (const ch of [
+      '\u2215',
+      '\u2044',
+      '\u2216',
+      '\u2236',
+      '\u2025',
+      '\u2026',
+      '\u2AFD',
+      '\u30CE',
+      '\u4E3F',
+      '\u0903',
+      '\u0660',
+      '\uFF0F',
+      '\uFF0E',
+    ]) {
       expect(members, esc(ch)).toContain(ch);
     }
     // The backtick's skeleton is the apostrophe: that class (’, “, ", י) is ordinary in names.
@@ -118,13 +143,16 @@ describe('letters that look like path syntax: escaped only where their script do
   it('is injective: distinct values with path-syntax look-alikes render differently and decode back exactly', () => {
     const piece = fc.constantFrom(...members, 'a', 'ー', 'ト', 'क', 'ب', '中', '/', '.', ' ', '\u0301', '\\', '⟨', '⟩');
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 24 }).map((a) => a.join('')), (value) => {
-        for (const options of [{}, { segments: '/' }]) {
-          const parts = renderValueParts(value, { ...options, maxGraphemes: 100_000 });
-          expect(decodeBody(parts.body)).toBe(value);
-          for (const ch of members) if (!isLetterOfAScript(ch)) expect(raw(parts.body).includes(ch)).toBe(false);
-        }
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 24 }).map((a) => a.join('')),
+        (value) => {
+          for (const options of [{}, { segments: '/' }]) {
+            const parts = renderValueParts(value, { ...options, maxGraphemes: 100_000 });
+            expect(decodeBody(parts.body)).toBe(value);
+            for (const ch of members) if (!isLetterOfAScript(ch)) expect(raw(parts.body).includes(ch)).toBe(false);
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -134,7 +162,9 @@ describe('hard-4: a name wholly in another script that looks Latin (TR #39 §4 w
   it('hard-4: warns for the all-Cyrillic сасһе.txt and not for cache.txt', () => {
     const cyrillic = '\u0441\u0430\u0441\u04BB\u0435.txt';
     expect(valueWarnings(cyrillic)).toEqual([WARNING.latinLookalike('Cyrillic')]);
-    expect(renderPath(`/srv/${cyrillic}`)).toBe(`\`/srv/${cyrillic}\` (warning: written in Cyrillic letters that look like Latin ones)`);
+    expect(renderPath(`/srv/${cyrillic}`)).toBe(
+      `\`/srv/${cyrillic}\` (warning: written in Cyrillic letters that look like Latin ones)`,
+    );
     expect(valueWarnings('cache.txt')).toEqual([]);
     expect(renderPath('/srv/cache.txt')).toBe('`/srv/cache.txt`');
   });
@@ -147,7 +177,10 @@ describe('hard-4: a name wholly in another script that looks Latin (TR #39 §4 w
   it('does not warn for real Cyrillic, Greek, Japanese or Hebrew names with letters that have no Latin look-alike', () => {
     for (const name of ['сайт.txt', 'отчёт.txt', 'Москва.txt', 'αρχείο.txt', 'ノート.txt', 'שלום.txt']) {
       expect(latinLookalikeScript(name), name).toBeUndefined();
-      expect(valueWarnings(`/srv/${name}`, { segments: '/' }).some((w) => w.includes('look like Latin')), name).toBe(false);
+      expect(
+        valueWarnings(`/srv/${name}`, { segments: '/' }).some((w) => w.includes('look like Latin')),
+        name,
+      ).toBe(false);
     }
   });
 

@@ -64,36 +64,58 @@ describe('windowed cut equals the cut over whole runs', () => {
     return out;
   };
   const joiner = fc.constantFrom(
-    'e\u0301', '\u0301', '\u093E', '\u0915\u094D\u0937', '\u0915\u094D', '\u0915', '🇦', '🇧', '👍🏽', '\u{1F3FD}', '\u1100', '\u1161',
-    '\u11A8', '한', 'a', 'ก\u0E33', '\u0D4E', 'x\u0308\u0301\u0323', '\u0E33', 'z',
+    'e\u0301',
+    '\u0301',
+    '\u093E',
+    '\u0915\u094D\u0937',
+    '\u0915\u094D',
+    '\u0915',
+    '🇦',
+    '🇧',
+    '👍🏽',
+    '\u{1F3FD}',
+    '\u1100',
+    '\u1161',
+    '\u11A8',
+    '한',
+    'a',
+    'ก\u0E33',
+    '\u0D4E',
+    'x\u0308\u0301\u0323',
+    '\u0E33',
+    'z',
   );
 
   it('for random long runs of joining code points, at both ends, for several budgets (fixed seed and run count)', () => {
     let windowed = 0;
     let whole = 0;
     fc.assert(
-      fc.property(fc.array(joiner, { minLength: 600, maxLength: 3000 }), fc.integer({ min: 1, max: 70 }), (parts, budget) => {
-        const text = parts.join('');
-        // The escaper would escape a ninth extender in a row; keep the run as it would be shown.
-        const units = escapeValue(text).units;
-        for (const u of units) {
-          if (u.escape || !u.complex) continue;
-          // The drawn budget, and for a run longer than the smallest window the largest budget
-          // whose window is still shorter than the run, so that the windows are always used.
-          const budgets = [budget];
-          if (u.text.length > windowUnits(1)) {
-            let b = 70;
-            while (windowUnits(b) >= u.text.length) b -= 1;
-            budgets.push(b);
+      fc.property(
+        fc.array(joiner, { minLength: 600, maxLength: 3000 }),
+        fc.integer({ min: 1, max: 70 }),
+        (parts, budget) => {
+          const text = parts.join('');
+          // The escaper would escape a ninth extender in a row; keep the run as it would be shown.
+          const units = escapeValue(text).units;
+          for (const u of units) {
+            if (u.escape || !u.complex) continue;
+            // The drawn budget, and for a run longer than the smallest window the largest budget
+            // whose window is still shorter than the run, so that the windows are always used.
+            const budgets = [budget];
+            if (u.text.length > windowUnits(1)) {
+              let b = 70;
+              while (windowUnits(b) >= u.text.length) b -= 1;
+              budgets.push(b);
+            }
+            for (const b of budgets) {
+              if (u.text.length > windowUnits(b)) windowed += 1;
+              else whole += 1;
+              expect(takeHead([u], b)).toBe(refHead(u.text, b));
+              expect(takeTail([u], b)).toBe(refTail(u.text, b));
+            }
           }
-          for (const b of budgets) {
-            if (u.text.length > windowUnits(b)) windowed += 1;
-            else whole += 1;
-            expect(takeHead([u], b)).toBe(refHead(u.text, b));
-            expect(takeTail([u], b)).toBe(refTail(u.text, b));
-          }
-        }
-      }),
+        },
+      ),
       // A fixed seed and run count: the same cases on every run and every machine.
       { numRuns: 150, seed: 0x5eed0008 },
     );
@@ -105,7 +127,8 @@ describe('windowed cut equals the cut over whole runs', () => {
   it('keeps regional indicators paired at the end of an odd or even run of any length', () => {
     for (const n of [1, 2, 3, 500, 501, 5000, 5001]) {
       const text = '🇦'.repeat(n);
-      for (const budget of [1, 2, 59, 60]) expect(takeTail([{ text, escape: false, complex: true }], budget)).toBe(refTail(text, budget));
+      for (const budget of [1, 2, 59, 60])
+        expect(takeTail([{ text, escape: false, complex: true }], budget)).toBe(refTail(text, budget));
     }
   });
 });

@@ -70,7 +70,7 @@ describe('the code span fence cannot be imitated', () => {
     expect(renderValue('a\u0300 b')).toBe('`a\u0300 b` (warning: not in Unicode normal form NFC)');
   });
 
-  it('sorts every member of the TR #39 classes of the backtick\'s skeleton (\', \'\', \'\'\') into escaped or kept, none left over', () => {
+  it("sorts every member of the TR #39 classes of the backtick's skeleton (', '', ''') into escaped or kept, none left over", () => {
     const members = Object.entries(confusables)
       .filter(([, prototype]) => /^'{1,3}$/.test(prototype))
       .map(([source]) => source);
@@ -82,13 +82,13 @@ describe('the code span fence cannot be imitated', () => {
     }
   });
 
-  it('control: the kept apostrophe, quotation mark and prime stay readable (John’s notes.txt, Don\'t.txt, 5′ plan.txt)', () => {
+  it("control: the kept apostrophe, quotation mark and prime stay readable (John’s notes.txt, Don't.txt, 5′ plan.txt)", () => {
     expect(renderValue('John\u2019s notes.txt')).toBe('`John\u2019s notes.txt`');
     expect(renderValue("Don't.txt")).toBe("`Don't.txt`");
     expect(renderValue('5\u2032 plan.txt')).toBe('`5\u2032 plan.txt`');
   });
 
-  it('U+02BB ʻokina has no script of its own (Common), so the script rule escapes it always: Hawaiʻi.txt shows Hawai⟨U+02BB⟩i.txt and decodes back; control: Hawai’i.txt and Hawai\'i.txt stay', () => {
+  it("U+02BB ʻokina has no script of its own (Common), so the script rule escapes it always: Hawaiʻi.txt shows Hawai⟨U+02BB⟩i.txt and decodes back; control: Hawai’i.txt and Hawai'i.txt stay", () => {
     expect(renderValue('Hawai\u02BBi.txt')).toBe('`Hawai⟨U+02BB⟩i.txt`');
     expect(decodeBody(renderValueParts('Hawai\u02BBi.txt').body)).toBe('Hawai\u02BBi.txt');
     expect(renderValue('Hawai\u2019i.txt')).toBe('`Hawai\u2019i.txt`');
@@ -115,7 +115,8 @@ describe('the cut mark cannot be imitated', () => {
 
   it('holds the TR #39 classes of … and ⋯ (prototypes ... and ···)', () => {
     for (const [source, prototype] of Object.entries(confusables)) {
-      if (prototype === '...' || prototype === '\u00B7\u00B7\u00B7') expect(ELLIPSIS_LOOKALIKES, `U+${hex(source)}`).toContain(source);
+      if (prototype === '...' || prototype === '\u00B7\u00B7\u00B7')
+        expect(ELLIPSIS_LOOKALIKES, `U+${hex(source)}`).toContain(source);
     }
   });
 

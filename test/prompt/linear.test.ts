@@ -32,7 +32,10 @@ const reported = (units: number): string => `x${'\u0301'.repeat(units / 2)}${'\u
 /** Each hostile shape, at about `units` UTF-16 code units. */
 const shapes: Array<readonly [string, (units: number) => string]> = [
   ['the reported one: 500,000 combining marks in reverse canonical order, then a path', reported],
-  ['marks that reorder, 30 in a row (the most the normal-form checks accept) between letters', (n) => fill(`a${'\u0301\u0316'.repeat(15)}`, n)],
+  [
+    'marks that reorder, 30 in a row (the most the normal-form checks accept) between letters',
+    (n) => fill(`a${'\u0301\u0316'.repeat(15)}`, n),
+  ],
   ['half-width voiced marks (NFKC: a non-starter) between marks of a lower class', (n) => fill('\uFF9E\u0334', n)],
   ['one control per code unit (a million escapes)', (n) => fill('\u0001', n)],
   ['one grapheme of conjoining jamo', (n) => fill('\u1100', n)],
@@ -101,7 +104,9 @@ describe('rendering work is linear in the value length (counted, not timed)', ()
   });
 
   it(`skips the normal-form checks, saying so, above ${MAX_MARK_RUN} combining marks in a row`, () => {
-    expect(valueWarnings(`x${'\u0301'.repeat(100_000)}${'\u0316'.repeat(100_000)}/../cache.txt`)).toEqual([WARNING.tooManyMarks]);
+    expect(valueWarnings(`x${'\u0301'.repeat(100_000)}${'\u0316'.repeat(100_000)}/../cache.txt`)).toEqual([
+      WARNING.tooManyMarks,
+    ]);
     // 30 in a row are still checked; 31 are not.
     const thirty = `e${'\u0316\u0301'.repeat(15)}`;
     expect(valueWarnings(thirty)).toEqual([WARNING.notNfc]);

@@ -24,7 +24,9 @@ describe('compatibility look-alikes (UAX #15 NFKC)', () => {
     expect(renderValue('\u{1D68C}\u{1D68A}\u{1D68C}\u{1D691}\u{1D68E}.txt')).toBe(
       '`\u{1D68C}\u{1D68A}\u{1D68C}\u{1D691}\u{1D68E}.txt` (warning: uses compatibility look-alike characters, not NFKC)',
     );
-    expect(renderValue('ｃａｃｈｅ.txt')).toBe('`ｃａｃｈｅ.txt` (warning: uses compatibility look-alike characters, not NFKC)');
+    expect(renderValue('ｃａｃｈｅ.txt')).toBe(
+      '`ｃａｃｈｅ.txt` (warning: uses compatibility look-alike characters, not NFKC)',
+    );
   });
 
   it('warns for ligatures, superscripts and other compatibility forms', () => {
@@ -38,7 +40,18 @@ describe('compatibility look-alikes (UAX #15 NFKC)', () => {
   });
 
   it('does not warn for ordinary names in any script, nor count the escaped code points (NBSP, Hangul filler)', () => {
-    for (const v of ['cache.txt', 'café.txt', 'отчёт.txt', 'שלום.txt', '日本語のファイル.txt', '한국어.txt', 'नमस्ते.txt', '👍🏽 🇫🇷.txt', 'a\u00A0b', 'cache\u3164.txt']) {
+    for (const v of [
+      'cache.txt',
+      'café.txt',
+      'отчёт.txt',
+      'שלום.txt',
+      '日本語のファイル.txt',
+      '한국어.txt',
+      'नमस्ते.txt',
+      '👍🏽 🇫🇷.txt',
+      'a\u00A0b',
+      'cache\u3164.txt',
+    ]) {
       expect(valueWarnings(v), v).toEqual([]);
     }
   });
@@ -55,7 +68,9 @@ describe('fake escapes: every bracket that looks like ⟨ or ⟩ is escaped', ()
     expect(renderValue('a\u276CU+0020\u276Db.txt')).toBe('`a⟨U+276C⟩U+0020⟨U+276D⟩b.txt`');
     // The real escape of two spaces and its fake no longer look alike.
     expect(renderValueParts('a  b').body).toBe('a⟨U+0020⟩⟨U+0020⟩b');
-    expect(renderValueParts('a\u276CU+0020\u276D\u276CU+0020\u276Db').body).toBe('a⟨U+276C⟩U+0020⟨U+276D⟩⟨U+276C⟩U+0020⟨U+276D⟩b');
+    expect(renderValueParts('a\u276CU+0020\u276D\u276CU+0020\u276Db').body).toBe(
+      'a⟨U+276C⟩U+0020⟨U+276D⟩⟨U+276C⟩U+0020⟨U+276D⟩b',
+    );
   });
 
   it('escapes each bracket of the documented set, and the set holds the ones the tester listed', () => {
@@ -110,18 +125,22 @@ describe('the mixed-script check per path component (segments)', () => {
     expect(paths`Delete ${'/home/me/документы/отчёт.txt'}?`).toBe('Delete `/home/me/документы/отчёт.txt`?');
   });
 
-  it('still warns when one component mixes scripts, naming only that component\'s scripts', () => {
-    expect(paths`Delete ${'/tmp/r/p\u0430ypal.txt'}?`).toBe('Delete `/tmp/r/p\u0430ypal.txt` (warning: mixes Latin and Cyrillic letters)?');
+  it("still warns when one component mixes scripts, naming only that component's scripts", () => {
+    expect(paths`Delete ${'/tmp/r/p\u0430ypal.txt'}?`).toBe(
+      'Delete `/tmp/r/p\u0430ypal.txt` (warning: mixes Latin and Cyrillic letters)?',
+    );
     expect(valueWarnings('/tmp/שלום/p\u0430ypal.txt', { segments: '/' })).toEqual(['mixes Latin and Cyrillic letters']);
     expect(valueWarnings('/tmp/r/\u0391pple.pdf', { segments: '/' })).toEqual(['mixes Greek and Latin letters']);
   });
 
   it('checks the whole value as one piece without the option (the old behaviour)', () => {
     expect(valueWarnings('/tmp/r/שלום.txt')).toEqual(['mixes Latin and Hebrew letters']);
-    expect(question`Delete ${'/tmp/r/αρχείο.txt'}?`).toBe('Delete `/tmp/r/αρχείο.txt` (warning: mixes Latin and Greek letters)?');
+    expect(question`Delete ${'/tmp/r/αρχείο.txt'}?`).toBe(
+      'Delete `/tmp/r/αρχείο.txt` (warning: mixes Latin and Greek letters)?',
+    );
   });
 
-  it('reports per-piece results from scriptMix, and ignores each piece\'s ASCII extension', () => {
+  it("reports per-piece results from scriptMix, and ignores each piece's ASCII extension", () => {
     // An all-ASCII piece is skipped, as an all-ASCII value is.
     expect(scriptMix('/tmp/r/שלום.txt', '/')).toEqual({ mixed: false, scripts: ['Hebrew'] });
     expect(scriptMix('/tmp/ש.d/x', '/').mixed).toBe(false);

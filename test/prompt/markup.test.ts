@@ -98,13 +98,49 @@ describe.each(renderers)('markup-proof under %s', (_name, md) => {
 
   it('keeps arbitrary markup-heavy strings a literal code span (property)', () => {
     const unit = fc.constantFrom(
-      '`', '``', '*', '_', '~', '[', ']', '(', ')', '<', '>', '!', '#', '&', ';', '\\', '|', '-', '=', ':',
-      ' ', '  ', '\n', 'a', 'https://', 'www.', 'x.example', '@', 'img', 'script', '/', '"', "'", '&amp;',
+      '`',
+      '``',
+      '*',
+      '_',
+      '~',
+      '[',
+      ']',
+      '(',
+      ')',
+      '<',
+      '>',
+      '!',
+      '#',
+      '&',
+      ';',
+      '\\',
+      '|',
+      '-',
+      '=',
+      ':',
+      ' ',
+      '  ',
+      '\n',
+      'a',
+      'https://',
+      'www.',
+      'x.example',
+      '@',
+      'img',
+      'script',
+      '/',
+      '"',
+      "'",
+      '&amp;',
     );
     fc.assert(
-      fc.property(fc.array(unit, { maxLength: 24 }).map((a) => a.join('')), fc.boolean(), (value, start) => {
-        checkMarkup(md, value, start);
-      }),
+      fc.property(
+        fc.array(unit, { maxLength: 24 }).map((a) => a.join('')),
+        fc.boolean(),
+        (value, start) => {
+          checkMarkup(md, value, start);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -16,14 +16,15 @@ function overlayMarksByNormalization(): string[] {
     // A non-starter ordered before U+0301 (class 230) ...
     const nonStarterBelow230 = `a\u0301${m}`.normalize('NFD') === `a${m}\u0301`;
     // ... and never reordered against U+0334 (class 1), in either order: the same class.
-    const classOne = `a${m}\u0334`.normalize('NFD') === `a${m}\u0334` && `a\u0334${m}`.normalize('NFD') === `a\u0334${m}`;
+    const classOne =
+      `a${m}\u0334`.normalize('NFD') === `a${m}\u0334` && `a\u0334${m}`.normalize('NFD') === `a\u0334${m}`;
     if (nonStarterBelow230 && classOne) found.push(m);
   }
   return found;
 }
 
 describe('overlay marks (ccc = 1)', () => {
-  it('the escaped set is exactly the class-1 marks of this runtime\'s Unicode data', () => {
+  it("the escaped set is exactly the class-1 marks of this runtime's Unicode data", () => {
     expect(overlayMarksByNormalization()).toEqual([...OVERLAY_MARKS]);
   });
 

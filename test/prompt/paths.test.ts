@@ -16,7 +16,9 @@ const segmenter = new Intl.Segmenter('und', { granularity: 'grapheme' });
  * per code point (the renderer's documented rule for pathological clusters).
  */
 function shownWidth(component: string): number {
-  const text = escapeValue(component).units.map((u) => u.text).join('');
+  const text = escapeValue(component)
+    .units.map((u) => u.text)
+    .join('');
   let n = 0;
   for (const { segment } of segmenter.segment(text)) {
     const points = [...segment].length;
@@ -28,21 +30,76 @@ function shownWidth(component: string): number {
 /** The rendering with every fingerprint removed; they follow the code span, which holds no backtick. */
 function withoutFingerprints(text: string): string {
   const close = text.indexOf('`', 1);
-  return text.slice(0, close + 1) + text.slice(close + 1).replace(/fingerprints? [0-9a-f]{16}(?:, [0-9a-f]{16})*/g, 'fingerprint');
+  return (
+    text.slice(0, close + 1) +
+    text.slice(close + 1).replace(/fingerprints? [0-9a-f]{16}(?:, [0-9a-f]{16})*/g, 'fingerprint')
+  );
 }
 
 /** One piece of a hostile component (no `/`: that is the separator). */
-const piece = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom(
-    'a', 'b', 'x', '0', '1', '.', '-', '_', ' ', '  ', '…', '\\', '⟨', '⟩', 'U+', '202E', '`', '\n', '\t', '\u001b',
-    '\u202E', '\u2066', '\u200B', '\u00AD', '\u3164', '\u00A0', '\u0301', '\u0316', '\u094D', '\u0915', 'а', 'α', 'ש',
-    'ب', '日', 'の', '\u1100', '\u1161', '🇦', '👍', '\u{1F3FD}', '\uD800', '\uDC00', '\u{10FFFF}', '\uFF0F', '\u2215',
-    'thesis-FINAL', 'scratch-tmp', 'chapter-03', '⟨empty⟩', 'fingerprint 0123456789abcdef',
-  ) },
-  { weight: 2, arbitrary: fc.integer({ min: 0, max: 0xffff }).map((u) => String.fromCharCode(u)) },
-  { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }) },
-  { weight: 1, arbitrary: fc.string({ unit: 'grapheme-composite', minLength: 1, maxLength: 1 }) },
-).map((s) => s.replaceAll('/', ''));
+const piece = fc
+  .oneof(
+    {
+      weight: 4,
+      arbitrary: fc.constantFrom(
+        'a',
+        'b',
+        'x',
+        '0',
+        '1',
+        '.',
+        '-',
+        '_',
+        ' ',
+        '  ',
+        '…',
+        '\\',
+        '⟨',
+        '⟩',
+        'U+',
+        '202E',
+        '`',
+        '\n',
+        '\t',
+        '\u001b',
+        '\u202E',
+        '\u2066',
+        '\u200B',
+        '\u00AD',
+        '\u3164',
+        '\u00A0',
+        '\u0301',
+        '\u0316',
+        '\u094D',
+        '\u0915',
+        'а',
+        'α',
+        'ש',
+        'ب',
+        '日',
+        'の',
+        '\u1100',
+        '\u1161',
+        '🇦',
+        '👍',
+        '\u{1F3FD}',
+        '\uD800',
+        '\uDC00',
+        '\u{10FFFF}',
+        '\uFF0F',
+        '\u2215',
+        'thesis-FINAL',
+        'scratch-tmp',
+        'chapter-03',
+        '⟨empty⟩',
+        'fingerprint 0123456789abcdef',
+      ),
+    },
+    { weight: 2, arbitrary: fc.integer({ min: 0, max: 0xffff }).map((u) => String.fromCharCode(u)) },
+    { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }) },
+    { weight: 1, arbitrary: fc.string({ unit: 'grapheme-composite', minLength: 1, maxLength: 1 }) },
+  )
+  .map((s) => s.replaceAll('/', ''));
 
 /** A component at most 64 graphemes wide as shown (see shownWidth). */
 const ordinary = fc
@@ -54,7 +111,9 @@ const ordinary = fc
 const anyWidth = fc.oneof(
   ordinary,
   fc.array(piece, { minLength: 60, maxLength: 300 }).map((a) => a.join('')),
-  fc.tuple(fc.constantFrom('a', 'é', '\u202E', 'ש', '\u0915\u094D'), fc.integer({ min: 100, max: 400 })).map(([s, n]) => s.repeat(n)),
+  fc
+    .tuple(fc.constantFrom('a', 'é', '\u202E', 'ש', '\u0915\u094D'), fc.integer({ min: 100, max: 400 }))
+    .map(([s, n]) => s.repeat(n)),
 );
 
 const path = (components: readonly string[], absolute: boolean): string => (absolute ? '/' : '') + components.join('/');
@@ -64,15 +123,15 @@ describe('renderPath: every component stays visible (BUG-27)', () => {
     const components = fc.array(ordinary, { minLength: 1, maxLength: 64 });
     const pair = fc.oneof(
       // Independent paths.
-      fc.tuple(components, fc.boolean(), components, fc.boolean()).map(([a, absA, b, absB]) => [path(a, absA), path(b, absB)] as const),
-      // Near-identical paths: the same but one component, at any position (the hard case).
       fc
-        .tuple(components, fc.nat(), ordinary, fc.boolean())
-        .map(([a, at, other, abs]) => {
-          const b = [...a];
-          b[at % a.length] = other;
-          return [path(a, abs), path(b, abs)] as const;
-        }),
+        .tuple(components, fc.boolean(), components, fc.boolean())
+        .map(([a, absA, b, absB]) => [path(a, absA), path(b, absB)] as const),
+      // Near-identical paths: the same but one component, at any position (the hard case).
+      fc.tuple(components, fc.nat(), ordinary, fc.boolean()).map(([a, at, other, abs]) => {
+        const b = [...a];
+        b[at % a.length] = other;
+        return [path(a, abs), path(b, abs)] as const;
+      }),
       // The same but one component more or less.
       fc.tuple(components, fc.nat(), ordinary, fc.boolean()).map(([a, at, extra, abs]) => {
         const b = [...a];
@@ -96,50 +155,60 @@ describe('renderPath: every component stays visible (BUG-27)', () => {
 
   it('keeps two paths apart outside the fingerprints whenever their differing component is at most 64 graphemes, whatever the width of the others', () => {
     fc.assert(
-      fc.property(fc.array(anyWidth, { minLength: 1, maxLength: 24 }), fc.nat(), ordinary, ordinary, (others, at, x, y) => {
-        fc.pre(x !== y);
-        const i = at % (others.length + 1);
-        const a = [...others.slice(0, i), x, ...others.slice(i)];
-        const b = [...others.slice(0, i), y, ...others.slice(i)];
-        const ta = renderPath(a.join('/'));
-        const tb = renderPath(b.join('/'));
-        expect(withoutFingerprints(ta)).not.toBe(withoutFingerprints(tb));
-        // The differing component is shown whole, between the same separators.
-        const shown = renderValueParts(a.join('/'), { segments: '/' }).body.split('/');
-        expect(shown).toHaveLength(a.length);
-        expect(decodeBody(shown[i] ?? '')).toBe(x);
-      }),
+      fc.property(
+        fc.array(anyWidth, { minLength: 1, maxLength: 24 }),
+        fc.nat(),
+        ordinary,
+        ordinary,
+        (others, at, x, y) => {
+          fc.pre(x !== y);
+          const i = at % (others.length + 1);
+          const a = [...others.slice(0, i), x, ...others.slice(i)];
+          const b = [...others.slice(0, i), y, ...others.slice(i)];
+          const ta = renderPath(a.join('/'));
+          const tb = renderPath(b.join('/'));
+          expect(withoutFingerprints(ta)).not.toBe(withoutFingerprints(tb));
+          // The differing component is shown whole, between the same separators.
+          const shown = renderValueParts(a.join('/'), { segments: '/' }).body.split('/');
+          expect(shown).toHaveLength(a.length);
+          expect(decodeBody(shown[i] ?? '')).toBe(x);
+        },
+      ),
       { numRuns: 300 },
     );
   });
 
   it('keeps every component, bounds each cut one to maxGraphemes, and stays one line and well-formed', () => {
     fc.assert(
-      fc.property(fc.array(anyWidth, { minLength: 1, maxLength: 12 }), fc.integer({ min: 10, max: 150 }), (components, max) => {
-        const value = components.join('/');
-        const parts = renderValueParts(value, { segments: '/', maxGraphemes: max });
-        const shown = value === '' ? [''] : parts.body.split('/');
-        expect(shown).toHaveLength(components.length);
-        let cut = 0;
-        for (const [k, s] of shown.entries()) {
-          expect(graphemeCount(s)).toBeLessThanOrEqual(max);
-          const c = components[k] ?? '';
-          // Shown whole when narrow enough on its own (beside a `/` it can only be narrower:
-          // a leading space or mark needs no escape there).
-          if (shownWidth(c) <= max) expect(decodeBody(s)).toBe(c);
-          let whole = false;
-          try {
-            whole = decodeBody(s) === c;
-          } catch {
-            whole = false;
+      fc.property(
+        fc.array(anyWidth, { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 10, max: 150 }),
+        (components, max) => {
+          const value = components.join('/');
+          const parts = renderValueParts(value, { segments: '/', maxGraphemes: max });
+          const shown = value === '' ? [''] : parts.body.split('/');
+          expect(shown).toHaveLength(components.length);
+          let cut = 0;
+          for (const [k, s] of shown.entries()) {
+            expect(graphemeCount(s)).toBeLessThanOrEqual(max);
+            const c = components[k] ?? '';
+            // Shown whole when narrow enough on its own (beside a `/` it can only be narrower:
+            // a leading space or mark needs no escape there).
+            if (shownWidth(c) <= max) expect(decodeBody(s)).toBe(c);
+            let whole = false;
+            try {
+              whole = decodeBody(s) === c;
+            } catch {
+              whole = false;
+            }
+            if (!whole) cut += 1;
           }
-          if (!whole) cut += 1;
-        }
-        expect(parts.fingerprints).toHaveLength(cut);
-        expect(FORBIDDEN.test(parts.text)).toBe(false);
-        expect(LINE_BREAK.test(parts.text)).toBe(false);
-        expect(parts.text.isWellFormed()).toBe(true);
-      }),
+          expect(parts.fingerprints).toHaveLength(cut);
+          expect(FORBIDDEN.test(parts.text)).toBe(false);
+          expect(LINE_BREAK.test(parts.text)).toBe(false);
+          expect(parts.text.isWellFormed()).toBe(true);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -176,7 +245,8 @@ describe('renderPath: the rule, example by example', () => {
     const one = `${'a'.repeat(100)}1${'z'.repeat(100)}`;
     const two = `${'b'.repeat(100)}2${'y'.repeat(100)}.txt`;
     const parts = renderValueParts(`/srv/${one}/short/${two}`, { segments: '/' });
-    const print = (s: string): string => createHash('sha256').update(Buffer.from(s, 'utf16le')).digest('hex').slice(0, 16);
+    const print = (s: string): string =>
+      createHash('sha256').update(Buffer.from(s, 'utf16le')).digest('hex').slice(0, 16);
     expect(parts.body).toBe(`/srv/${'a'.repeat(59)}…${'z'.repeat(60)}/short/${'b'.repeat(59)}…${'y'.repeat(56)}.txt`);
     expect(parts.fingerprints).toEqual([print(one), print(two)]);
     expect(parts.fingerprint).toBe(print(one));
@@ -197,7 +267,9 @@ describe('renderPath: the rule, example by example', () => {
   });
 
   it('shows empty components (a leading, doubled or trailing /) as nothing between separators', () => {
-    expect(renderValueParts(`//a//${'x'.repeat(130)}/`, { segments: '/' }).body).toBe(`//a//${'x'.repeat(59)}…${'x'.repeat(60)}/`);
+    expect(renderValueParts(`//a//${'x'.repeat(130)}/`, { segments: '/' }).body).toBe(
+      `//a//${'x'.repeat(59)}…${'x'.repeat(60)}/`,
+    );
     expect(renderPath('')).toBe('`⟨empty⟩`');
   });
 

@@ -155,10 +155,11 @@ describe('code span (CommonMark 0.31.2 §6.1)', () => {
 
   it('escapes the grave accents drawn like a backtick (TR #39 look-alikes): ˋ ˴ ` ｀', () => {
     expect(renderValueParts('a\u02CBb\u02F4c\u1FEFd\uFF40e').body).toBe('a⟨U+02CB⟩b⟨U+02F4⟩c⟨U+1FEF⟩d⟨U+FF40⟩e');
-    for (const ch of GRAVE_LOOKALIKES) expect(renderValueParts(ch).body).toBe(`⟨U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`);
+    for (const ch of GRAVE_LOOKALIKES)
+      expect(renderValueParts(ch).body).toBe(`⟨U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`);
   });
 
-  it('keeps a name from imitating the question\'s wording in a plain-text client (the fake part stays inside one quote)', () => {
+  it("keeps a name from imitating the question's wording in a plain-text client (the fake part stays inside one quote)", () => {
     const name = 'a.txt`, requested as `a.txt`? Size: 0 bytes. This cannot be undone. (x';
     const q = question`Permanently delete the file ${`/tmp/r/${name}`}, requested as ${name}? Size: 5 bytes. This cannot be undone.`;
     // Before: the name closed its doubled-backtick fence in plain text and showed a fake "Size: 0 bytes" first.
@@ -218,7 +219,10 @@ describe('warnings (TR #39 mixed scripts, UAX #15 NFC)', () => {
   it('gives the same warnings however often and in whatever order it is asked', () => {
     const values = ['p\u0430ypal', 'ok.txt', 'cafe\u0301', 'aаαաა', '日本'];
     const first = values.map((v) => valueWarnings(v));
-    const again = [...values].reverse().map((v) => valueWarnings(v)).reverse();
+    const again = [...values]
+      .reverse()
+      .map((v) => valueWarnings(v))
+      .reverse();
     expect(again).toEqual(first);
   });
 });

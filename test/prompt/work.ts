@@ -58,7 +58,15 @@ function normalizeCost(s: string): number {
  * @throws whatever `run` throws (the built-ins are restored first).
  */
 export function countWork<T>(run: () => T): { result: T; work: Work } {
-  const work: Work = { unitsRead: 0, segmentCalls: 0, segmentSteps: 0, segmentCharge: 0, normalizeCalls: 0, normalizeCharge: 0, total: 0 };
+  const work: Work = {
+    unitsRead: 0,
+    segmentCalls: 0,
+    segmentSteps: 0,
+    segmentCharge: 0,
+    normalizeCalls: 0,
+    normalizeCharge: 0,
+    total: 0,
+  };
   const proto = Intl.Segmenter.prototype;
   const segment = proto.segment;
   const normalize = String.prototype.normalize;

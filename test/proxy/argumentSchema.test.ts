@@ -30,7 +30,10 @@ describe('withoutUncheckedKeywords', () => {
   it('control: a property named pattern, and values (const, enum, default) holding a pattern key, are kept', () => {
     const schema = {
       type: 'object',
-      properties: { pattern: { type: 'string' }, p: { const: { pattern: 1 }, default: { pattern: 2 }, enum: [{ pattern: 3 }] } },
+      properties: {
+        pattern: { type: 'string' },
+        p: { const: { pattern: 1 }, default: { pattern: 2 }, enum: [{ pattern: 3 }] },
+      },
       required: ['pattern'],
       additionalProperties: false,
     };
@@ -40,7 +43,11 @@ describe('withoutUncheckedKeywords', () => {
   it('removes pattern and uniqueItems: true from objects a $ref can reach anywhere (unknown keywords, inside const and enum, under $id), dropping the const or enum that changed', () => {
     const schema = {
       type: 'object',
-      properties: { w: { $ref: '#/x-hidden/p' }, c: { $ref: '#/properties/z/const' }, l: { type: 'array', uniqueItems: true, maxItems: 3 } },
+      properties: {
+        w: { $ref: '#/x-hidden/p' },
+        c: { $ref: '#/properties/z/const' },
+        l: { type: 'array', uniqueItems: true, maxItems: 3 },
+      },
       'x-hidden': { p: { type: 'string', pattern: '^(a+)+$', maxLength: 50 } },
       z: { const: { type: 'string', pattern: '^(a+)+$' } },
       e: { enum: [{ pattern: '^(a+)+$' }, 'k'] },
@@ -49,7 +56,11 @@ describe('withoutUncheckedKeywords', () => {
     };
     expect(withoutUncheckedKeywords(schema)).toEqual({
       type: 'object',
-      properties: { w: { $ref: '#/x-hidden/p' }, c: { $ref: '#/properties/z/const' }, l: { type: 'array', maxItems: 3 } },
+      properties: {
+        w: { $ref: '#/x-hidden/p' },
+        c: { $ref: '#/properties/z/const' },
+        l: { type: 'array', maxItems: 3 },
+      },
       'x-hidden': { p: { type: 'string', maxLength: 50 } },
       z: {},
       e: {},
@@ -66,13 +77,27 @@ describe('withoutUncheckedKeywords', () => {
         allOf: [{ unevaluatedProperties: false }],
       }),
     ).toEqual({ properties: { n: { type: 'integer' } }, allOf: [{}] });
-    expect(withoutUncheckedKeywords({ properties: { pattern: 'x' }, unevaluatedProperties: false })).toEqual({ properties: {} });
-    const kept = { properties: { a: { type: 'string', pattern: 'x' } }, additionalProperties: false, unevaluatedProperties: false };
-    expect(withoutUncheckedKeywords(kept)).toEqual({ properties: { a: { type: 'string' } }, additionalProperties: false, unevaluatedProperties: false });
+    expect(withoutUncheckedKeywords({ properties: { pattern: 'x' }, unevaluatedProperties: false })).toEqual({
+      properties: {},
+    });
+    const kept = {
+      properties: { a: { type: 'string', pattern: 'x' } },
+      additionalProperties: false,
+      unevaluatedProperties: false,
+    };
+    expect(withoutUncheckedKeywords(kept)).toEqual({
+      properties: { a: { type: 'string' } },
+      additionalProperties: false,
+      unevaluatedProperties: false,
+    });
   });
 
   it('control: uniqueItems: false, a non-string pattern and strings-only enums are kept', () => {
-    const schema = { type: 'object', properties: { l: { uniqueItems: false }, m: { enum: ['pattern', 'uniqueItems'] } }, x: { pattern: 5 } };
+    const schema = {
+      type: 'object',
+      properties: { l: { uniqueItems: false }, m: { enum: ['pattern', 'uniqueItems'] } },
+      x: { pattern: 5 },
+    };
     expect(withoutUncheckedKeywords(schema)).toEqual(schema);
   });
 });

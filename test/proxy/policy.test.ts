@@ -37,7 +37,9 @@ describe('policy globs', () => {
   });
 
   it('validation names the bad entry', () => {
-    expect(() => validatePolicy({ allow: ['ok', null] })).toThrow(new ConfigError('ERR_CONFIG_POLICY', 'allow[1] must be a string (a tool-name glob), got null'));
+    expect(() => validatePolicy({ allow: ['ok', null] })).toThrow(
+      new ConfigError('ERR_CONFIG_POLICY', 'allow[1] must be a string (a tool-name glob), got null'),
+    );
     expect(() => validatePolicy({ deny: ['\uD800'] })).toThrow('deny[0] is not well-formed UTF-16');
     expect(() => validatePolicy({ confirm: ['x'.repeat(257)] })).toThrow('confirm[0] is longer than 256 characters');
   });

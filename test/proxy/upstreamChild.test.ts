@@ -10,12 +10,21 @@ import { childOf } from '../../src/proxy/upstream.js';
 
 describe('childOf(StdioClientTransport)', () => {
   it('finds the spawned child (same pid as the public pid) and its exit signal, SDK 2.4.0 private _process', async () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: ['-e', 'process.stdin.resume()'], stderr: 'ignore' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['-e', 'process.stdin.resume()'],
+      stderr: 'ignore',
+    });
     await transport.start();
     const child = childOf(transport);
-    expect(child, 'StdioClientTransport no longer keeps its child in _process: update childOf (src/proxy/upstream.ts)').toBeInstanceOf(ChildProcess);
+    expect(
+      child,
+      'StdioClientTransport no longer keeps its child in _process: update childOf (src/proxy/upstream.ts)',
+    ).toBeInstanceOf(ChildProcess);
     expect(child?.pid).toBe(transport.pid);
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child?.once('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child?.once('exit', (_code, signal) => resolve(signal)),
+    );
     child?.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
     await transport.close();

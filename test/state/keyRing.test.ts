@@ -12,7 +12,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const key = (bytes: number) => base64url.encode(new Uint8Array(bytes).fill(7));
 const NOW = 1_800_000_000_000;
-const input = { tool: 'delete_file', args: 'A'.repeat(43), question: 'B'.repeat(43), fingerprint: { path: '/x' }, principal: 'local', nowMs: NOW };
+const input = {
+  tool: 'delete_file',
+  args: 'A'.repeat(43),
+  question: 'B'.repeat(43),
+  fingerprint: { path: '/x' },
+  principal: 'local',
+  nowMs: NOW,
+};
 
 describe('KeyRing construction', () => {
   it('reads a key file whose first key seals', async () => {
@@ -29,9 +36,26 @@ describe('KeyRing construction', () => {
     ['a 33-byte key', { keys: [{ kid: 'k1', k: key(33) }] }, RangeError],
     ['padded base64url', { keys: [{ kid: 'k1', k: key(32) + '=' }] }, TypeError],
     ['standard base64 characters', { keys: [{ kid: 'k1', k: key(32).replace(/.$/, '+') }] }, TypeError],
-    ['a non-canonical last character (the same 32 bytes to a lenient decoder)', { keys: [{ kid: 'k1', k: nonCanonicalLastCharacter(key(32))[0]! }] }, TypeError],
-    ['a character outside the alphabet that a lenient decoder skips', { keys: [{ kid: 'k1', k: `${key(32).slice(0, 20)}*${key(32).slice(20)}` }] }, TypeError],
-    ['a repeated kid', { keys: [{ kid: 'k1', k: key(32) }, { kid: 'k1', k: key(32) }] }, TypeError],
+    [
+      'a non-canonical last character (the same 32 bytes to a lenient decoder)',
+      { keys: [{ kid: 'k1', k: nonCanonicalLastCharacter(key(32))[0]! }] },
+      TypeError,
+    ],
+    [
+      'a character outside the alphabet that a lenient decoder skips',
+      { keys: [{ kid: 'k1', k: `${key(32).slice(0, 20)}*${key(32).slice(20)}` }] },
+      TypeError,
+    ],
+    [
+      'a repeated kid',
+      {
+        keys: [
+          { kid: 'k1', k: key(32) },
+          { kid: 'k1', k: key(32) },
+        ],
+      },
+      TypeError,
+    ],
     ['a kid with a slash', { keys: [{ kid: 'a/b', k: key(32) }] }, TypeError],
     ['a numeric k', { keys: [{ kid: 'k1', k: 42 }] }, TypeError],
     ['no keys array', { key: 'x' }, TypeError],
@@ -64,7 +88,8 @@ describe('key rotation in three phases', () => {
   it('opens a state sealed under the old key during the overlap and refuses it once the old key is dropped', async () => {
     const oldKey = KeyRing.generateSpec('old');
     const newKey = KeyRing.generateSpec('new');
-    const seal = (specs: typeof oldKey[]) => KeyRing.fromSpecs(specs).then((keys) => new Sealer({ keys, audience: 'a', ttlSeconds: 300 }));
+    const seal = (specs: (typeof oldKey)[]) =>
+      KeyRing.fromSpecs(specs).then((keys) => new Sealer({ keys, audience: 'a', ttlSeconds: 300 }));
     const phase0 = await seal([oldKey]);
     const phase1 = await seal([oldKey, newKey]); // every replica learns the new key; old still seals
     const phase2 = await seal([newKey, oldKey]); // new seals; old still opens
@@ -98,8 +123,12 @@ describe('Sealer', () => {
     const sealer = new Sealer({ keys: await KeyRing.random(), audience: 'a', ttlSeconds: 60 });
     const { state, claims } = await sealer.seal(input);
     expect(claims.exp - claims.iat).toBe(60);
-    await expect(sealer.open(state, { principal: 'local', nowMs: claims.exp * 1000 })).rejects.toMatchObject({ reason: 'expired' });
-    await expect(sealer.open(state, { principal: 'local', nowMs: claims.exp * 1000 - 1 })).resolves.toMatchObject({ jti: claims.jti });
+    await expect(sealer.open(state, { principal: 'local', nowMs: claims.exp * 1000 })).rejects.toMatchObject({
+      reason: 'expired',
+    });
+    await expect(sealer.open(state, { principal: 'local', nowMs: claims.exp * 1000 - 1 })).resolves.toMatchObject({
+      jti: claims.jti,
+    });
   });
 
   it('refuses a state sealed with a state typ of another kind: a plain JWE of the same key without our claims', async () => {

@@ -12,7 +12,15 @@ import { CompactEncrypt, compactDecrypt } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { KeyRing, type KeySpec } from '../../src/state/keyRing.js';
 import { Sealer, StateRefusedError, type ConfirmClaims } from '../../src/state/sealer.js';
-import { assembleJwe, flipBit, headerVariants, nonCanonicalLastCharacter, ourHeaderText, secretKeyOf, withPart } from '../helpers/jwe.js';
+import {
+  assembleJwe,
+  flipBit,
+  headerVariants,
+  nonCanonicalLastCharacter,
+  ourHeaderText,
+  secretKeyOf,
+  withPart,
+} from '../helpers/jwe.js';
 
 const vector = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'joseSealedState.json'), 'utf8')) as {
   keySpec: KeySpec;
@@ -27,7 +35,14 @@ const vector = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'jo
 const NOW = 1_800_000_000_000;
 const CTX = { principal: 'local', nowMs: NOW };
 const JOSE_OPTIONS = { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] };
-const INPUT = { tool: 'delete_file', args: 'A'.repeat(43), question: 'B'.repeat(43), fingerprint: { path: '/srv/scratch/cache.txt', size: 5 }, principal: 'local', nowMs: NOW };
+const INPUT = {
+  tool: 'delete_file',
+  args: 'A'.repeat(43),
+  question: 'B'.repeat(43),
+  fingerprint: { path: '/srv/scratch/cache.txt', size: 5 },
+  principal: 'local',
+  nowMs: NOW,
+};
 
 let spec: KeySpec;
 let keys: KeyRing;
@@ -63,7 +78,11 @@ const asJson = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
 
 describe('the state format, with jose as the oracle', () => {
   it('opens a state sealed by the earlier jose-based version (a committed test vector) to the same claims, and seals under that kid with the same header bytes', async () => {
-    const old = new Sealer({ keys: await KeyRing.fromSpecs([vector.keySpec]), audience: vector.audience, ttlSeconds: 300 });
+    const old = new Sealer({
+      keys: await KeyRing.fromSpecs([vector.keySpec]),
+      audience: vector.audience,
+      ttlSeconds: 300,
+    });
     const ctx = { principal: vector.principal, nowMs: vector.nowMs };
     expect(old.openSync(vector.state, ctx)).toEqual(vector.claims);
     await expect(old.open(vector.state, ctx)).resolves.toEqual(vector.claims);
@@ -78,38 +97,53 @@ describe('the state format, with jose as the oracle', () => {
 
   it('every state we seal opens with jose compactDecrypt, to our exact header and the same claims', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.jsonValue(), async (tool, principal, fingerprint) => {
-        const { state, claims } = sealer.sealSync({ ...INPUT, tool, principal, fingerprint });
-        const jose = await joseOpen(state);
-        expect(jose?.protectedHeader).toEqual({ alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt' });
-        expect(JSON.parse(jose!.plaintext)).toEqual(asJson(claims));
-        expect(jose!.plaintext).toBe(JSON.stringify(claims));
-        expect(asJson(sealer.openSync(state, { principal, nowMs: NOW }))).toEqual(asJson(claims));
-      }),
+      fc.asyncProperty(
+        fc.string({ unit: 'binary' }),
+        fc.string({ unit: 'binary' }),
+        fc.jsonValue(),
+        async (tool, principal, fingerprint) => {
+          const { state, claims } = sealer.sealSync({ ...INPUT, tool, principal, fingerprint });
+          const jose = await joseOpen(state);
+          expect(jose?.protectedHeader).toEqual({
+            alg: 'dir',
+            enc: 'A256GCM',
+            kid: 'k1',
+            typ: 'mcp-confirm-state+jwt',
+          });
+          expect(JSON.parse(jose!.plaintext)).toEqual(asJson(claims));
+          expect(jose!.plaintext).toBe(JSON.stringify(claims));
+          expect(asJson(sealer.openSync(state, { principal, nowMs: NOW }))).toEqual(asJson(claims));
+        },
+      ),
       { numRuns: 200 },
     );
   });
 
   it('every state jose seals with our header opens with ours, to the same claims', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ unit: 'binary' }), fc.jsonValue(), fc.uint8Array({ minLength: 16, maxLength: 16 }), async (tool, fingerprint, jti) => {
-        const claims = {
-          aud: 'mcp-confirm',
-          sub: KeyRing.principalTag(keys.sealing, 'local'),
-          iat: NOW / 1000,
-          exp: NOW / 1000 + 300,
-          jti: Buffer.from(jti).toString('base64url'),
-          tool,
-          args: INPUT.args,
-          question: INPUT.question,
-          fingerprint,
-        };
-        // jose through the ring's WebCrypto CryptoKey (kept in the public RingKey), ours through its KeyObject.
-        const state = await new CompactEncrypt(Buffer.from(JSON.stringify(claims), 'utf8'))
-          .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt' })
-          .encrypt(keys.sealing.cryptoKey);
-        expect(asJson(oursOpen(state))).toEqual(asJson(claims));
-      }),
+      fc.asyncProperty(
+        fc.string({ unit: 'binary' }),
+        fc.jsonValue(),
+        fc.uint8Array({ minLength: 16, maxLength: 16 }),
+        async (tool, fingerprint, jti) => {
+          const claims = {
+            aud: 'mcp-confirm',
+            sub: KeyRing.principalTag(keys.sealing, 'local'),
+            iat: NOW / 1000,
+            exp: NOW / 1000 + 300,
+            jti: Buffer.from(jti).toString('base64url'),
+            tool,
+            args: INPUT.args,
+            question: INPUT.question,
+            fingerprint,
+          };
+          // jose through the ring's WebCrypto CryptoKey (kept in the public RingKey), ours through its KeyObject.
+          const state = await new CompactEncrypt(Buffer.from(JSON.stringify(claims), 'utf8'))
+            .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt' })
+            .encrypt(keys.sealing.cryptoKey);
+          expect(asJson(oursOpen(state))).toEqual(asJson(claims));
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -177,7 +211,9 @@ describe('tampering that changes the decoded bytes: refused by ours and by jose'
 
   it.each([0, 4, 8, 12, 15])('refuses the genuine tag truncated to %i bytes, as jose does', async (bytes) => {
     const { state, claims } = sealer.sealSync(INPUT);
-    const truncated = withPart(state, 4, (tag) => Buffer.from(tag, 'base64url').subarray(0, bytes).toString('base64url'));
+    const truncated = withPart(state, 4, (tag) =>
+      Buffer.from(tag, 'base64url').subarray(0, bytes).toString('base64url'),
+    );
     expect(oursOpen(truncated)).toBeInstanceOf(StateRefusedError);
     expect(await joseOpen(truncated)).toBeUndefined();
     expect(oursOpen(state)).toEqual(claims);
@@ -185,29 +221,45 @@ describe('tampering that changes the decoded bytes: refused by ours and by jose'
 
   it('refuses a tag of 17 bytes (the genuine tag and one more byte), as jose does', async () => {
     const { state } = sealer.sealSync(INPUT);
-    const longer = withPart(state, 4, (tag) => Buffer.concat([Buffer.from(tag, 'base64url'), Buffer.of(0)]).toString('base64url'));
+    const longer = withPart(state, 4, (tag) =>
+      Buffer.concat([Buffer.from(tag, 'base64url'), Buffer.of(0)]).toString('base64url'),
+    );
     expect(oursOpen(longer)).toBeInstanceOf(StateRefusedError);
     expect(await joseOpen(longer)).toBeUndefined();
   });
 
-  it.each([8, 11, 13, 16])('refuses a state correctly sealed under our key and header with a %i-byte IV, as jose does; a 12-byte IV opens with both', async (ivBytes) => {
-    const plaintext = Buffer.from(JSON.stringify(sealer.sealSync(INPUT).claims), 'utf8');
-    const forged = assembleJwe(ourHeaderText('k1'), plaintext, keys.sealing.secretKey, { ivBytes });
-    expect(oursOpen(forged)).toBeInstanceOf(StateRefusedError);
-    expect(await joseOpen(forged)).toBeUndefined();
-    const control = assembleJwe(ourHeaderText('k1'), plaintext, keys.sealing.secretKey, { ivBytes: 12 });
-    expect(oursOpen(control)).not.toBeInstanceOf(StateRefusedError);
-    expect(await joseOpen(control)).toBeDefined();
-  });
+  it.each([8, 11, 13, 16])(
+    'refuses a state correctly sealed under our key and header with a %i-byte IV, as jose does; a 12-byte IV opens with both',
+    async (ivBytes) => {
+      const plaintext = Buffer.from(JSON.stringify(sealer.sealSync(INPUT).claims), 'utf8');
+      const forged = assembleJwe(ourHeaderText('k1'), plaintext, keys.sealing.secretKey, { ivBytes });
+      expect(oursOpen(forged)).toBeInstanceOf(StateRefusedError);
+      expect(await joseOpen(forged)).toBeUndefined();
+      const control = assembleJwe(ourHeaderText('k1'), plaintext, keys.sealing.secretKey, { ivBytes: 12 });
+      expect(oursOpen(control)).not.toBeInstanceOf(StateRefusedError);
+      expect(await joseOpen(control)).toBeDefined();
+    },
+  );
 
   it.each([
     ['one part added after the tag', (s: string) => `${s}.AAAA`],
     ['an empty part added after the tag', (s: string) => `${s}.`],
     ['an empty part added before the header', (s: string) => `.${s}`],
     ['the tag part removed', (s: string) => s.split('.').slice(0, 4).join('.')],
-    ['the encrypted key part removed', (s: string) => s.split('.').filter((_, i) => i !== 1).join('.')],
+    [
+      'the encrypted key part removed',
+      (s: string) =>
+        s
+          .split('.')
+          .filter((_, i) => i !== 1)
+          .join('.'),
+    ],
     ['only the header', (s: string) => s.split('.')[0]!],
-    ['the IV and the ciphertext joined', (s: string) => s.split('.').slice(0, 2).join('.') + '.' + s.split('.').slice(2, 4).join('') + '.' + s.split('.')[4]],
+    [
+      'the IV and the ciphertext joined',
+      (s: string) =>
+        s.split('.').slice(0, 2).join('.') + '.' + s.split('.').slice(2, 4).join('') + '.' + s.split('.')[4],
+    ],
   ])('refuses a state with %s, as jose does', async (_label, mutate) => {
     const { state } = sealer.sealSync(INPUT);
     const mutated = mutate(state);
@@ -243,7 +295,12 @@ describe('canonical base64url in every part: refused by ours alone', () => {
       counts[index] = spellings.length;
       for (const spelling of spellings) {
         expect(Buffer.from(spelling, 'base64url').equals(Buffer.from(part, 'base64url'))).toBe(true);
-        expect(oursOpen(withPart(sealed.state, index, () => spelling), s)).toBeInstanceOf(StateRefusedError);
+        expect(
+          oursOpen(
+            withPart(sealed.state, index, () => spelling),
+            s,
+          ),
+        ).toBeInstanceOf(StateRefusedError);
       }
     }
     // A 12-byte IV has no unused bits; the header, the ciphertext and the 16-byte tag have 2 or 4.
@@ -257,7 +314,11 @@ describe('canonical base64url in every part: refused by ours alone', () => {
     ['a "*" inside the ciphertext', 3, (p: string) => `${p.slice(0, 10)}*${p.slice(10)}`],
     ['a space inside the IV', 2, (p: string) => `${p.slice(0, 8)} ${p.slice(8)}`],
     ['a line feed inside the header', 0, (p: string) => `${p.slice(0, 20)}\n${p.slice(20)}`],
-    ['"+" for "-" and "/" for "_" (standard base64) in the ciphertext', 3, (p: string) => p.replaceAll('-', '+').replaceAll('_', '/')],
+    [
+      '"+" for "-" and "/" for "_" (standard base64) in the ciphertext',
+      3,
+      (p: string) => p.replaceAll('-', '+').replaceAll('_', '/'),
+    ],
   ])('refuses %s; the canonical state opens', (_label, index, respell) => {
     let sealed = sealer.sealSync(INPUT);
     while (!/[-_]/.test(sealed.state.split('.')[3]!)) sealed = sealer.sealSync(INPUT);
@@ -276,31 +337,58 @@ describe('the protected header: only the bytes we write for that kid (BUG-17)', 
     expect(await joseOpen(state)).toBeDefined();
   });
 
-  it.each(headerVariants('k1').map((v) => [v.label, v] as const))('refuses a state sealed under our key with the header %s', async (_label, variant) => {
-    const { claims } = sealer.sealSync(INPUT);
-    const json = Buffer.from(JSON.stringify(claims), 'utf8');
-    const forged = assembleJwe(variant.text, variant.deflate ? deflateRawSync(json) : json, keys.sealing.secretKey);
-    expect(oursOpen(forged)).toMatchObject({ reason: 'malformed' });
-  });
+  it.each(headerVariants('k1').map((v) => [v.label, v] as const))(
+    'refuses a state sealed under our key with the header %s',
+    async (_label, variant) => {
+      const { claims } = sealer.sealSync(INPUT);
+      const json = Buffer.from(JSON.stringify(claims), 'utf8');
+      const forged = assembleJwe(variant.text, variant.deflate ? deflateRawSync(json) : json, keys.sealing.secretKey);
+      expect(oursOpen(forged)).toMatchObject({ reason: 'malformed' });
+    },
+  );
 
   it.each([
-    ['"zip":"DEF" (jose compresses)', { alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt', zip: 'DEF' }],
+    [
+      '"zip":"DEF" (jose compresses)',
+      { alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt', zip: 'DEF' },
+    ],
     ['"cty":"JWT"', { alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt', cty: 'JWT' }],
-    ['"jku"', { alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt', jku: 'https://attacker.example/jwks.json' }],
-    ['"x5u"', { alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt', x5u: 'https://attacker.example/cert.pem' }],
+    [
+      '"jku"',
+      {
+        alg: 'dir',
+        enc: 'A256GCM',
+        kid: 'k1',
+        typ: 'mcp-confirm-state+jwt',
+        jku: 'https://attacker.example/jwks.json',
+      },
+    ],
+    [
+      '"x5u"',
+      { alg: 'dir', enc: 'A256GCM', kid: 'k1', typ: 'mcp-confirm-state+jwt', x5u: 'https://attacker.example/cert.pem' },
+    ],
     ['the members in another order', { typ: 'mcp-confirm-state+jwt', kid: 'k1', enc: 'A256GCM', alg: 'dir' }],
-  ])('refuses a state jose seals under our key with %s, which jose itself opens to our claims', async (_label, header) => {
-    const { claims } = sealer.sealSync(INPUT);
-    const forged = await new CompactEncrypt(Buffer.from(JSON.stringify(claims), 'utf8')).setProtectedHeader(header).encrypt(keys.sealing.secretKey);
-    expect(JSON.parse((await joseOpen(forged))!.plaintext)).toEqual(asJson(claims));
-    expect(oursOpen(forged)).toMatchObject({ reason: 'malformed' });
-  });
+  ])(
+    'refuses a state jose seals under our key with %s, which jose itself opens to our claims',
+    async (_label, header) => {
+      const { claims } = sealer.sealSync(INPUT);
+      const forged = await new CompactEncrypt(Buffer.from(JSON.stringify(claims), 'utf8'))
+        .setProtectedHeader(header)
+        .encrypt(keys.sealing.secretKey);
+      expect(JSON.parse((await joseOpen(forged))!.plaintext)).toEqual(asJson(claims));
+      expect(oursOpen(forged)).toMatchObject({ reason: 'malformed' });
+    },
+  );
 
   it('names a state with our header for a kid this ring does not hold unknown-key, and a header that is not ours malformed', async () => {
     const other = await KeyRing.fromSpecs([KeyRing.generateSpec('k2')]);
     const { state } = new Sealer({ keys: other, audience: 'mcp-confirm', ttlSeconds: 300 }).sealSync(INPUT);
     expect(oursOpen(state)).toMatchObject({ reason: 'unknown-key' });
-    const spaced = assembleJwe(`{"alg":"dir","enc":"A256GCM","kid":"k2","typ": "mcp-confirm-state+jwt"}`, Buffer.from('{}'), other.sealing.secretKey);
+    const spaced = assembleJwe(
+      `{"alg":"dir","enc":"A256GCM","kid":"k2","typ": "mcp-confirm-state+jwt"}`,
+      Buffer.from('{}'),
+      other.sealing.secretKey,
+    );
     expect(oursOpen(spaced)).toMatchObject({ reason: 'malformed' });
   });
 });
@@ -324,7 +412,27 @@ describe('only the exact text opens: every other spelling of a genuine state is 
     const { state, claims } = sealer.sealSync(INPUT);
     expect(oursOpen(state)).toEqual(claims);
     // Characters Node's base64url decoder skips, maps or truncates to an alphabet byte, and plain alphabet ones.
-    const odd = fc.constantFrom('\u0141', '\u0100', '\uFF41', '\u00C1', '\u0000', ' ', '\n', '=', '+', '/', '.', '-', '_', 'A', 'Q', 'g', 'w', '\uD800', '\u{1D400}');
+    const odd = fc.constantFrom(
+      '\u0141',
+      '\u0100',
+      '\uFF41',
+      '\u00C1',
+      '\u0000',
+      ' ',
+      '\n',
+      '=',
+      '+',
+      '/',
+      '.',
+      '-',
+      '_',
+      'A',
+      'Q',
+      'g',
+      'w',
+      '\uD800',
+      '\u{1D400}',
+    );
     const text = fc.oneof(odd, fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }));
     const edit = fc.record({ at: fc.nat(state.length), cut: fc.nat(3), insert: fc.oneof(fc.constant(''), text) });
     const openedByJose: string[] = [];

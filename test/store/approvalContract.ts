@@ -65,18 +65,26 @@ export function approvalStoreContract(name: string, makeStore: MakeStore): void 
       expect(await s.approvalByJti(a.jti, t0 + 1_000)).toBeUndefined();
       const b = approval({ expiresAtMs: t0 + 1_000 });
       await s.openApproval(b, t0);
-      expect(await s.decideApproval(b.id, { status: 'approved', approver: 'ann', credentialId: 'c1' }, t0 + 1_000)).toBe('expired');
+      expect(
+        await s.decideApproval(b.id, { status: 'approved', approver: 'ann', credentialId: 'c1' }, t0 + 1_000),
+      ).toBe('expired');
     });
 
     it('records a decision once: approved with approver, credential and time; a second decision is refused', async () => {
       const s = await make();
       const a = approval();
       await s.openApproval(a, t0);
-      expect(await s.decideApproval(a.id, { status: 'approved', approver: 'ann', credentialId: 'cred-1' }, t0 + 5)).toBe('decided');
-      expect(await s.decideApproval(a.id, { status: 'declined', approver: '', credentialId: '' }, t0 + 6)).toBe('already-decided');
+      expect(
+        await s.decideApproval(a.id, { status: 'approved', approver: 'ann', credentialId: 'cred-1' }, t0 + 5),
+      ).toBe('decided');
+      expect(await s.decideApproval(a.id, { status: 'declined', approver: '', credentialId: '' }, t0 + 6)).toBe(
+        'already-decided',
+      );
       const r = await s.approvalByJti(a.jti, t0 + 7);
       expect(r).toMatchObject({ status: 'approved', approver: 'ann', credentialId: 'cred-1', decidedAtMs: t0 + 5 });
-      expect(await s.decideApproval(newId(), { status: 'declined', approver: '', credentialId: '' }, t0)).toBe('unknown');
+      expect(await s.decideApproval(newId(), { status: 'declined', approver: '', credentialId: '' }, t0)).toBe(
+        'unknown',
+      );
     });
 
     it('gives exactly one decided to 16 concurrent decisions', async () => {
@@ -85,7 +93,13 @@ export function approvalStoreContract(name: string, makeStore: MakeStore): void 
       await s.openApproval(a, t0);
       const outcomes = await Promise.all(
         Array.from({ length: 16 }, (_, i) =>
-          s.decideApproval(a.id, i % 2 ? { status: 'declined', approver: '', credentialId: '' } : { status: 'approved', approver: `a${i}`, credentialId: 'c' }, t0 + 1),
+          s.decideApproval(
+            a.id,
+            i % 2
+              ? { status: 'declined', approver: '', credentialId: '' }
+              : { status: 'approved', approver: `a${i}`, credentialId: 'c' },
+            t0 + 1,
+          ),
         ),
       );
       expect(outcomes.filter((o) => o === 'decided')).toHaveLength(1);
@@ -111,8 +125,10 @@ export function approvalStoreContract(name: string, makeStore: MakeStore): void 
       const mine = Array.from({ length: 50 }, () => newId());
       for (const [i, c] of mine.entries()) await s.putChallenge(c, 'approval-a', t0 + 60_000 + i, t0 + i);
       // The newest eight of approval-a are there; every older one was dropped.
-      for (const c of mine.slice(0, 50 - MAX_CHALLENGES_PER_APPROVAL)) expect(await s.takeChallenge(c, t0 + 100)).toBeUndefined();
-      for (const c of mine.slice(50 - MAX_CHALLENGES_PER_APPROVAL)) expect(await s.takeChallenge(c, t0 + 100)).toBe('approval-a');
+      for (const c of mine.slice(0, 50 - MAX_CHALLENGES_PER_APPROVAL))
+        expect(await s.takeChallenge(c, t0 + 100)).toBeUndefined();
+      for (const c of mine.slice(50 - MAX_CHALLENGES_PER_APPROVAL))
+        expect(await s.takeChallenge(c, t0 + 100)).toBe('approval-a');
       expect(MAX_CHALLENGES_PER_APPROVAL).toBe(8);
       // approval-b's challenge survived fifty of approval-a's.
       expect(await s.takeChallenge(other, t0 + 100)).toBe('approval-b');

@@ -83,7 +83,11 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         id: recordId(),
         audience: 'files',
         principal: 'alice',
-        slots: Array.from({ length: calls }, (_, i) => ({ key: slotKey(), tool: 'delete_file', identity: JSON.stringify({ path: `/srv/cache/${i}.tmp`, dev: 2049, ino: 200 + i }) })),
+        slots: Array.from({ length: calls }, (_, i) => ({
+          key: slotKey(),
+          tool: 'delete_file',
+          identity: JSON.stringify({ path: `/srv/cache/${i}.tmp`, dev: 2049, ino: 200 + i }),
+        })),
         approver: 'client',
         createdAtMs: t0,
         expiresAtMs: t0 + TTL,
@@ -94,14 +98,20 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
     /** A grant created by spending a fresh confirmation of its principal (at `t0 + 1`). */
     async function granted(store: ConfirmStore, over: Partial<NewGrant> = {}): Promise<NewGrant> {
       const g = newGrant(over);
-      expect(await store.spendGranting(await issued(store, g.principal), t0 + 1, g)).toEqual({ spend: 'spent', created: 'created' });
+      expect(await store.spendGranting(await issued(store, g.principal), t0 + 1, g)).toEqual({
+        spend: 'spent',
+        created: 'created',
+      });
       return g;
     }
 
     /** A plan created by spending a fresh confirmation of its principal (at `t0 + 1`). */
     async function planned(store: ConfirmStore, over: Partial<NewPlan> & { calls?: number } = {}): Promise<NewPlan> {
       const p = newPlan(over);
-      expect(await store.spendPlanning(await issued(store, p.principal), t0 + 1, p)).toEqual({ spend: 'spent', created: 'created' });
+      expect(await store.spendPlanning(await issued(store, p.principal), t0 + 1, p)).toEqual({
+        spend: 'spent',
+        created: 'created',
+      });
       return p;
     }
 
@@ -129,7 +139,8 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         expect(await s.spend(late, t0 + 1_001)).toBe('unknown');
         // Control: only the first grant exists.
         expect(ids(await s.findGrants({}, t0 + 3))).toEqual([first.id]);
-        for (const g of [third, fourth]) expect(await s.takeGrantUse(g.id, t0 + 3)).toEqual({ taken: false, reason: 'unknown' });
+        for (const g of [third, fourth])
+          expect(await s.takeGrantUse(g.id, t0 + 3)).toEqual({ taken: false, reason: 'unknown' });
       });
 
       it("answers full at the principal's bound and spends the jti anyway; another principal still gets one (control)", async () => {
@@ -149,7 +160,10 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         const s = await make({ maxGrantsPerPrincipal: 100, maxGrants: 3 });
         for (let i = 0; i < 3; i++) await granted(s, { principal: `p${i}` });
         const jti = await issued(s, 'p-new');
-        expect(await s.spendGranting(jti, t0 + 1, newGrant({ principal: 'p-new' }))).toEqual({ spend: 'spent', created: 'full' });
+        expect(await s.spendGranting(jti, t0 + 1, newGrant({ principal: 'p-new' }))).toEqual({
+          spend: 'spent',
+          created: 'full',
+        });
         expect(await s.spend(jti, t0 + 2)).toBe('already-spent');
         expect(await s.findGrants({}, t0 + 2)).toHaveLength(3);
       });
@@ -197,11 +211,24 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         const expiring = await granted(s, { createdAtMs: t0 - 700, expiresAtMs: t0 + 10 });
         expect(await s.takeGrantUse(used.id, t0 + 2)).toMatchObject({ taken: true, usesLeft: 0 });
         expect(await s.revokeGrant(revoked.id, t0 + 2)).toBe('revoked');
-        expect(ids(await s.findGrants({}, t0 + 9))).toEqual([expiring.id, bobs.id, early.id, tieA.id, tieB.id, late.id]);
+        expect(ids(await s.findGrants({}, t0 + 9))).toEqual([
+          expiring.id,
+          bobs.id,
+          early.id,
+          tieA.id,
+          tieB.id,
+          late.id,
+        ]);
         expect(ids(await s.findGrants({}, t0 + 10))).toEqual([bobs.id, early.id, tieA.id, tieB.id, late.id]);
         expect(ids(await s.findGrants({ principal: 'alice' }, t0 + 10))).toEqual([early.id, tieA.id, tieB.id, late.id]);
-        expect(ids(await s.findGrants({ principal: 'alice', tool: 'delete_file' }, t0 + 10))).toEqual([tieA.id, tieB.id, late.id]);
-        expect(ids(await s.findGrants({ principal: 'alice', tool: 'delete_file', audience: 'files' }, t0 + 10))).toEqual([tieB.id, late.id]);
+        expect(ids(await s.findGrants({ principal: 'alice', tool: 'delete_file' }, t0 + 10))).toEqual([
+          tieA.id,
+          tieB.id,
+          late.id,
+        ]);
+        expect(
+          ids(await s.findGrants({ principal: 'alice', tool: 'delete_file', audience: 'files' }, t0 + 10)),
+        ).toEqual([tieB.id, late.id]);
         expect(ids(await s.findGrants({ audience: 'other' }, t0 + 10))).toEqual([tieA.id]);
         expect(ids(await s.findGrants({ tool: 'write_file' }, t0 + 10))).toEqual([early.id]);
         expect(await s.findGrants({ principal: 'carol' }, t0 + 10)).toEqual([]);
@@ -222,9 +249,15 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
           approver: `ann ${odd}`,
           maxUses: 1_000_000,
         });
-        expect(await s.findGrants({ principal: odd, audience: `aud ${odd}`, tool: `tool ${odd}` }, t0 + 2)).toEqual([stored(g, 999_999)]);
+        expect(await s.findGrants({ principal: odd, audience: `aud ${odd}`, tool: `tool ${odd}` }, t0 + 2)).toEqual([
+          stored(g, 999_999),
+        ]);
         expect(await s.findGrants({ principal: odd.slice(0, -1) }, t0 + 2)).toEqual([]);
-        expect(await s.takeGrantUse(g.id, t0 + 2)).toEqual({ taken: true, usesLeft: 999_998, expiresAtMs: g.expiresAtMs });
+        expect(await s.takeGrantUse(g.id, t0 + 2)).toEqual({
+          taken: true,
+          usesLeft: 999_998,
+          expiresAtMs: g.expiresAtMs,
+        });
       });
 
       it('counts takes down: with maxUses 3 (the approving call was the first use) two takes, then exhausted', async () => {
@@ -275,7 +308,9 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         const g = await granted(s, { maxUses: 2 });
         const outcomes = await Promise.all(Array.from({ length: 16 }, () => s.takeGrantUse(g.id, t0 + 2)));
         expect(outcomes.filter((o) => o.taken)).toEqual([{ taken: true, usesLeft: 0, expiresAtMs: g.expiresAtMs }]);
-        expect(outcomes.filter((o) => !o.taken)).toEqual(Array.from({ length: 15 }, () => ({ taken: false, reason: 'exhausted' })));
+        expect(outcomes.filter((o) => !o.taken)).toEqual(
+          Array.from({ length: 15 }, () => ({ taken: false, reason: 'exhausted' })),
+        );
       });
 
       it('gives each of 40 concurrent takes of a grant of 21 uses left a distinct count, 20 exhausted', async () => {
@@ -349,7 +384,8 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
           // A grant with this id is in the store already.
           { id: existing.id },
         ];
-        for (const over of bad) await expect(s.spendGranting(jti, t0 + 1, newGrant(over))).rejects.toBeInstanceOf(RangeError);
+        for (const over of bad)
+          await expect(s.spendGranting(jti, t0 + 1, newGrant(over))).rejects.toBeInstanceOf(RangeError);
         await expect(s.spendGranting(jti, Number.NaN, newGrant())).rejects.toBeInstanceOf(RangeError);
         await expect(s.spendGranting(jti, t0 + 1, null as unknown as NewGrant)).rejects.toBeInstanceOf(RangeError);
         expect(await s.spend(jti, t0 + 2)).toBe('spent');
@@ -373,7 +409,13 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         const s = await make();
         const p = await planned(s, { calls: 3 });
         const [k0, k1, k2] = p.slots.map((slot) => slot.key);
-        expect(await s.takePlanSlot(k1!, t0 + 2)).toEqual({ planId: p.id, index: 1, identity: p.slots[1]!.identity, slotsLeft: 2, expiresAtMs: p.expiresAtMs });
+        expect(await s.takePlanSlot(k1!, t0 + 2)).toEqual({
+          planId: p.id,
+          index: 1,
+          identity: p.slots[1]!.identity,
+          slotsLeft: 2,
+          expiresAtMs: p.expiresAtMs,
+        });
         expect(await s.takePlanSlot(k1!, t0 + 3)).toBeUndefined();
         expect(await s.takePlanSlot(slotKey(), t0 + 3)).toBeUndefined();
         expect(await s.takePlanSlot(k0!, t0 + 4)).toMatchObject({ planId: p.id, index: 0, slotsLeft: 1 });
@@ -402,7 +444,9 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         const s = await make();
         const p = await planned(s, { calls: 2 });
         const got = await Promise.all(Array.from({ length: 16 }, () => s.takePlanSlot(p.slots[0]!.key, t0 + 2)));
-        expect(got.filter((g) => g !== undefined)).toEqual([{ planId: p.id, index: 0, identity: p.slots[0]!.identity, slotsLeft: 1, expiresAtMs: p.expiresAtMs }]);
+        expect(got.filter((g) => g !== undefined)).toEqual([
+          { planId: p.id, index: 0, identity: p.slots[0]!.identity, slotsLeft: 1, expiresAtMs: p.expiresAtMs },
+        ]);
         // Control: the plan's other slot is still there, once.
         expect(await s.takePlanSlot(p.slots[1]!.key, t0 + 3)).toMatchObject({ planId: p.id, slotsLeft: 0 });
       });
@@ -413,8 +457,20 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         const slot = (identity: string) => [{ key, tool: 'delete_file', identity }];
         const later = await planned(s, { slots: slot('later'), expiresAtMs: t0 + 20_000 });
         const sooner = await planned(s, { slots: slot('sooner'), expiresAtMs: t0 + 10_000 });
-        expect(await s.takePlanSlot(key, t0 + 2)).toEqual({ planId: sooner.id, index: 0, identity: 'sooner', slotsLeft: 0, expiresAtMs: t0 + 10_000 });
-        expect(await s.takePlanSlot(key, t0 + 3)).toEqual({ planId: later.id, index: 0, identity: 'later', slotsLeft: 0, expiresAtMs: t0 + 20_000 });
+        expect(await s.takePlanSlot(key, t0 + 2)).toEqual({
+          planId: sooner.id,
+          index: 0,
+          identity: 'sooner',
+          slotsLeft: 0,
+          expiresAtMs: t0 + 10_000,
+        });
+        expect(await s.takePlanSlot(key, t0 + 3)).toEqual({
+          planId: later.id,
+          index: 0,
+          identity: 'later',
+          slotsLeft: 0,
+          expiresAtMs: t0 + 20_000,
+        });
         expect(await s.takePlanSlot(key, t0 + 4)).toBeUndefined();
         // Of two expiring together, the lower id; an expired one never gives it.
         const [low, high] = [recordId(), recordId()].sort();
@@ -444,7 +500,10 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         expect(await s.takePlanSlot(refused.slots[0]!.key, t0 + 2)).toBeUndefined();
         const bobs = await planned(s, { principal: 'bob', expiresAtMs: t0 + 5_000 });
         const carols = await issued(s, 'carol');
-        expect(await s.spendPlanning(carols, t0 + 2, newPlan({ principal: 'carol' }))).toEqual({ spend: 'spent', created: 'full' });
+        expect(await s.spendPlanning(carols, t0 + 2, newPlan({ principal: 'carol' }))).toEqual({
+          spend: 'spent',
+          created: 'full',
+        });
         // Alice's plan ends with its last slot: her place is free again.
         expect(await s.takePlanSlot(p.slots[0]!.key, t0 + 3)).toMatchObject({ slotsLeft: 1 });
         expect(await s.spendPlanning(await issued(s), t0 + 3, newPlan())).toEqual({ spend: 'spent', created: 'full' });
@@ -452,18 +511,42 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         await planned(s);
         // Bob's plan expires at t0 + 5,000: from then on, not before, carol's fits.
         const carol = newPlan({ principal: 'carol', createdAtMs: t0 + 4_999, expiresAtMs: t0 + 4_999 + TTL });
-        expect(await s.spendPlanning(await issued(s, 'carol'), t0 + 4_999, carol)).toEqual({ spend: 'spent', created: 'full' });
+        expect(await s.spendPlanning(await issued(s, 'carol'), t0 + 4_999, carol)).toEqual({
+          spend: 'spent',
+          created: 'full',
+        });
         const carol2 = newPlan({ principal: 'carol', createdAtMs: t0 + 5_000, expiresAtMs: t0 + 5_000 + TTL });
-        expect(await s.spendPlanning(await issued(s, 'carol'), t0 + 5_000, carol2)).toEqual({ spend: 'spent', created: 'created' });
+        expect(await s.spendPlanning(await issued(s, 'carol'), t0 + 5_000, carol2)).toEqual({
+          spend: 'spent',
+          created: 'created',
+        });
         expect(await s.takePlanSlot(bobs.slots[0]!.key, t0 + 5_000)).toBeUndefined();
       });
 
       it('keeps a slot identity byte for byte (bars, newlines, non-ASCII, the longest), and opaque principals', async () => {
         const s = await make();
         const identity = `{"path":"/a|b\\n|c é 🙂","x":"${'i'.repeat(MAX_GRANT_TEXT_LENGTH - 40)}"}`;
-        const p = await planned(s, { principal: 'p:q|{r}:: é 🙂', slots: [{ key: slotKey(), tool: 't|x', identity }, { key: slotKey(), tool: 'delete_file', identity: '' }] });
-        expect(await s.takePlanSlot(p.slots[0]!.key, t0 + 2)).toEqual({ planId: p.id, index: 0, identity, slotsLeft: 1, expiresAtMs: p.expiresAtMs });
-        expect(await s.takePlanSlot(p.slots[1]!.key, t0 + 2)).toEqual({ planId: p.id, index: 1, identity: '', slotsLeft: 0, expiresAtMs: p.expiresAtMs });
+        const p = await planned(s, {
+          principal: 'p:q|{r}:: é 🙂',
+          slots: [
+            { key: slotKey(), tool: 't|x', identity },
+            { key: slotKey(), tool: 'delete_file', identity: '' },
+          ],
+        });
+        expect(await s.takePlanSlot(p.slots[0]!.key, t0 + 2)).toEqual({
+          planId: p.id,
+          index: 0,
+          identity,
+          slotsLeft: 1,
+          expiresAtMs: p.expiresAtMs,
+        });
+        expect(await s.takePlanSlot(p.slots[1]!.key, t0 + 2)).toEqual({
+          planId: p.id,
+          index: 1,
+          identity: '',
+          slotsLeft: 0,
+          expiresAtMs: p.expiresAtMs,
+        });
       });
 
       it('refuses a malformed plan with RangeError before spending: the jti stays outstanding and a plain spend afterwards spends it', async () => {
@@ -479,7 +562,12 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
           { approver: '' },
           { slots: [] },
           { slots: Array.from({ length: MAX_PLAN_SLOTS + 1 }, () => ({ ...slot, key: slotKey() })) },
-          { slots: [{ ...slot, key }, { ...slot, key }] },
+          {
+            slots: [
+              { ...slot, key },
+              { ...slot, key },
+            ],
+          },
           { slots: [{ ...slot, key: 'not-a-key' }] },
           { slots: [{ ...slot, tool: '' }] },
           { slots: [{ ...slot, identity: 'i'.repeat(MAX_GRANT_TEXT_LENGTH + 1) }] },
@@ -488,11 +576,15 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
           { createdAtMs: Number.NaN },
           { id: existing.id },
         ];
-        for (const over of bad) await expect(s.spendPlanning(jti, t0 + 1, newPlan(over))).rejects.toBeInstanceOf(RangeError);
+        for (const over of bad)
+          await expect(s.spendPlanning(jti, t0 + 1, newPlan(over))).rejects.toBeInstanceOf(RangeError);
         expect(await s.spend(jti, t0 + 2)).toBe('spent');
         // Control: a well-formed plan of the largest size is created.
         const largest = await planned(s, { calls: MAX_PLAN_SLOTS });
-        expect(await s.takePlanSlot(largest.slots[MAX_PLAN_SLOTS - 1]!.key, t0 + 2)).toMatchObject({ index: MAX_PLAN_SLOTS - 1, slotsLeft: MAX_PLAN_SLOTS - 1 });
+        expect(await s.takePlanSlot(largest.slots[MAX_PLAN_SLOTS - 1]!.key, t0 + 2)).toMatchObject({
+          index: MAX_PLAN_SLOTS - 1,
+          slotsLeft: MAX_PLAN_SLOTS - 1,
+        });
       });
     });
 

@@ -39,7 +39,8 @@ async function go(m: Extract<Message, { type: 'go' }>): Promise<void> {
         issued.push(jti);
       } catch (error) {
         const e = error as { code?: string; message?: string };
-        if (e.code === 'ERR_CONFIRM_CAPACITY') refused[e.message?.includes('for this principal') ? 'principal' : 'total']++;
+        if (e.code === 'ERR_CONFIRM_CAPACITY')
+          refused[e.message?.includes('for this principal') ? 'principal' : 'total']++;
         else errors.push(`${e.code ?? ''} ${e.message ?? String(error)}`);
       }
     }),
@@ -53,7 +54,12 @@ process.on('message', (raw) => {
     import('../../src/store/sqlite.js').then(
       ({ SqliteLedger }) => {
         // A deadline far beyond the race: contended issues wait (without blocking) for the write lock.
-        ledger = new SqliteLedger({ path: m.path, maxPerPrincipal: m.maxPerPrincipal, maxTotal: m.maxTotal, timeoutMs: 60_000 });
+        ledger = new SqliteLedger({
+          path: m.path,
+          maxPerPrincipal: m.maxPerPrincipal,
+          maxTotal: m.maxTotal,
+          timeoutMs: 60_000,
+        });
         process.send?.({ type: 'ready' });
       },
       (e: unknown) => process.send?.({ type: 'fatal', error: String(e) }),

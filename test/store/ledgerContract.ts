@@ -281,7 +281,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger, options: { 
         expect(await store.auditHead(path())).toBeUndefined();
       });
 
-      it('moves a trail\'s head forward and never back: a lower or equal seq of the same trail changes nothing', async () => {
+      it("moves a trail's head forward and never back: a lower or equal seq of the same trail changes nothing", async () => {
         const store = await heads();
         const p = path();
         const trail = trailId();
@@ -328,7 +328,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger, options: { 
           [p, { ...good, seq: 1.5 }],
           [p, { ...good, mac: 'not|a|mac' }],
         ];
-        for (const [where, head] of bad) await expect(store.recordAuditHead(where, head)).rejects.toBeInstanceOf(RangeError);
+        for (const [where, head] of bad)
+          await expect(store.recordAuditHead(where, head)).rejects.toBeInstanceOf(RangeError);
         await expect(store.auditHead('/a/\uD800')).rejects.toBeInstanceOf(RangeError);
         expect(await store.auditHead(p)).toBeUndefined();
         // Control: the well-formed head is recorded.

@@ -37,7 +37,9 @@ describe('MemoryLedger', () => {
     await ledger.issue(old, 'alice', t0 + 1_000, t0);
     await expect(ledger.issue(randomUUID(), 'alice', t0 + TTL, t0 + 999)).rejects.toBeInstanceOf(ConfirmCapacityError);
     await ledger.issue(randomUUID(), 'alice', t0 + TTL, t0 + 1_000);
-    await expect(ledger.issue(randomUUID(), 'alice', t0 + TTL, t0 + 1_001)).rejects.toBeInstanceOf(ConfirmCapacityError);
+    await expect(ledger.issue(randomUUID(), 'alice', t0 + TTL, t0 + 1_001)).rejects.toBeInstanceOf(
+      ConfirmCapacityError,
+    );
     expect(await ledger.spend(old, t0 + 1_002)).toBe('unknown');
     expect(ledger.size).toBe(2);
   });

@@ -26,16 +26,26 @@ async function readsThePreviousRecords(store: ConfirmStore): Promise<void> {
   const later = FIXTURE.nowMs + 5_000;
   // The spent confirmation stays spent, and its jti cannot be issued again.
   expect(await store.spend(FIXTURE.spentJti, later)).toBe('already-spent');
-  await expect(store.issue(FIXTURE.spentJti, FIXTURE.principal, FIXTURE.expiresAtMs, later)).rejects.toThrow(RangeError);
+  await expect(store.issue(FIXTURE.spentJti, FIXTURE.principal, FIXTURE.expiresAtMs, later)).rejects.toThrow(
+    RangeError,
+  );
   expect(await store.spend(FIXTURE.spentJti, later)).toBe('already-spent');
   // Control: the outstanding one spends exactly once.
   expect(await store.spend(FIXTURE.outstandingJti, later)).toBe('spent');
   expect(await store.spend(FIXTURE.outstandingJti, later)).toBe('already-spent');
   // The approval is read as it was decided, and is not decided again.
   const record = await store.approvalByJti(FIXTURE.approval.jti, later);
-  expect(record).toEqual({ ...FIXTURE.approval, expiresAtMs: FIXTURE.expiresAtMs, status: 'approved', decidedAtMs: FIXTURE.nowMs + 2_000, ...FIXTURE.approver });
+  expect(record).toEqual({
+    ...FIXTURE.approval,
+    expiresAtMs: FIXTURE.expiresAtMs,
+    status: 'approved',
+    decidedAtMs: FIXTURE.nowMs + 2_000,
+    ...FIXTURE.approver,
+  });
   expect(await store.approvalById(FIXTURE.approval.id, later)).toEqual(record);
-  expect(await store.decideApproval(FIXTURE.approval.id, { status: 'declined', approver: '', credentialId: '' }, later)).toBe('already-decided');
+  expect(
+    await store.decideApproval(FIXTURE.approval.id, { status: 'declined', approver: '', credentialId: '' }, later),
+  ).toBe('already-decided');
   // The audit head is the one recorded.
   expect(await store.auditHead(FIXTURE.auditHead.path)).toEqual(FIXTURE.auditHead.head);
 }
@@ -58,12 +68,17 @@ describe('a store written by the previous version (f150933)', () => {
     const schemaOf = (): Array<{ type: string; name: string; sql: string | null }> => {
       const db = new Database(path, { readonly: true });
       try {
-        return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{ type: string; name: string; sql: string | null }>;
+        return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{
+          type: string;
+          name: string;
+          sql: string | null;
+        }>;
       } finally {
         db.close();
       }
     };
-    const ours = (o: { name: string }): boolean => /^(sqlite_autoindex_)?mcp_confirm_(grants|plans|plan_slots)(_|$)/.test(o.name);
+    const ours = (o: { name: string }): boolean =>
+      /^(sqlite_autoindex_)?mcp_confirm_(grants|plans|plan_slots)(_|$)/.test(o.name);
     const before = schemaOf();
     expect(before.filter(ours)).toEqual([]);
     const store = new SqliteLedger({ path });
@@ -86,21 +101,46 @@ describe('a store written by the previous version (f150933)', () => {
         expiresAtMs: now + 60_000,
       };
       // The old tombstone refuses to create a grant, as it refuses a spend.
-      expect(await store.spendGranting(FIXTURE.spentJti, now, grant)).toEqual({ spend: 'already-spent', created: 'none' });
+      expect(await store.spendGranting(FIXTURE.spentJti, now, grant)).toEqual({
+        spend: 'already-spent',
+        created: 'none',
+      });
       const jti = 'current-version-grant-jti-0000000000';
       await store.issue(jti, FIXTURE.principal, now + 60_000, now);
       expect(await store.spendGranting(jti, now, grant)).toEqual({ spend: 'spent', created: 'created' });
-      expect(await store.takeGrantUse(grant.id, now + 1)).toEqual({ taken: true, usesLeft: 0, expiresAtMs: grant.expiresAtMs });
+      expect(await store.takeGrantUse(grant.id, now + 1)).toEqual({
+        taken: true,
+        usesLeft: 0,
+        expiresAtMs: grant.expiresAtMs,
+      });
       expect(await store.takeGrantUse(grant.id, now + 2)).toEqual({ taken: false, reason: 'exhausted' });
       const planJti = 'current-version-plan-jti-00000000000';
       await store.issue(planJti, FIXTURE.principal, now + 60_000, now);
       const key = digest();
-      const plan = { id: id(), audience: 'mcp-confirm', principal: FIXTURE.principal, slots: [{ key, tool: 'delete_file', identity: '{}' }], approver: 'client', createdAtMs: now, expiresAtMs: now + 60_000 };
+      const plan = {
+        id: id(),
+        audience: 'mcp-confirm',
+        principal: FIXTURE.principal,
+        slots: [{ key, tool: 'delete_file', identity: '{}' }],
+        approver: 'client',
+        createdAtMs: now,
+        expiresAtMs: now + 60_000,
+      };
       expect(await store.spendPlanning(planJti, now, plan)).toEqual({ spend: 'spent', created: 'created' });
-      expect(await store.takePlanSlot(key, now + 1)).toEqual({ planId: plan.id, index: 0, identity: '{}', slotsLeft: 0, expiresAtMs: plan.expiresAtMs });
+      expect(await store.takePlanSlot(key, now + 1)).toEqual({
+        planId: plan.id,
+        index: 0,
+        identity: '{}',
+        slotsLeft: 0,
+        expiresAtMs: plan.expiresAtMs,
+      });
       const after = schemaOf();
       expect(after.filter((o) => !ours(o))).toEqual(before);
-      expect(after.filter((o) => ours(o) && o.type === 'table').map((o) => o.name)).toEqual(['mcp_confirm_grants', 'mcp_confirm_plan_slots', 'mcp_confirm_plans']);
+      expect(after.filter((o) => ours(o) && o.type === 'table').map((o) => o.name)).toEqual([
+        'mcp_confirm_grants',
+        'mcp_confirm_plan_slots',
+        'mcp_confirm_plans',
+      ]);
       // The records the previous version wrote read as before.
       await readsThePreviousRecords(store);
     } finally {
@@ -110,7 +150,10 @@ describe('a store written by the previous version (f150933)', () => {
 
   it('Redis: the current store reads the keys in the previous layout (restored with their TTLs), refuses its spent confirmation, spends its outstanding one once, reads its approval and audit head', async () => {
     const url = process.env['REDIS_URL'];
-    if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+    if (!url)
+      throw new Error(
+        'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+      );
     const written = JSON.parse(readFileSync(join(FIXTURES, 'redis.json'), 'utf8')) as {
       namespace: string;
       keys: { key: string; type: string; pttl: number; value: unknown }[];

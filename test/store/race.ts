@@ -162,10 +162,12 @@ export async function raceTakes(opts: {
           expiresAtMs: nowMs + 300_000,
         });
       }
-      if ((created as { created?: string }).created !== 'created') throw new Error(`round ${round}: nothing created (${JSON.stringify(created)})`);
+      if ((created as { created?: string }).created !== 'created')
+        throw new Error(`round ${round}: nothing created (${JSON.stringify(created)})`);
       const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
       const startAtMs = Date.now() + 30;
-      for (const c of children) c.send({ type: 'take', kind: opts.kind, target, attempts: opts.attempts, nowMs: nowMs + 1, startAtMs });
+      for (const c of children)
+        c.send({ type: 'take', kind: opts.kind, target, attempts: opts.attempts, nowMs: nowMs + 1, startAtMs });
       const result: TakeRoundResult = { target, taken: 0, refused: {}, errors: [] };
       for (const r of await Promise.all(replies)) {
         if (r.type !== 'taken') throw new Error('unexpected reply');
@@ -225,16 +227,22 @@ export async function raceIssues(opts: {
   attempts: number;
 }): Promise<IssueRaceResult[]> {
   const children = Array.from({ length: opts.processes }, () =>
-    fork(ISSUE_WORKER, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    fork(ISSUE_WORKER, [], {
+      cwd: REPO,
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
   );
   try {
     const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
-    for (const c of children) c.send({ type: 'open', path: opts.path, maxPerPrincipal: opts.maxPerPrincipal, maxTotal: opts.maxTotal });
+    for (const c of children)
+      c.send({ type: 'open', path: opts.path, maxPerPrincipal: opts.maxPerPrincipal, maxTotal: opts.maxTotal });
     for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
     const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
     const nowMs = Date.now();
     const startAtMs = nowMs + 30;
-    for (const c of children) c.send({ type: 'go', principals: opts.principals, attempts: opts.attempts, nowMs, startAtMs });
+    for (const c of children)
+      c.send({ type: 'go', principals: opts.principals, attempts: opts.attempts, nowMs, startAtMs });
     return (await Promise.all(replies)) as unknown as IssueRaceResult[];
   } finally {
     await stopWorkers(children);

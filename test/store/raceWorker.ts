@@ -20,10 +20,16 @@ import type { ConfirmStore } from '../../src/store/confirmStore.js';
 import type { SpendOutcome } from '../../src/store/ledger.js';
 
 type OpenMessage =
-  | { type: 'open'; store: 'sqlite'; path: string }
-  | { type: 'open'; store: 'redis'; url: string; namespace: string };
+  { type: 'open'; store: 'sqlite'; path: string } | { type: 'open'; store: 'redis'; url: string; namespace: string };
 type GoMessage = { type: 'go'; jti: string; attempts: number; nowMs: number; startAtMs: number };
-type TakeMessage = { type: 'take'; kind: 'grant' | 'plan'; target: string; attempts: number; nowMs: number; startAtMs: number };
+type TakeMessage = {
+  type: 'take';
+  kind: 'grant' | 'plan';
+  target: string;
+  attempts: number;
+  nowMs: number;
+  startAtMs: number;
+};
 type Message = OpenMessage | GoMessage | TakeMessage | { type: 'exit' };
 
 let ledger: ConfirmStore | undefined;

@@ -18,7 +18,10 @@ import { ISSUE_SCRIPT as PREVIOUS_ISSUE, SPEND_SCRIPT as PREVIOUS_SPEND } from '
  */
 function redisUrl(): string {
   const url = process.env.REDIS_URL;
-  if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+  if (!url)
+    throw new Error(
+      'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+    );
   return url;
 }
 
@@ -27,7 +30,6 @@ const ns = (): string => `test-${randomUUID()}`;
 function openLedger(options: Partial<RedisLedgerOptions> = {}): Promise<RedisLedger> {
   return RedisLedger.open({ url: redisUrl(), namespace: ns(), connectTimeoutMs: 3_000, ...options });
 }
-
 
 async function rawClient(url = redisUrl()) {
   const client = createClient({ url, commandOptions: { timeout: 0 } });
@@ -221,7 +223,9 @@ describe('RedisLedger', () => {
       // The 2,049th spend went beyond the cap: the 3 oldest tombstones (excess 1 + slack 2) were dropped.
       expect(await raw.lLen(`mcp-confirm:{${namespace}}:spent-order`)).toBe(2046);
       for (const id of ids.slice(0, 3)) expect(await raw.exists(`mcp-confirm:{${namespace}}:jti:${id}`)).toBe(0);
-      const outcomes = await Promise.all([ids[0]!, ids[1]!, ids[2]!, ids[3]!, ids[2048]!].map((id) => ledger.spend(id, now)));
+      const outcomes = await Promise.all(
+        [ids[0]!, ids[1]!, ids[2]!, ids[3]!, ids[2048]!].map((id) => ledger.spend(id, now)),
+      );
       expect(outcomes).toEqual(['unknown', 'unknown', 'unknown', 'already-spent', 'already-spent']);
     } finally {
       await raw.close();
@@ -247,12 +251,16 @@ describe('RedisLedger', () => {
         return t;
       };
       const alice = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => settle((i % 2 === 0 ? a : b).issue(randomUUID(), 'alice', now + 60_000, now))),
+        Array.from({ length: 40 }, (_, i) =>
+          settle((i % 2 === 0 ? a : b).issue(randomUUID(), 'alice', now + 60_000, now)),
+        ),
       );
       expect(tally(alice)).toEqual({ issued: 5, ERR_CONFIRM_CAPACITY: 35 });
       expect(await raw.zCard(`mcp-confirm:{${namespace}}:p:alice`)).toBe(5);
       const others = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => settle((i % 2 === 0 ? a : b).issue(randomUUID(), `user-${i}`, now + 60_000, now))),
+        Array.from({ length: 40 }, (_, i) =>
+          settle((i % 2 === 0 ? a : b).issue(randomUUID(), `user-${i}`, now + 60_000, now)),
+        ),
       );
       expect(tally(others)).toEqual({ issued: 3, ERR_CONFIRM_CAPACITY: 37 });
       expect(await raw.zCard(`mcp-confirm:{${namespace}}:out`)).toBe(8);
@@ -295,7 +303,9 @@ describe('RedisLedger', () => {
       await ledger.issue(jti, 'alice', now + 60_000, now);
       expect(await raw.get(`mcp-confirm:{${namespace}}:jti:${jti}`)).toBe(`o|${now + 60_000}|alice`);
       expect(await raw.zScore(`mcp-confirm:{${namespace}}:p:alice`, jti)).toBe(now + 60_000);
-      expect((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now)) as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+      expect(
+        ((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now))) as { code?: string }).code,
+      ).toBe('ERR_CONFIRM_CAPACITY');
       expect(await ledger.spend(jti, now)).toBe('spent');
       expect(await raw.lRange(`mcp-confirm:{${namespace}}:spent-order`, 0, -1)).toEqual([jti]);
       expect(await ledger.spend(jti, now)).toBe('already-spent');
@@ -310,18 +320,52 @@ describe('RedisLedger', () => {
     const DAY_MS = '86400000';
 
     /** An issue by a process still running the previous scripts (default bounds); its reply. */
-    function previousIssue(raw: Raw, namespace: string, jti: string, principal: string, expiresAtMs: number, nowMs: number, maxPerPrincipal = 1_000): Promise<unknown> {
+    function previousIssue(
+      raw: Raw,
+      namespace: string,
+      jti: string,
+      principal: string,
+      expiresAtMs: number,
+      nowMs: number,
+      maxPerPrincipal = 1_000,
+    ): Promise<unknown> {
       const p = `mcp-confirm:{${namespace}}:`;
       const px = String(expiresAtMs - nowMs + 60_000);
-      return raw.sendCommand(['EVAL', PREVIOUS_ISSUE, '3', `${p}jti:${jti}`, `${p}out`, `${p}p:${principal}`,
-        jti, principal, String(expiresAtMs), String(nowMs), px, String(maxPerPrincipal), '100000', DAY_MS]);
+      return raw.sendCommand([
+        'EVAL',
+        PREVIOUS_ISSUE,
+        '3',
+        `${p}jti:${jti}`,
+        `${p}out`,
+        `${p}p:${principal}`,
+        jti,
+        principal,
+        String(expiresAtMs),
+        String(nowMs),
+        px,
+        String(maxPerPrincipal),
+        '100000',
+        DAY_MS,
+      ]);
     }
 
     /** A spend by a process still running the previous scripts; its reply. */
     function previousSpend(raw: Raw, namespace: string, jti: string, nowMs: number): Promise<unknown> {
       const p = `mcp-confirm:{${namespace}}:`;
-      return raw.sendCommand(['EVAL', PREVIOUS_SPEND, '3', `${p}jti:${jti}`, `${p}out`, `${p}spent-order`,
-        jti, String(nowMs), `${p}p:`, '100000', `${p}jti:`, DAY_MS]);
+      return raw.sendCommand([
+        'EVAL',
+        PREVIOUS_SPEND,
+        '3',
+        `${p}jti:${jti}`,
+        `${p}out`,
+        `${p}spent-order`,
+        jti,
+        String(nowMs),
+        `${p}p:`,
+        '100000',
+        `${p}jti:`,
+        DAY_MS,
+      ]);
     }
 
     it('an outstanding entry of the previous format counts toward the bound and spends exactly once under 32 concurrent spends, then frees its slot', async () => {
@@ -358,8 +402,12 @@ describe('RedisLedger', () => {
         expect(await previousIssue(raw, namespace, byPrevious, 'alice', now + 60_000, now, 2)).toBe('issued');
         await ledger.issue(byCurrent, 'alice', now + 60_000, now);
         // Both count toward one bound, whichever version asks.
-        expect(await previousIssue(raw, namespace, randomUUID(), 'alice', now + 60_000, now, 2)).toBe('capacity-principal');
-        expect((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now)) as { code?: string }).code).toBe('ERR_CONFIRM_CAPACITY');
+        expect(await previousIssue(raw, namespace, randomUUID(), 'alice', now + 60_000, now, 2)).toBe(
+          'capacity-principal',
+        );
+        expect(
+          ((await rejection(ledger.issue(randomUUID(), 'alice', now + 60_000, now))) as { code?: string }).code,
+        ).toBe('ERR_CONFIRM_CAPACITY');
         for (const jti of [byPrevious, byCurrent]) {
           const outcomes = await Promise.all([
             ...Array.from({ length: 16 }, () => ledger.spend(jti, now + 1)),
@@ -711,7 +759,20 @@ describe('RedisLedger grants and plans', () => {
       expect(await ledger.spendGranting(j1, now, g)).toEqual({ spend: 'spent', created: 'created' });
       expect(await ledger.spendPlanning(j2, now, p)).toEqual({ spend: 'spent', created: 'created' });
       expect((await raw.keys(k('*'))).sort()).toEqual(
-        [`jti:${j1}`, `jti:${j2}`, 'spent-order', `gr:${g.id}`, 'gr-live', 'gr-p:ali:ce', `pl:${p.id}`, 'pl-live', 'pl-p:ali:ce', ...p.slots.map((slot) => `pl-s:${slot.key}`)].map(k).sort(),
+        [
+          `jti:${j1}`,
+          `jti:${j2}`,
+          'spent-order',
+          `gr:${g.id}`,
+          'gr-live',
+          'gr-p:ali:ce',
+          `pl:${p.id}`,
+          'pl-live',
+          'pl-p:ali:ce',
+          ...p.slots.map((slot) => `pl-s:${slot.key}`),
+        ]
+          .map(k)
+          .sort(),
       );
       // The ledger's own keys are as a plain spend leaves them.
       expect(await raw.get(k(`jti:${j1}`))).toBe('s|');
@@ -772,7 +833,9 @@ describe('RedisLedger grants and plans', () => {
       expect(await raw.hGet(k(`pl:${p.id}`), 'left')).toBe('1');
       expect(await raw.hExists(k(`pl:${p.id}`), `x:${p.slots[0]!.key}`)).toBe(0);
       await ledger.takePlanSlot(p.slots[1]!.key, now + 1);
-      expect((await raw.keys(k('*'))).sort()).toEqual([`jti:${j1}`, `jti:${j2}`, 'spent-order', `gr:${g.id}`, 'gr-ended'].map(k).sort());
+      expect((await raw.keys(k('*'))).sort()).toEqual(
+        [`jti:${j1}`, `jti:${j2}`, 'spent-order', `gr:${g.id}`, 'gr-ended'].map(k).sort(),
+      );
     } finally {
       await raw.close();
       await ledger.close();
@@ -782,8 +845,16 @@ describe('RedisLedger grants and plans', () => {
   it("runs the ledger's spend script, byte for byte, as a local function of the spendGranting and spendPlanning scripts", () => {
     const prefix = 'mcp-confirm:{x}:';
     const spend = spendScript(prefix, 100_000);
-    expect(spendGrantingScript(prefix, 100_000, { maxGrantsPerPrincipal: 16, maxGrants: 10_000 }).startsWith(`\nlocal function spend()\n${spend}\nend\n`)).toBe(true);
-    expect(spendPlanningScript(prefix, 100_000, { maxPlansPerPrincipal: 16, maxPlans: 10_000 }).startsWith(`\nlocal function spend()\n${spend}\nend\n`)).toBe(true);
+    expect(
+      spendGrantingScript(prefix, 100_000, { maxGrantsPerPrincipal: 16, maxGrants: 10_000 }).startsWith(
+        `\nlocal function spend()\n${spend}\nend\n`,
+      ),
+    ).toBe(true);
+    expect(
+      spendPlanningScript(prefix, 100_000, { maxPlansPerPrincipal: 16, maxPlans: 10_000 }).startsWith(
+        `\nlocal function spend()\n${spend}\nend\n`,
+      ),
+    ).toBe(true);
   });
 
   it('reloads its grant and plan scripts after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
@@ -819,7 +890,19 @@ describe('RedisLedger grants and plans', () => {
     ];
 
     it('rejects every grant and plan method with ERR_CONFIRM_LEDGER_UNAVAILABLE on an unexpected reply', async () => {
-      for (const reply of [42, null, 'SPENT', 'ok', ['spent'], { spent: true }, '', 'spent|maybe', 'unknown|created', 'taken|x|y', '{"a":1}']) {
+      for (const reply of [
+        42,
+        null,
+        'SPENT',
+        'ok',
+        ['spent'],
+        { spent: true },
+        '',
+        'spent|maybe',
+        'unknown|created',
+        'taken|x|y',
+        '{"a":1}',
+      ]) {
         const ledger = new RedisLedger({ client: fakeClient(async () => reply) });
         for (const call of calls(ledger, Date.now())) expectUnavailable(await rejection(call));
       }
@@ -833,7 +916,8 @@ describe('RedisLedger grants and plans', () => {
       });
       const rejecting = new RedisLedger({ client: fakeClient(async () => Promise.reject(new Error('ERR something'))) });
       const silent = new RedisLedger({ client: fakeClient(() => new Promise(() => {})), timeoutMs: 100 });
-      for (const ledger of [throwing, rejecting, silent]) for (const call of calls(ledger, Date.now())) expectUnavailable(await rejection(call));
+      for (const ledger of [throwing, rejecting, silent])
+        for (const call of calls(ledger, Date.now())) expectUnavailable(await rejection(call));
     });
 
     it('rejects a take of a corrupted grant with ERR_CONFIRM_LEDGER_UNAVAILABLE', async () => {
@@ -885,7 +969,14 @@ describe('RedisLedger grants and plans', () => {
       const namespace = ns();
       const creator = await openLedger({ namespace });
       try {
-        const rounds = await raceTakes({ spec: { store: 'redis', url: redisUrl(), namespace }, creator, kind, processes: 4, attempts: 250, rounds: 5 });
+        const rounds = await raceTakes({
+          spec: { store: 'redis', url: redisUrl(), namespace },
+          creator,
+          kind,
+          processes: 4,
+          attempts: 250,
+          rounds: 5,
+        });
         expect(rounds).toHaveLength(5);
         for (const r of rounds) {
           expect(r.errors).toEqual([]);

@@ -5,8 +5,13 @@ import { approvalStoreContract } from './approvalContract.js';
 /** Missing or unreachable Redis is a failure, never a skip. */
 function redisUrl(): string {
   const url = process.env.REDIS_URL;
-  if (!url) throw new Error('REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT');
+  if (!url)
+    throw new Error(
+      'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+    );
   return url;
 }
 
-approvalStoreContract('RedisLedger', () => RedisLedger.open({ url: redisUrl(), namespace: `test-${randomUUID()}`, connectTimeoutMs: 3_000 }));
+approvalStoreContract('RedisLedger', () =>
+  RedisLedger.open({ url: redisUrl(), namespace: `test-${randomUUID()}`, connectTimeoutMs: 3_000 }),
+);

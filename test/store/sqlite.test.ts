@@ -131,7 +131,9 @@ describe('SqliteLedger', () => {
     await ledger.sweep(now + 1_000);
     const db = new Database(path, { readonly: true });
     expect(db.prepare('SELECT count(*) AS n FROM mcp_confirm_ledger').get()).toEqual({ n: 1 });
-    expect(db.prepare("SELECT scope, name, n FROM mcp_confirm_ledger_counts WHERE n <> 0 ORDER BY scope, name").all()).toEqual([
+    expect(
+      db.prepare('SELECT scope, name, n FROM mcp_confirm_ledger_counts WHERE n <> 0 ORDER BY scope, name').all(),
+    ).toEqual([
       { scope: 'principal', name: 'bob', n: 1 },
       { scope: 'total', name: '', n: 1 },
     ]);
@@ -383,13 +385,22 @@ describe('SqliteLedger', () => {
 
   it('issues exactly maxPerPrincipal for one principal when 4 processes fire 30 concurrent issues each: 25 issued, 95 refused for the principal', async () => {
     const path = freshPath();
-    const results = await raceIssues({ path, maxPerPrincipal: 25, maxTotal: 1_000, principals: ['alice'], processes: 4, attempts: 30 });
+    const results = await raceIssues({
+      path,
+      maxPerPrincipal: 25,
+      maxTotal: 1_000,
+      principals: ['alice'],
+      processes: 4,
+      attempts: 30,
+    });
     expect(results.flatMap((r) => r.errors)).toEqual([]);
     expect(results.flatMap((r) => r.issued)).toHaveLength(25);
     expect(results.reduce((n, r) => n + r.refused.principal, 0)).toBe(95);
     expect(results.reduce((n, r) => n + r.refused.total, 0)).toBe(0);
     const check = new Database(path, { readonly: true });
-    expect(check.prepare("SELECT count(*) AS n FROM mcp_confirm_ledger WHERE spent = 0 AND principal = 'alice'").get()).toEqual({ n: 25 });
+    expect(
+      check.prepare("SELECT count(*) AS n FROM mcp_confirm_ledger WHERE spent = 0 AND principal = 'alice'").get(),
+    ).toEqual({ n: 25 });
     check.close();
   });
 
@@ -397,7 +408,13 @@ describe('SqliteLedger', () => {
     const path = freshPath();
     const issuer = new SqliteLedger({ path });
     try {
-      const rounds = await raceSpends({ spec: { store: 'sqlite', path }, issuer, processes: 4, attempts: 250, rounds: 10 });
+      const rounds = await raceSpends({
+        spec: { store: 'sqlite', path },
+        issuer,
+        processes: 4,
+        attempts: 250,
+        rounds: 10,
+      });
       expect(rounds).toHaveLength(10);
       for (const r of rounds) {
         expect(r.errors).toEqual([]);
@@ -430,7 +447,11 @@ describe('SqliteLedger audit heads', () => {
   const schemaOf = (path: string): Array<{ type: string; name: string; sql: string | null }> => {
     const db = new Database(path, { readonly: true });
     try {
-      return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{ type: string; name: string; sql: string | null }>;
+      return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{
+        type: string;
+        name: string;
+        sql: string | null;
+      }>;
     } finally {
       db.close();
     }
@@ -442,7 +463,16 @@ describe('SqliteLedger audit heads', () => {
     const now = Date.now();
     const id = randomUUID();
     await ledger.issue(id, 'p', now + 60_000, now);
-    await ledger.openApproval({ id: randomUUID().replaceAll('-', ''), jti: randomUUID(), principal: 'p', view: '{}', expiresAtMs: now + 60_000 }, now);
+    await ledger.openApproval(
+      {
+        id: randomUUID().replaceAll('-', ''),
+        jti: randomUUID(),
+        principal: 'p',
+        view: '{}',
+        expiresAtMs: now + 60_000,
+      },
+      now,
+    );
     const before = schemaOf(path);
     // A read finds no head and leaves the file as it was.
     expect(await ledger.auditHead('/log/trail.jsonl')).toBeUndefined();
@@ -452,7 +482,9 @@ describe('SqliteLedger audit heads', () => {
     const after = schemaOf(path);
     // Only the new table was added; every other object is as it was, its SQL text included.
     expect(after.filter((o) => !o.name.startsWith('mcp_confirm_audit_heads'))).toEqual(before);
-    expect(after.filter((o) => o.name.startsWith('mcp_confirm_audit_heads')).map((o) => [o.type, o.name])).toEqual([['table', 'mcp_confirm_audit_heads']]);
+    expect(after.filter((o) => o.name.startsWith('mcp_confirm_audit_heads')).map((o) => [o.type, o.name])).toEqual([
+      ['table', 'mcp_confirm_audit_heads'],
+    ]);
     expect(await ledger.spend(id, now + 1)).toBe('spent');
     await ledger.close();
     // Another connection (another process's view) reads the same head.
@@ -466,7 +498,11 @@ describe('SqliteLedger grants and plans', () => {
   const schemaOf = (path: string): Array<{ type: string; name: string; sql: string | null }> => {
     const db = new Database(path, { readonly: true });
     try {
-      return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{ type: string; name: string; sql: string | null }>;
+      return db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all() as Array<{
+        type: string;
+        name: string;
+        sql: string | null;
+      }>;
     } finally {
       db.close();
     }
@@ -505,7 +541,8 @@ describe('SqliteLedger grants and plans', () => {
     const g = grant(now);
     expect(await ledger.spendGranting(jti, now, g)).toEqual({ spend: 'spent', created: 'created' });
     const after = schemaOf(path);
-    const ours = (o: { name: string }): boolean => /^(sqlite_autoindex_)?mcp_confirm_(grants|plans|plan_slots)(_|$)/.test(o.name);
+    const ours = (o: { name: string }): boolean =>
+      /^(sqlite_autoindex_)?mcp_confirm_(grants|plans|plan_slots)(_|$)/.test(o.name);
     expect(after.filter((o) => !ours(o))).toEqual(before);
     expect(after.filter(ours).map((o) => [o.type, o.name])).toEqual([
       ['index', 'mcp_confirm_grants_ended'],
@@ -524,7 +561,9 @@ describe('SqliteLedger grants and plans', () => {
       ['table', 'mcp_confirm_plans'],
     ]);
     const db = new Database(path, { readonly: true });
-    expect(db.prepare('SELECT id, principal, uses_left, revoked FROM mcp_confirm_grants').all()).toEqual([{ id: g.id, principal: 'alice', uses_left: 2, revoked: 0 }]);
+    expect(db.prepare('SELECT id, principal, uses_left, revoked FROM mcp_confirm_grants').all()).toEqual([
+      { id: g.id, principal: 'alice', uses_left: 2, revoked: 0 },
+    ]);
     db.close();
     await ledger.close();
     // Another connection (another process's view) sees the grant and takes its uses.
@@ -612,7 +651,14 @@ describe('SqliteLedger grants and plans', () => {
       const path = freshPath();
       const creator = new SqliteLedger({ path });
       try {
-        const rounds = await raceTakes({ spec: { store: 'sqlite', path }, creator, kind, processes: 4, attempts: 250, rounds: 5 });
+        const rounds = await raceTakes({
+          spec: { store: 'sqlite', path },
+          creator,
+          kind,
+          processes: 4,
+          attempts: 250,
+          rounds: 5,
+        });
         expect(rounds).toHaveLength(5);
         for (const r of rounds) {
           expect(r.errors).toEqual([]);

@@ -38,7 +38,8 @@ export async function holdWriteLock(path: string): Promise<WriteLock> {
       lines.push(check);
       check();
       void exited.then((code) => {
-        if (!out.split('\n').includes(line)) reject(new Error(`lock holder exited with ${code} before "${line}": ${err}`));
+        if (!out.split('\n').includes(line))
+          reject(new Error(`lock holder exited with ${code} before "${line}": ${err}`));
       });
     });
   await printed('locked');
