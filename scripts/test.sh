@@ -43,6 +43,8 @@ fi
 npm run --silent build >&2 || fail_early "build (tsc -p tsconfig.build.json)"
 # After the build: tests import the package by name (its exports map points into dist/).
 npx tsc --noEmit -p . >&2 || fail_early "typecheck (tsc --noEmit)"
+# The formatter (prettier, pinned) over the code of src/, test/, bench/ and scripts/: `npm run format` fixes it.
+npm run --silent format:check >&2 || fail_early "format check (npm run format:check; npm run format fixes it)"
 
 read -r REDIS_PORT REDIS_PID < <(scripts/start-redis.sh) || true
 [ -n "${REDIS_PID:-}" ] || fail_early "start redis-server"
