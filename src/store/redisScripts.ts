@@ -209,15 +209,21 @@ return 'spent|created'
  * The takeGrantUse script of one ledger. KEYS: grant (`…gr:ID`). ARGV: nowMs.
  * Answers `'unknown'`, `'expired'`, `'revoked'`, `'exhausted'` (the first that applies), or
  * `'taken|USES_LEFT|EXPIRES_AT_MS'` after taking one use; the last use takes the grant out of the
- * live zsets into `gr-ended`.
+ * live zsets into `gr-ended`. A record that is not as the store writes it (`left`, `exp`, `max` not
+ * whole decimal numbers, `left > max`, `revoked` neither `'0'` nor `'1'`, no principal) is an error,
+ * never a use: the same record that `findGrants` and `revokeGrant` would not see as live.
  */
 export function takeGrantUseScript(prefix: string, maxGrants: number): string {
   return `${endedGrantLua(prefix, maxGrants)}
-local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal')
+local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal', 'max')
 if not v[1] and not v[2] then return 'unknown' end
-local left = tonumber(v[1])
-local exp = tonumber(v[2])
-if not left or not exp or not v[4] then return redis.error_reply('ERR mcp-confirm: unexpected grant value') end
+local function whole(s) return s and string.match(s, '^%d+$') and tonumber(s) end
+local left = whole(v[1])
+local exp = whole(v[2])
+local max = whole(v[5])
+if not left or not exp or not max or left > max or not v[4] or (v[3] ~= '0' and v[3] ~= '1') then
+  return redis.error_reply('ERR mcp-confirm: unexpected grant value')
+end
 local now = tonumber(ARGV[1])
 if now >= exp then return 'expired' end
 if v[3] == '1' then return 'revoked' end

@@ -920,7 +920,7 @@ describe('RedisLedger grants and plans', () => {
         for (const call of calls(ledger, Date.now())) expectUnavailable(await rejection(call));
     });
 
-    it('rejects a take of a corrupted grant with ERR_CONFIRM_LEDGER_UNAVAILABLE', async () => {
+    it('rejects a take of a corrupted grant (a count, an expiry, a revoked flag no store writes) with ERR_CONFIRM_LEDGER_UNAVAILABLE, never a use', async () => {
       const namespace = ns();
       const ledger = await openLedger({ namespace });
       const raw = await rawClient();
@@ -932,6 +932,45 @@ describe('RedisLedger grants and plans', () => {
         await ledger.spendGranting(jti, now, g);
         await raw.hSet(`mcp-confirm:{${namespace}}:gr:${g.id}`, 'left', 'many');
         expectUnavailable(await rejection(ledger.takeGrantUse(g.id, now + 1)));
+        // Records no store writes (found by the attack review): each refused, never a use.
+        const corruptions: [string, string | null][] = [
+          ['revoked', null],
+          ['revoked', 'yes'],
+          ['left', '1e9'],
+          ['left', '0x10'],
+          ['left', '3'], // above maxUses - 1 is still <= max; 4 is above max
+          ['left', '4'],
+          ['exp', `${now + 30_000}.5`],
+        ];
+        for (const [field, value] of corruptions) {
+          const j = randomUUID();
+          await ledger.issue(j, 'ali:ce', now + 60_000, now);
+          const c = grant(now);
+          await ledger.spendGranting(j, now, c);
+          const key = `mcp-confirm:{${namespace}}:gr:${c.id}`;
+          if (value === null) await raw.hDel(key, field);
+          else await raw.hSet(key, field, value);
+          if (field === 'left' && value === '3') {
+            // control: a count within maxUses is taken
+            expect(await ledger.takeGrantUse(c.id, now + 1)).toEqual({
+              taken: true,
+              usesLeft: 2,
+              expiresAtMs: c.expiresAtMs,
+            });
+            continue;
+          }
+          expectUnavailable(await rejection(ledger.takeGrantUse(c.id, now + 1)));
+        }
+        // control: an untouched grant gives its use
+        const j = randomUUID();
+        await ledger.issue(j, 'ali:ce', now + 60_000, now);
+        const ok = grant(now);
+        await ledger.spendGranting(j, now, ok);
+        expect(await ledger.takeGrantUse(ok.id, now + 1)).toEqual({
+          taken: true,
+          usesLeft: 1,
+          expiresAtMs: ok.expiresAtMs,
+        });
       } finally {
         await raw.close();
         await ledger.close();
