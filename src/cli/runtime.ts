@@ -20,6 +20,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import type { ApprovalEvent, PasskeyApproval } from '../approval/passkey.js';
 import type { AuditLog } from '../audit/auditLog.js';
+import type { Listening } from '../http/listen.js';
 import type { ConfirmationOptions, ConfirmEvent } from '../guard/confirmation.js';
 import type { KeyRing } from '../state/keyRing.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
@@ -233,7 +234,7 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
     serving: Serving,
     closeFirst: () => Promise<void> = async () => {},
     stopped?: () => void,
-  ): void => {
+  ): (() => void) => {
     let stopping: Promise<void> | undefined;
     const stop = (reason: StopReason): void => {
       stopping ??= (async () => {
@@ -244,9 +245,17 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
         process.exit(0);
       })();
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    if (serving.input) process.stdin.once('end', () => stop('end of input'));
+    const onInt = (): void => stop('SIGINT');
+    const onTerm = (): void => stop('SIGTERM');
+    const onEnd = (): void => stop('end of input');
+    process.once('SIGINT', onInt);
+    process.once('SIGTERM', onTerm);
+    if (serving.input) process.stdin.once('end', onEnd);
+    return () => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      process.stdin.off('end', onEnd);
+    };
   };
 
   return {
@@ -274,34 +283,43 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
     async serveHttp(factory, served, details, closeFirst = async () => {}) {
       if (!http || !flags.http || !opened || !metrics) throw new TypeError('serveHttp needs --http');
       const spec = flags.http;
-      let listening;
-      try {
-        listening = await http.serveHttp(spec, factory, {
-          ledger: opened,
-          metrics,
-          log,
-          served,
-          ...(details !== undefined ? { details } : {}),
-          ...(approval ? { approval } : {}),
-        });
-      } catch (e) {
-        // Not serving (the address is taken): close everything, so the process can exit.
-        await closeFirst().catch(() => {});
-        await close();
-        throw e;
-      }
-      const drained = listening;
-      runUntilStopped(
+      // The signal handlers are in place before the port is bound: the serving line is logged as it
+      // binds, and a supervisor that reads it and signals at once must find the drain, not Node's
+      // default (death by the signal). A signal before the bind ends waits for it.
+      let bound: (listening: Listening | undefined) => void = () => {};
+      const binding = new Promise<Listening | undefined>((resolve) => (bound = resolve));
+      const removeHandlers = runUntilStopped(
         {
           input: false,
           end: async (signal) => {
+            const listening = await binding;
+            if (!listening) return;
             log(`${signal}: no longer accepting; draining in-flight requests (up to ${spec.drainMs / 1000}s)`);
-            if (!(await drained.close(spec.drainMs))) log('drain deadline reached; remaining requests were cut off');
+            if (!(await listening.close(spec.drainMs))) log('drain deadline reached; remaining requests were cut off');
           },
         },
         closeFirst,
         () => log('stopped'),
       );
+      try {
+        bound(
+          await http.serveHttp(spec, factory, {
+            ledger: opened,
+            metrics,
+            log,
+            served,
+            ...(details !== undefined ? { details } : {}),
+            ...(approval ? { approval } : {}),
+          }),
+        );
+      } catch (e) {
+        // Not serving (the address is taken): close everything, so the process can exit.
+        bound(undefined);
+        removeHandlers();
+        await closeFirst().catch(() => {});
+        await close();
+        throw e;
+      }
     },
     runUntilStopped: (serving, closeFirst) => runUntilStopped(serving, closeFirst),
     close,
