@@ -390,7 +390,8 @@ export type ConfigErrorCode =
   | 'ERR_CONFIG_BIND_ADDRESS'
   | 'ERR_CONFIG_ALLOWED_HOSTS'
   | 'ERR_CONFIG_JWKS'
-  | 'ERR_CONFIG_POLICY';
+  | 'ERR_CONFIG_POLICY'
+  | 'ERR_CONFIG_GRANT';
 
 /**
  * A start-up or configuration refusal: a root that cannot be served, an approvers file that cannot

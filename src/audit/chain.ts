@@ -44,7 +44,13 @@ export const AUDIT_GENESIS = 'mcp-confirm/v1/audit-genesis';
  * - `refused`: refused with `code` (an `ERR_CONFIRM_*` code; `outcome` `internal-error` when no code applies);
  * - `acted`: the action was done, written after it;
  * - `failed`: the action was refused or failed after the confirmation (`code`, or `outcome` `internal-error`);
- * - `states-refused`: `count` states refused by the verify hook (JSON-RPC -32602) since the previous such line (or the start of the trail).
+ * - `states-refused`: `count` states refused by the verify hook (JSON-RPC -32602) since the previous such line (or the start of the trail);
+ * - `granted`: a confirmed call also created a grant (`grant`: its id; `outcome`: its scope as the human read it), written before the action;
+ * - `acted-under-grant`: a call took one use of grant `grant` and is about to act, without a question (`outcome`: the uses left), written before the action;
+ * - `grant-exhausted`: that use was the grant's last (`grant`);
+ * - `grant-revoked`: grant `grant` was revoked (on the approval page; `approver` who revoked it);
+ * - `plan-approved`: a plan was approved (`grant`: the plan's id; `outcome`: its number of calls); nothing is done by it;
+ * - `acted-under-plan`: a call took its slot of plan `grant` and is about to act, without a question (`outcome`: the slots left), written before the action.
  */
 export type AuditEventName =
   | 'asked'
@@ -56,7 +62,13 @@ export type AuditEventName =
   | 'refused'
   | 'acted'
   | 'failed'
-  | 'states-refused';
+  | 'states-refused'
+  | 'granted'
+  | 'acted-under-grant'
+  | 'grant-exhausted'
+  | 'grant-revoked'
+  | 'plan-approved'
+  | 'acted-under-plan';
 
 /** One decision, as the guard hands it to the trail (every field present; `null` where it does not apply). */
 export interface AuditDecision {
@@ -79,6 +91,8 @@ export interface AuditDecision {
   count: number | null;
   /** With passkey approval: the enrolled approver whose passkey approved (only `confirmed`), else `null`. */
   approver: string | null;
+  /** The grant's or plan's id, only on the grant and plan lines (absent from every other line). */
+  grant?: string;
 }
 
 /** One line of the trail. */
