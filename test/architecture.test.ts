@@ -19,6 +19,7 @@ const LAYERS = [
   'state',
   'prompt',
   'store',
+  'grant',
   'fs',
   'approval',
   'audit',
