@@ -38,3 +38,12 @@ export const DEFAULT_UPSTREAM_TIMEOUT_SECONDS = 120;
  * minutes), and never past the confirmation's TTL (`ERR_CONFIRM_APPROVAL_EXPIRED` states it).
  */
 export const REDEEM_WITHIN_MS = 120_000;
+
+/** Default most uses of one grant, the approving call included: 20. */
+export const DEFAULT_GRANT_MAX_USES = 20;
+
+/** Default longest life of one grant, in seconds: 900 (15 minutes). */
+export const DEFAULT_GRANT_MAX_SECONDS = 900;
+
+/** Most calls in one plan (slots of one stored plan): 50 (the passkey page's limit; form answers are held to fewer by the guard). */
+export const MAX_PLAN_SLOTS = 50;

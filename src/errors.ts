@@ -44,7 +44,8 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_UPSTREAM_TOOL_GONE'
   | 'ERR_CONFIRM_UPSTREAM_INPUT'
   | 'ERR_CONFIRM_AUDIT_UNAVAILABLE'
-  | 'ERR_CONFIRM_APPROVAL_EXPIRED';
+  | 'ERR_CONFIRM_APPROVAL_EXPIRED'
+  | 'ERR_CONFIRM_PLAN';
 
 /**
  * Base class of every refusal. `code` is stable; `message` is a fixed sentence. Each code has its
@@ -316,6 +317,24 @@ export class ConfirmApprovalExpiredError extends ConfirmError {
 }
 
 /**
+ * A plan (`confirm_plan`) cannot be asked or stored: a call names a tool this server does not
+ * confirm, repeats another call, has arguments its tool refuses, or its tool's round-1 checks
+ * refused it (the message names the call by number and tool, and carries that refusal); too many
+ * calls or too many bytes of arguments for the way the human answers; or the store holds as many
+ * live plans for this principal as it may. Nothing was approved or done.
+ */
+export class ConfirmPlanError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_PLAN';
+  /**
+   * @param reason - the sentence saying what is wrong (it may carry a rendered tool name and another
+   *   refusal's code and sentence, never an argument value).
+   */
+  constructor(reason: string) {
+    super('ERR_CONFIRM_PLAN', `${reason} Nothing was approved or done.`);
+  }
+}
+
+/**
  * The audit trail (`--audit`, `AuditLog`) could not record a decision line,
  * so the decision is refused rather than left unrecorded (fail closed): a
  * confirmed action whose "confirmed" line cannot be written is not done.
@@ -363,7 +382,8 @@ export type AnyConfirmError =
   | ConfirmUpstreamToolGoneError
   | ConfirmUpstreamInputError
   | ConfirmAuditUnavailableError
-  | ConfirmApprovalExpiredError;
+  | ConfirmApprovalExpiredError
+  | ConfirmPlanError;
 
 // Every code has its subclass, and every subclass a code of the list: checked at compile time.
 const EVERY_CODE_HAS_ITS_CLASS: [ConfirmErrorCode] extends [AnyConfirmError['code']]

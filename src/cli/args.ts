@@ -6,8 +6,23 @@
  *
  * @module
  */
-import { DEFAULT_APPROVAL_WAIT_SECONDS, DEFAULT_AUDIENCE, DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS } from '../defaults.js';
-import { EXIT_USAGE, parseFlags, UsageError, type ArgToken, type FlagValues, type OptionTable } from './common.js';
+import {
+  DEFAULT_APPROVAL_WAIT_SECONDS,
+  DEFAULT_AUDIENCE,
+  DEFAULT_GRANT_MAX_SECONDS,
+  DEFAULT_GRANT_MAX_USES,
+  DEFAULT_TTL_SECONDS,
+  MAX_TTL_SECONDS,
+} from '../defaults.js';
+import {
+  EXIT_USAGE,
+  parseFlags,
+  UsageError,
+  wholeSeconds,
+  type ArgToken,
+  type FlagValues,
+  type OptionTable,
+} from './common.js';
 import { HTTP_USAGE } from './httpArgs.js';
 import {
   AUDIT_USAGE,
@@ -35,7 +50,8 @@ export const USAGE = `Usage:
   mcp-confirm --root DIR [--root DIR ...] [--audience NAME] [--ttl SECONDS]
               [--key-file PATH] [--ledger memory|sqlite:PATH|redis://HOST:PORT[/DB]]
               [--approval form|passkey] [--approvers PATH] [--approval-port PORT]
-              [--approval-wait SECONDS]
+              [--approval-wait SECONDS] [--grants same-directory|subtree] [--grant-max-uses N]
+              [--grant-max-seconds SECONDS] [--plans]
       Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
   mcp-confirm --root DIR ... --http HOST:PORT [HTTP options] --approval passkey --approvers PATH
               --public-url URL [--approval-wait SECONDS]
@@ -73,6 +89,14 @@ Options:
                     approve for over --http with --auth-issuer. Default: local (stdio, or --http without tokens).
   --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: ${DEFAULT_APPROVAL_WAIT_SECONDS}
                            (below the 60 s request timeout of the MCP SDKs' clients).
+  --grants MATCHER  Offer a grant in each question: "this call, or calls like it, for a while".
+                    same-directory: any file directly in the approved file's directory; subtree: in it
+                    or below it (the directory pinned by device and inode). Default: no grants.
+  --grant-max-uses N  (with --grants) Most deletions one grant allows, the approving one included
+                    (1 to 1000000). Default: ${DEFAULT_GRANT_MAX_USES}.
+  --grant-max-seconds SECONDS  (with --grants) How long a grant lasts (1 to 86400). Default: ${DEFAULT_GRANT_MAX_SECONDS}.
+  --plans           Add the tool confirm_plan: an agent lists several deletions, the human approves them
+                    with one question, and each listed call then runs once without another.
   --yes             (demo) Answer the confirmation with yes without asking.
   --version         Print the package version and exit.
   -h, --help        Show this help.
@@ -85,6 +109,10 @@ ${AUDIT_USAGE}`;
 export interface ServeCommand extends ServingFlags {
   kind: 'serve';
   roots: string[];
+  /** `--grants` and its bounds, as a grant policy for `delete_file` (undefined: no grants). */
+  grant: { arguments: { path: 'same-directory' | 'subtree' }; maxUses: number; maxSeconds: number } | undefined;
+  /** `--plans`: register `confirm_plan`. */
+  plans: boolean;
 }
 
 /** What the command line asks for. */
@@ -105,7 +133,45 @@ const GLOBAL_OPTIONS = {
 } as const;
 
 /** The option table of serving `delete_file`: `--root` and the serving flags. */
-const SERVE_OPTIONS = { root: { type: 'string', multiple: true }, ...SERVING_OPTIONS } as const;
+const SERVE_OPTIONS = {
+  root: { type: 'string', multiple: true },
+  grants: { type: 'string' },
+  'grant-max-uses': { type: 'string' },
+  'grant-max-seconds': { type: 'string' },
+  plans: { type: 'boolean' },
+  ...SERVING_OPTIONS,
+} as const;
+
+/**
+ * `--grants`, `--grant-max-uses`, `--grant-max-seconds`: the grant policy of `delete_file`.
+ *
+ * @throws {UsageError} naming the flag: an unknown matcher, a bound that is not a whole number in
+ *   range, or a bound without `--grants`.
+ */
+function parseGrantFlags(values: {
+  grants?: string | undefined;
+  'grant-max-uses'?: string | undefined;
+  'grant-max-seconds'?: string | undefined;
+}): ServeCommand['grant'] {
+  const matcher = values.grants;
+  if (matcher === undefined) {
+    for (const flag of ['grant-max-uses', 'grant-max-seconds'] as const)
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} needs --grants same-directory|subtree`);
+    return undefined;
+  }
+  if (matcher !== 'same-directory' && matcher !== 'subtree')
+    throw new UsageError(`--grants must be same-directory or subtree, got ${JSON.stringify(matcher)}`);
+  const uses = values['grant-max-uses'];
+  let maxUses = DEFAULT_GRANT_MAX_USES;
+  if (uses !== undefined) {
+    maxUses = /^[0-9]+$/.test(uses) ? Number(uses) : Number.NaN;
+    if (!Number.isSafeInteger(maxUses) || maxUses < 1 || maxUses > 1_000_000)
+      throw new UsageError(`--grant-max-uses must be a whole number from 1 to 1000000, got ${JSON.stringify(uses)}`);
+  }
+  const seconds = values['grant-max-seconds'];
+  const maxSeconds = seconds === undefined ? DEFAULT_GRANT_MAX_SECONDS : wholeSeconds('--grant-max-seconds', seconds);
+  return { arguments: { path: matcher }, maxUses, maxSeconds };
+}
 const DEMO_OPTIONS = { yes: { type: 'boolean' } } as const;
 const KEYGEN_OPTIONS = { kid: { type: 'string' } } as const;
 
@@ -145,7 +211,13 @@ const SERVE = command({
   parse: (values) => {
     const roots = values.root ?? [];
     if (roots.length === 0) throw new UsageError('at least one --root DIR is required');
-    return { kind: 'serve', roots, ...parseServingFlags(values) };
+    return {
+      kind: 'serve',
+      roots,
+      ...parseServingFlags(values),
+      grant: parseGrantFlags(values),
+      plans: values.plans ?? false,
+    };
   },
 });
 

@@ -32,12 +32,15 @@ import {
 import { passCapabilityErrors } from '../guard/capabilityErrors.js';
 import type { ConfirmableTool, Confirmation, OpenedState } from '../guard/confirmation.js';
 import type { FileFingerprint } from '../fs/target.js';
-import { DELETE_FILE, DELETE_FILE_CONFIG, SERVER_INFO } from '../demo/deleteFileSpec.js';
+import { DELETE_FILE, DELETE_FILE_CONFIG, DeleteFileInput, SERVER_INFO } from '../demo/deleteFileSpec.js';
+import type { GrantPolicy } from '../grant/matchers.js';
 
 /** What the load yields: the confirmation layer and the tool it guards. */
 export interface LoadedDeleteFile {
   confirmation: Confirmation;
   tool: ConfirmableTool<{ path: string }, FileFingerprint>;
+  /** What may be granted for `delete_file` (undefined: no grants). */
+  grant?: GrantPolicy;
 }
 
 /** The server factory for `serveStdio` and the way to load the confirmation layer ahead of need. */
@@ -62,10 +65,14 @@ const NOT_LOADED: CallToolResult = {
  *
  * @param load - imports and builds the confirmation layer and the tool (called again after a failure).
  * @param log - one line per failed load, without the `mcp-confirm: ` prefix.
+ * @param options.plans - also register `confirm_plan` (over `delete_file`), as `Confirmation.register`
+ *   does with `plans`: its name and registration (`guard/planSpec.ts`, imported by the caller only
+ *   when plans are on). Defaults to none.
  */
 export function lazyDeleteFileServer(
   load: () => Promise<LoadedDeleteFile>,
   log: (line: string) => void,
+  options: { plans?: { name: string; config: { inputSchema: unknown } & Record<string, unknown> } } = {},
 ): LazyDeleteFileServer {
   let loading: Promise<LoadedDeleteFile> | undefined;
   const loaded = (): Promise<LoadedDeleteFile> => {
@@ -90,7 +97,8 @@ export function lazyDeleteFileServer(
       ctx: ServerContext,
     ): Promise<CallToolResult | InputRequiredResult> => {
       guarded ??= loaded().then(
-        ({ confirmation, tool }) => confirmation.guard(server, DELETE_FILE, tool),
+        ({ confirmation, tool, grant }) =>
+          confirmation.guard(server, DELETE_FILE, tool, grant === undefined ? {} : { grant }),
         (e: unknown) => {
           guarded = undefined;
           throw e;
@@ -105,6 +113,38 @@ export function lazyDeleteFileServer(
       return run(args, ctx);
     };
     server.registerTool(DELETE_FILE, DELETE_FILE_CONFIG, handler as never);
+    if (options.plans) {
+      let planned:
+        Promise<(args: never, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>> | undefined;
+      const planHandler = async (args: never, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
+        planned ??= loaded().then(
+          ({ confirmation, tool }) =>
+            confirmation.planGuard(server, (name) =>
+              name === DELETE_FILE
+                ? {
+                    tool: tool as never,
+                    parse: (value) => {
+                      const parsed = DeleteFileInput.safeParse(value);
+                      return parsed.success ? { args: parsed.data } : undefined;
+                    },
+                  }
+                : undefined,
+            ),
+          (e: unknown) => {
+            planned = undefined;
+            throw e;
+          },
+        );
+        let run;
+        try {
+          run = await planned;
+        } catch {
+          return NOT_LOADED;
+        }
+        return run(args, ctx);
+      };
+      server.registerTool(options.plans.name, options.plans.config as never, planHandler as never);
+    }
     // As Confirmation.register does: a 2026-07-28 client without elicitation gets the -32021 itself.
     passCapabilityErrors(server);
     return server;

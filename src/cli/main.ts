@@ -52,6 +52,24 @@ async function packageVersion(): Promise<string> {
   return version;
 }
 
+/** The serving line's words for `--grants` and `--plans` (`''` when neither is on), from `; `. */
+function standingText(command: ServeCommand): string {
+  const grant = command.grant;
+  return (
+    (grant ? `; grants ${grant.arguments.path} (at most ${grant.maxUses} uses, ${grant.maxSeconds}s)` : '') +
+    (command.plans ? '; plans (confirm_plan)' : '')
+  );
+}
+
+/** `confirm_plan`'s name and registration (loaded only with `--plans`). */
+async function planRegistration(): Promise<{
+  name: string;
+  config: { inputSchema: unknown } & Record<string, unknown>;
+}> {
+  const { PLAN_TOOL, PLAN_TOOL_CONFIG } = await import('../guard/planSpec.js');
+  return { name: PLAN_TOOL, config: PLAN_TOOL_CONFIG };
+}
+
 /** Diagnostics of `mcp-confirm` on stderr, one line each. */
 const log = (line: string): void => void process.stderr.write(`mcp-confirm: ${line}\n`);
 
@@ -107,24 +125,34 @@ async function serve(command: ServeCommand): Promise<void> {
     let built;
     try {
       const { createDemoServer } = await import('../demo/deleteFile.js');
-      built = await createDemoServer({ ...(await runtime.confirmationOptions()), roots: command.roots });
+      built = await createDemoServer({
+        ...(await runtime.confirmationOptions()),
+        roots: command.roots,
+        plans: command.plans,
+        ...(command.grant ? { grant: command.grant } : {}),
+      });
     } catch (e) {
       await runtime.close();
       throw usage(e);
     }
     await reportLeftovers();
-    await runtime.serveHttp(built.factory, 'delete_file');
+    const standing = standingText(command);
+    await runtime.serveHttp(built.factory, 'delete_file', standing === '' ? undefined : standing.slice(2));
     return;
   }
   const [{ serveStdio, StdioServerTransport }, lazy] = await stdioLoaded!;
-  const server = lazy.lazyDeleteFileServer(async () => {
-    const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([
-      import('../guard/confirmation.js'),
-      import('../demo/deleteFile.js'),
-    ]);
-    const confirmation = await createConfirmation(await runtime.confirmationOptions());
-    return { confirmation, tool: deleteFileTool(roots) };
-  }, log);
+  const server = lazy.lazyDeleteFileServer(
+    async () => {
+      const [{ createConfirmation }, { deleteFileTool }] = await Promise.all([
+        import('../guard/confirmation.js'),
+        import('../demo/deleteFile.js'),
+      ]);
+      const confirmation = await createConfirmation({ ...(await runtime.confirmationOptions()), plans: command.plans });
+      return { confirmation, tool: deleteFileTool(roots), ...(command.grant ? { grant: command.grant } : {}) };
+    },
+    log,
+    command.plans ? { plans: await planRegistration() } : {},
+  );
   // The leftovers report and then the "serving" line, once: after the first answer (an MCP host waits
   // for it), at the end of stdin, or at once for a person at a terminal. A stop waits for them, so
   // neither is lost.
@@ -134,7 +162,7 @@ async function serve(command: ServeCommand): Promise<void> {
       await reportLeftovers();
       const { keys, approval } = runtime;
       log(
-        `serving delete_file over stdio; roots: ${roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`,
+        `serving delete_file over stdio; roots: ${roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}${standingText(command)}`,
       );
     })().catch((e: unknown) => {
       log(e instanceof Error ? e.message : String(e));

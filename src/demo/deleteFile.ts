@@ -15,6 +15,7 @@ import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.
 import { Roots } from '../fs/roots.js';
 import { questionWith, renderPath } from '../prompt/render.js';
 import { DELETE_FILE, DELETE_FILE_CONFIG, SERVER_INFO } from './deleteFileSpec.js';
+import type { GrantPolicy } from '../grant/matchers.js';
 
 export { DeleteFileInput, SERVER_INFO } from './deleteFileSpec.js';
 
@@ -52,6 +53,48 @@ export function deleteFileQuestion(args: { path: string }, fp: FileFingerprint):
 }
 
 /**
+ * What a `delete_file` grant pins besides the path's matcher: the directory the approved file was
+ * in, by the device and inode of the root and of every directory down to it (so a directory
+ * swapped for another of the same name is not the granted one), and its path for the offer.
+ */
+export interface DirectoryPin {
+  /** `same-directory`: only files directly in it; `subtree`: in it or below it. */
+  readonly matcher: 'same-directory' | 'subtree';
+  /** Its canonical path, with a trailing `/` (what the human read). */
+  readonly directory: string;
+  /** The root's device and inode. */
+  readonly root: { readonly dev: string; readonly ino: string };
+  /** Every directory from below the root down to it, by device and inode. */
+  readonly dirs: ReadonlyArray<{ readonly dev: string; readonly ino: string }>;
+}
+
+/** The directory part of a canonical file path, with its trailing `/`. */
+function directoryOf(path: string): string {
+  return path.slice(0, path.lastIndexOf('/') + 1);
+}
+
+/** The pin of a grant for the file `fp` (`undefined`: the policy's `path` matcher pins no directory: no offer). */
+function directoryPin(fp: FileFingerprint, policy: GrantPolicy): DirectoryPin | undefined {
+  const matcher = policy.arguments['path'];
+  if (matcher !== 'same-directory' && matcher !== 'subtree') return undefined;
+  return {
+    matcher,
+    directory: directoryOf(fp.path),
+    root: { dev: fp.root.dev, ino: fp.root.ino },
+    dirs: fp.dirs.map((d) => ({ dev: d.dev, ino: d.ino })),
+  };
+}
+
+/** Whether the file `fp` (fingerprinted now) lies where the grant's pin allows, by device and inode. */
+function withinPin(pin: unknown, fp: FileFingerprint): boolean {
+  const p = pin as Partial<DirectoryPin> | null;
+  if (!p || !p.root || !Array.isArray(p.dirs)) return false;
+  if (fp.root.dev !== p.root.dev || fp.root.ino !== p.root.ino) return false;
+  if (p.matcher === 'same-directory' ? fp.dirs.length !== p.dirs.length : fp.dirs.length < p.dirs.length) return false;
+  return p.dirs.every((d, i) => fp.dirs[i]?.dev === d.dev && fp.dirs[i]?.ino === d.ino);
+}
+
+/**
  * What `delete_file` does in each round: fingerprint the file (round 1), ask the question, and
  * delete the file after re-checking it (round 2). Registered by {@link registerDeleteFile}; the
  * command line hands it to `Confirmation.guard` once the confirmation layer is loaded.
@@ -70,6 +113,16 @@ export function deleteFileTool(roots: Roots): ConfirmableTool<{ path: string }, 
       };
     },
     nothingDone: 'nothing was deleted',
+    grantPin: (_args, fp, policy) => directoryPin(fp, policy),
+    grantAccepts: (pin, _args, fp) => withinPin(pin, fp),
+    grantOffer: ({ pin, duration, policy }) => {
+      const p = pin as DirectoryPin;
+      const where =
+        p.matcher === 'same-directory'
+          ? pathQuestion`delete any file directly in ${p.directory}`
+          : pathQuestion`delete any file in ${p.directory} or below it`;
+      return `Or allow: ${where} for ${duration}, at most ${policy.maxUses} files; each is still re-checked before it is deleted.`;
+    },
     // The approval page shows both uncut: the file it resolved to and the argument as sent.
     pageValues: (args, fp) => [
       { label: 'file', value: fp.path },
@@ -84,15 +137,31 @@ export function deleteFileTool(roots: Roots): ConfirmableTool<{ path: string }, 
  * @param confirmation - the confirmation layer whose `serverOptions` the server was built with.
  * @param server - the `McpServer`.
  * @param roots - the roots fixed at start-up.
+ * @param grant - what may be granted for it (see {@link DemoServerOptions.grant}); defaults to none.
  */
-export function registerDeleteFile(confirmation: Confirmation, server: McpServer, roots: Roots): void {
-  confirmation.register(server, DELETE_FILE, DELETE_FILE_CONFIG, deleteFileTool(roots));
+export function registerDeleteFile(
+  confirmation: Confirmation,
+  server: McpServer,
+  roots: Roots,
+  grant?: GrantPolicy,
+): void {
+  confirmation.register(
+    server,
+    DELETE_FILE,
+    grant ? { ...DELETE_FILE_CONFIG, grant } : DELETE_FILE_CONFIG,
+    deleteFileTool(roots),
+  );
 }
 
 /** Options of {@link createDemoServer}. */
 export interface DemoServerOptions extends ConfirmationOptions {
   /** Root directories; the first is the base of relative paths. At least one. */
   roots: readonly string[];
+  /**
+   * What may be granted for `delete_file` (see `ConfirmableToolConfig.grant`): its `path` matcher
+   * `same-directory` or `subtree` (a directory pinned by device and inode). Defaults to none.
+   */
+  grant?: GrantPolicy;
 }
 
 /**
@@ -109,7 +178,7 @@ export async function createDemoServer(
   const confirmation = await createConfirmation(options);
   const factory = (): McpServer => {
     const server = new McpServer(SERVER_INFO, { ...confirmation.serverOptions, capabilities: { tools: {} } });
-    registerDeleteFile(confirmation, server, roots);
+    registerDeleteFile(confirmation, server, roots, options.grant);
     return server;
   };
   return { factory, confirmation, roots };

@@ -34,6 +34,46 @@ export const CONFIRM_SCHEMA: {
   required: ['confirmed'],
 };
 
+/** The value of the form's optional `scope` field that accepts the offered grant. */
+export const GRANT_SCOPE = 'grant';
+
+/**
+ * The form asked when a grant is offered ({@link ConfirmableToolConfig.grant}): {@link CONFIRM_SCHEMA}
+ * and one optional field `scope`, a titled single-select enum (spec 2026-07-28, client/elicitation,
+ * "Requested Schema": `oneOf` of `const`/`title`) of `call` ("this call", the default) and
+ * {@link GRANT_SCOPE} ("grant"). A client that ignores the field approves this call only.
+ */
+export const GRANT_OFFER_SCHEMA: {
+  type: 'object';
+  properties: {
+    confirmed: { type: 'boolean'; title: string; description: string };
+    scope: {
+      type: 'string';
+      title: string;
+      description: string;
+      oneOf: Array<{ const: string; title: string }>;
+      default: string;
+    };
+  };
+  required: string[];
+} = {
+  type: 'object',
+  properties: {
+    confirmed: CONFIRM_SCHEMA.properties.confirmed,
+    scope: {
+      type: 'string',
+      title: 'Scope',
+      description: 'this call: only the action described above. grant: also the similar calls the question offers.',
+      oneOf: [
+        { const: 'call', title: 'this call' },
+        { const: GRANT_SCOPE, title: 'grant' },
+      ],
+      default: 'call',
+    },
+  },
+  required: ['confirmed'],
+};
+
 /** An answer that confirms nothing: nothing is done, and the result says why. */
 export interface NotConfirmed {
   /** `'other'`: an accept without `confirmed === true`, or anything that is not an elicitation answer. */
@@ -52,7 +92,7 @@ export interface NotConfirmed {
  * The client's answer, read: `missing` (no answer under {@link CONFIRM_KEY}, or one of no known
  * shape: the human is asked again), `confirmed`, or one that confirms nothing ({@link NotConfirmed}).
  */
-export type Answer = { kind: 'missing' } | { kind: 'confirmed' } | NotConfirmed;
+export type Answer = { kind: 'missing' } | { kind: 'confirmed'; grant?: true } | NotConfirmed;
 
 /**
  * The answer that confirms nothing for `action`, with its sentence.
@@ -85,7 +125,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * @param options.acceptWithoutContent - whether an `accept` carrying no content confirms: with passkey
  *   approval, a URL-mode accept carries none (it says only that the human opened the page, whose
  *   record then decides). Defaults to `false`: the form's `confirmed: true` is required.
- * @returns the {@link Answer}; never throws.
+ * @returns the {@link Answer}; never throws. `grant: true` when the content also says `scope: "grant"`
+ *   (the caller honours it only when it offered a grant in a form).
  */
 export function readAnswer(
   responses: ServerContext['mcpReq']['inputResponses'],
@@ -103,7 +144,11 @@ export function readAnswer(
     view.action === 'accept' &&
     ((options.acceptWithoutContent === true && content === undefined) ||
       (isPlainObject(content) && Object.hasOwn(content, 'confirmed') && content.confirmed === true));
-  if (confirmed) return { kind: 'confirmed' };
+  // The offered grant only by an explicit `scope: "grant"` beside `confirmed: true`.
+  if (confirmed)
+    return isPlainObject(content) && Object.hasOwn(content, 'scope') && content.scope === GRANT_SCOPE
+      ? { kind: 'confirmed', grant: true }
+      : { kind: 'confirmed' };
   return notConfirmed(
     ['accept', 'decline', 'cancel'].includes(view.action) ? view.action : 'other',
     options.nothingDone,

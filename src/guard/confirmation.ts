@@ -51,7 +51,13 @@ import {
 import type { z } from 'zod';
 import type { AuditSink } from '../audit/auditLog.js';
 import type { AuditDecision, AuditEventName } from '../audit/chain.js';
-import { ConfirmError, ConfirmMismatchError, ConfirmNoElicitationError, toToolError } from '../errors.js';
+import {
+  ConfirmError,
+  ConfirmLedgerUnavailableError,
+  ConfirmMismatchError,
+  ConfirmNoElicitationError,
+  toToolError,
+} from '../errors.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { MemoryLedger } from '../store/memory.js';
 import { canonicalDigest } from '../state/digest.js';
@@ -60,7 +66,23 @@ import { DEFAULT_AUDIENCE, DEFAULT_TTL_SECONDS } from '../defaults.js';
 import { MAX_TTL_SECONDS, Sealer, StateRefusedError, type ConfirmClaims } from '../state/sealer.js';
 // Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
 import type { PasskeyApproval } from '../approval/passkey.js';
-import { CONFIRM_KEY, CONFIRM_SCHEMA, readAnswer, type NotConfirmed } from './answer.js';
+import type { ApprovalRecord } from '../store/approvalStore.js';
+import type { NewPlan } from '../store/grantStore.js';
+import { checkGrantPolicy, argumentsAccepted, grantPolicyDigest, type GrantPolicy } from '../grant/matchers.js';
+import { MAX_PLAN_SLOTS } from '../store/grantStore.js';
+import { CONFIRM_KEY, CONFIRM_SCHEMA, GRANT_OFFER_SCHEMA, readAnswer, type NotConfirmed } from './answer.js';
+import {
+  grantOffer,
+  grantRecord,
+  scopeOf,
+  timeLeftText,
+  withNote,
+  newRecordId,
+  type GrantOffer,
+  type GrantTerms,
+} from './grants.js';
+import { planTool, type PlanEntry, type PlanHooks } from './plans.js';
+import { PLAN_TOOL, PLAN_TOOL_CONFIG, type PlanArgs } from './planSpec.js';
 import { passCapabilityErrors } from './capabilityErrors.js';
 import { clientCapabilities, noElicitationError } from './capabilities.js';
 import { passkeyRound } from './passkeyRound.js';
@@ -80,6 +102,8 @@ export type ConfirmEvent =
     }
   | { type: 'confirmed'; tool: string; approver?: string }
   | { type: 'approval-pending'; tool: string }
+  /** A confirmed call also created a grant (`'granted'`), or a call acted under a grant or plan slot without a question. */
+  | { type: 'granted' | 'acted-under-grant' | 'grant-exhausted' | 'plan-approved' | 'acted-under-plan'; tool: string }
   | { type: 'internal-error'; tool: string; error: unknown };
 
 /** Options of {@link createConfirmation}. */
@@ -144,7 +168,22 @@ export interface ConfirmationOptions {
    * a shared ledger (SqliteLedger on one host, RedisLedger across hosts)."
    */
   unknownHint?: string;
+  /**
+   * Plans ("these exact calls, once each"): `true` registers the tool `confirm_plan` on every server
+   * a tool is registered on with {@link Confirmation.register}. Its input is
+   * `{calls: [{tool, arguments}]}`, each a tool registered with `register` on that server; one
+   * question lists them all, and an approved plan lets each listed call be made once, exactly as
+   * listed, until the TTL, without a question (still re-checked against what the human saw). At most
+   * {@link MAX_PLAN_CALLS_FORM} calls and {@link MAX_PLAN_ARGUMENT_BYTES} bytes of arguments when
+   * the human answers in a form, {@link MAX_PLAN_SLOTS} with passkey approval. Defaults to `false`.
+   */
+  plans?: boolean;
 }
+
+/** Most calls in one plan answered in a form (a host may cut a long question): 10. */
+export const MAX_PLAN_CALLS_FORM = 10;
+/** Most bytes of arguments (UTF-8 of their JSON) in one plan answered in a form: 65,536 (64 KiB). */
+export const MAX_PLAN_ARGUMENT_BYTES = 65_536;
 
 /** What {@link ConfirmableTool.act} receives besides the arguments. */
 export interface ActContext<F> {
@@ -198,6 +237,26 @@ export interface ConfirmableTool<A, F = null> {
    * top-level string argument, labelled by its name.
    */
   pageValues?(args: A, fingerprint: F): Array<{ label: string; value: string }>;
+  /**
+   * Grants: what a grant created from this call pins besides its arguments' matchers (JSON), e.g.
+   * `delete_file`'s directory by device and inode; `undefined` means this call is offered no grant.
+   * Called in both rounds with the sealed fingerprint (it must be a pure function of its inputs).
+   * Defaults to `null` (the matchers alone decide).
+   */
+  grantPin?(args: A, fingerprint: F, policy: GrantPolicy): unknown;
+  /**
+   * Grants: whether a later call, with the fingerprint taken for it now, is within what a grant
+   * pinned ({@link grantPin}'s value). Defaults to `true`.
+   */
+  grantAccepts?(pin: unknown, args: A, fingerprint: F): boolean;
+  /** Grants: the offer's line in the question. Defaults to a generic line naming the matchers. */
+  grantOffer?(terms: GrantTerms<A, F>): string;
+  /**
+   * Grants and plans: what a grant or plan slot is bound to besides the audience, the principal and
+   * (over stdio) the serving process, e.g. the proxy's upstream identity and the tool's definition
+   * digest: a later call whose binding differs is asked. Defaults to `''`.
+   */
+  binding?(args: A, fingerprint: F): string;
 }
 
 /** The tool's registration, as for `McpServer.registerTool`, with a required zod object schema. */
@@ -207,6 +266,12 @@ export interface ConfirmableToolConfig<S extends z.ZodObject> {
   /** Parsed arguments are what the digest covers: use a strict object without transforms or defaults. */
   inputSchema: S;
   annotations?: ToolAnnotations;
+  /**
+   * What may be granted for this tool ({@link GrantPolicy}: a matcher per argument, `maxUses`,
+   * `maxSeconds`): the question then offers "this call, or calls like it, for a while". Defaults
+   * to none (no grant is ever offered; the question and form are exactly as without grants).
+   */
+  grant?: GrantPolicy;
 }
 
 /** The two halves handed out together. */
@@ -234,9 +299,7 @@ export interface Confirmation {
    * @param server - the `McpServer` whose client capabilities decide whether it can be asked.
    * @param name - the tool name sealed in the state.
    * @param tool - the question, fingerprint, re-check and action.
-   * @param options.rethrow - errors thrown by the tool that must reach the SDK
-   *   as they are (e.g. a JSON-RPC `ProtocolError` relayed from elsewhere)
-   *   instead of becoming an `isError` result.
+   * @param options - see {@link GuardOptions}.
    * @returns the handler; `server` must have been built with {@link serverOptions}
    *   (the `requestState` verify hook), else no round 2 ever opens and every call is asked.
    *   Round 2 order: state opened → tool and argument digests (`ERR_CONFIRM_MISMATCH`) →
@@ -249,8 +312,32 @@ export interface Confirmation {
     server: McpServer,
     name: string,
     tool: ConfirmableTool<A, F>,
-    options?: { rethrow?: (error: unknown) => boolean },
+    options?: GuardOptions,
   ): (args: A, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>;
+  /**
+   * The handler of `confirm_plan` (input {@link PlanInput}, registration {@link PLAN_TOOL_CONFIG})
+   * for servers that register their tools themselves (the proxy, a server built before its
+   * confirmation layer loads); {@link register} registers it itself when `plans` is on.
+   *
+   * @param server - the server the plan's tools are on.
+   * @param entryOf - the tool a plan may list under a name, with how its arguments are parsed, or
+   *   `undefined` (the plan is refused, naming the call).
+   */
+  planGuard(
+    server: McpServer,
+    entryOf: (tool: string) => PlanEntry | undefined,
+  ): (args: PlanArgs, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult>;
+}
+
+/** Options of {@link Confirmation.guard}. */
+export interface GuardOptions {
+  /**
+   * Errors thrown by the tool that must reach the SDK as they are (e.g. a JSON-RPC `ProtocolError`
+   * relayed from elsewhere) instead of becoming an `isError` result.
+   */
+  rethrow?: (error: unknown) => boolean;
+  /** What may be granted for the tool, as {@link ConfirmableToolConfig.grant}. Defaults to none. */
+  grant?: GrantPolicy;
 }
 
 /** The value the verify hook hands to the handler: the opened claims, branded by class. */
@@ -327,6 +414,11 @@ const QUESTION_DIGESTS_KEPT = 256;
 /** Longest message, in UTF-16 code units, whose question digest is kept. */
 const QUESTION_DIGEST_MAX_MESSAGE = 2048;
 
+/** Whether a handler's answer asks (`input_required`) rather than being the tool's result. */
+function isInputRequired(result: CallToolResult | InputRequiredResult): result is InputRequiredResult {
+  return 'inputRequests' in result;
+}
+
 /** Errors whose audit line was already written (by the "failed" line after `act`). */
 const RECORDED = new WeakSet<object>();
 
@@ -370,6 +462,11 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   const onEvent = options.onEvent ?? reportInternalErrors;
   const audit = options.audit;
   const approval = options.approval;
+  const plans = options.plans === true;
+  // Over stdio every caller is 'local': a grant or plan given there serves only this serving process.
+  const processBinding = newRecordId();
+  /** The tools registered on each server with `register` (what a plan may list), and whether it has `confirm_plan`. */
+  const planEntries = new WeakMap<McpServer, Map<string, PlanEntry>>();
   const emit = (event: ConfirmEvent): void => {
     try {
       onEvent(event);
@@ -418,13 +515,35 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     }
   };
 
+  /** The digest sealed for a question with a grant offer: its message, the offer's form and the offer's terms. */
+  const offerQuestionDigest = (message: string, offer: GrantOffer): string =>
+    canonicalDigest({ message, requestedSchema: GRANT_OFFER_SCHEMA, grant: offer.digest }, 'question');
+
+  /** What a grant or plan slot is bound to: over stdio (no HTTP request) this serving process, and the tool's own binding. */
+  const bindingOf = <A, F>(
+    tool: { binding?(args: A, fingerprint: F): string },
+    args: A,
+    fingerprint: F,
+    ctx: ServerContext,
+  ): string =>
+    JSON.stringify([ctx.http === undefined ? processBinding : '', tool.binding ? tool.binding(args, fingerprint) : '']);
+
+  /** The key of a plan slot: what a later call must match exactly to take it. */
+  const slotKey = (principalTag: string, binding: string, tool: string, argsDigest: string): string =>
+    canonicalDigest({ audience, principal: principalTag, binding, tool, args: argsDigest }, 'plan slot');
+
   function guard<A, F>(
     server: McpServer,
     name: string,
     tool: ConfirmableTool<A, F>,
-    guardOptions: { rethrow?: (error: unknown) => boolean } = {},
+    guardOptions: GuardOptions & { plan?: PlanHooks<A, F> } = {},
   ): (args: A, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult> {
     const nothingDone = tool.nothingDone ?? 'nothing was done';
+    const policy =
+      guardOptions.grant === undefined
+        ? undefined
+        : checkGrantPolicy(guardOptions.grant, `the grant for ${JSON.stringify(name)}`);
+    const planHooks = guardOptions.plan;
     const passkey = approval
       ? passkeyRound<A, F>({
           approval,
@@ -438,16 +557,22 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         })
       : undefined;
 
-    const renderAsk = (args: A, fingerprint: F): { message: string; digest: string } => {
-      const message = tool.question(args, fingerprint);
-      return { message, digest: questionDigest(message) };
+    /** The question and its sealed digest; with a grant policy (form answers only, for now), the offer's line below it. */
+    const renderAsk = (args: A, fingerprint: F): { message: string; digest: string; offer?: GrantOffer } => {
+      const asked = tool.question(args, fingerprint);
+      const offer = passkey
+        ? undefined
+        : grantOffer(name, policy, args, fingerprint, tool.grantPin?.bind(tool), tool.grantOffer?.bind(tool));
+      if (!offer) return { message: asked, digest: questionDigest(asked) };
+      const message = `${asked}\n\n${offer.line}`;
+      return { message, digest: offerQuestionDigest(message, offer), offer };
     };
 
     /** Writes one audit line (awaited: the call does not answer or act before). */
     const record = async (
       event: AuditEventName,
       trail: Trail,
-      extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'approver'>> = {},
+      extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'approver' | 'grant'>> = {},
     ): Promise<void> => {
       if (!audit) return;
       await audit.record({
@@ -458,13 +583,14 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         code: extra.code ?? null,
         count: null,
         approver: extra.approver ?? null,
+        ...(extra.grant !== undefined ? { grant: extra.grant } : {}),
       });
     };
     /** Writes a line whose failure must not change the answer (the action already happened, or it is a refusal anyway). */
     const recordAfter = async (
       event: AuditEventName,
       trail: Trail,
-      extra: Partial<Pick<AuditDecision, 'outcome' | 'code'>> = {},
+      extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'grant'>> = {},
     ): Promise<void> => {
       try {
         await record(event, trail, extra);
@@ -476,15 +602,10 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
      * Runs `act` and writes its "failed" or "acted" line (after the action: it records what happened;
      * a failure to write it is reported, not turned into a refusal).
      */
-    const actRecorded = async (
-      args: A,
-      claims: ConfirmClaims,
-      ctx: ServerContext,
-      trail: Trail,
-    ): Promise<CallToolResult> => {
+    const actRecorded = async (args: A, fingerprint: F, ctx: ServerContext, trail: Trail): Promise<CallToolResult> => {
       let result: CallToolResult;
       try {
-        result = await tool.act(args, { fingerprint: claims.fingerprint as F, ctx });
+        result = await tool.act(args, { fingerprint, ctx });
       } catch (e) {
         // Nothing was done: the caller asks again (see ChangedBeforeActingError).
         if (e instanceof ChangedBeforeActingError) throw e;
@@ -501,17 +622,17 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     };
 
     /**
-     * `act` after the "confirmed" line; when the tool finds, before doing anything, that what was asked
-     * about changed ({@link ChangedBeforeActingError}), the human is asked again instead.
+     * `act` after the "confirmed" (or grant or plan) line; when the tool finds, before doing anything, that what was
+     * asked about changed ({@link ChangedBeforeActingError}), the human is asked again instead.
      */
     const actOrAskAgain = async (
       args: A,
-      claims: ConfirmClaims,
+      fingerprint: F,
       ctx: ServerContext,
       trail: Trail,
     ): Promise<CallToolResult | InputRequiredResult> => {
       try {
-        return await actRecorded(args, claims, ctx, trail);
+        return await actRecorded(args, fingerprint, ctx, trail);
       } catch (e) {
         if (!(e instanceof ChangedBeforeActingError)) throw e;
         emit({ type: 'asked-again', tool: name, reason: 'resource-changed' });
@@ -519,9 +640,35 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       }
     };
 
+    /** A grant created with the spend of a confirmation (`'full'`: none could be). */
+    type Granting = { created: 'created'; id: string; offer: GrantOffer; expiresAtMs: number } | { created: 'full' };
+
+    /** Spends the confirmation, creating the offered grant in the same atomic step. */
+    const spendGranting = async (
+      claims: ConfirmClaims,
+      offer: GrantOffer,
+      args: A,
+      ctx: ServerContext,
+      approver: string,
+      nowMs: number,
+    ): Promise<Granting> => {
+      const grant = grantRecord(offer, {
+        audience,
+        principal: claims.sub,
+        tool: name,
+        binding: bindingOf(tool, args, claims.fingerprint as F, ctx),
+        approver,
+        nowMs,
+      });
+      const created = await calls.spendGranting(claims.jti, nowMs, grant);
+      return created === 'created'
+        ? { created, id: grant.id, offer, expiresAtMs: grant.expiresAtMs }
+        : { created: 'full' };
+    };
+
     /**
      * A confirmed call (the client's yes, or with passkey approval the page's approval by `approver`):
-     * the "confirmed" line, then the action.
+     * the "confirmed" line (and the "granted" line when it created a grant), then the action.
      */
     const confirmedAct = async (
       args: A,
@@ -529,6 +676,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       ctx: ServerContext,
       trail: Trail,
       approver?: string,
+      granting?: Granting,
     ): Promise<CallToolResult | InputRequiredResult> => {
       // 5. Fail closed: the "confirmed" line (with the approver) is written before anything is done; if it cannot be, nothing is.
       await record(
@@ -536,10 +684,32 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         trail,
         approver === undefined ? { outcome: 'accept' } : { outcome: 'accept', approver },
       );
+      if (granting?.created === 'created') {
+        try {
+          await record('granted', trail, { grant: granting.id, outcome: granting.offer.line });
+        } catch (e) {
+          // An unrecorded grant must not be used: revoke it, then refuse (nothing done).
+          await calls.revokeGrant(granting.id, now()).catch(() => {});
+          throw e;
+        }
+        emit({ type: 'granted', tool: name });
+      }
       // 6. Act: the tool re-checks its resource against the sealed fingerprint first.
-      const result = await actOrAskAgain(args, claims, ctx, trail);
-      if (!('inputRequests' in result))
-        emit(approver === undefined ? { type: 'confirmed', tool: name } : { type: 'confirmed', tool: name, approver });
+      const result = await actOrAskAgain(args, claims.fingerprint as F, ctx, trail);
+      if (isInputRequired(result)) return result;
+      emit(approver === undefined ? { type: 'confirmed', tool: name } : { type: 'confirmed', tool: name, approver });
+      if (granting?.created === 'created') {
+        const { policy: p } = granting.offer;
+        return withNote(
+          result,
+          `Granted (grant ${granting.id}): ${p.maxUses - 1} more call${p.maxUses - 1 === 1 ? '' : 's'} like this one need no question for ${timeLeftText(granting.expiresAtMs, now())}; each is still checked before it runs.`,
+        );
+      }
+      if (granting?.created === 'full')
+        return withNote(
+          result,
+          'No grant was created: the store already holds as many live grants as it may. This call only was approved.',
+        );
       return result;
     };
 
@@ -559,15 +729,20 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       ctx: ServerContext,
       trail: Trail,
       again?: 'no-answer' | 'question-changed' | 'resource-changed',
+      known?: { fingerprint: F },
     ): Promise<InputRequiredResult> => {
       // The client must be able to answer before a jti is issued, so a refused ask leaks no store slot.
       // (A 2026-07-28 request gets it as the spec's -32021: see noElicitationError.)
       const can = clientCapabilities(server, ctx);
       if (!can.form && !(passkey && can.url)) throw new ConfirmNoElicitationError();
-      const fingerprint = tool.fingerprint ? await tool.fingerprint(args, ctx) : (null as F);
+      const fingerprint = known
+        ? known.fingerprint
+        : tool.fingerprint
+          ? await tool.fingerprint(args, ctx)
+          : (null as F);
       const argsDigest = canonicalDigest(args);
       trail.args = argsDigest;
-      const { message, digest } = renderAsk(args, fingerprint);
+      const { message, digest, offer } = renderAsk(args, fingerprint);
       trail.question = message;
       const nowMs = now();
       const principal = principalOf(ctx);
@@ -586,15 +761,116 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       await record(again ? 'asked-again' : 'asked', trail, { outcome: again ?? null });
       const request = passkey
         ? await passkey.open({ args, fingerprint, question: message, claims, principal, ctx }, nowMs)
-        : inputRequired.elicit({ message, requestedSchema: CONFIRM_SCHEMA });
+        : inputRequired.elicit({ message, requestedSchema: offer ? GRANT_OFFER_SCHEMA : CONFIRM_SCHEMA });
       emit({ type: 'asked', tool: name });
       return inputRequired({ inputRequests: { [CONFIRM_KEY]: request }, requestState: state });
     };
 
+    /**
+     * Round 1 with grants or plans: the round-1 checks and a fresh fingerprint, then an unused plan
+     * slot matching this exact call, else a use of a live grant whose scope accepts it. Either acts
+     * at once (its line written first), without a question; otherwise the fingerprint is kept for asking.
+     */
+    const standing = async (
+      args: A,
+      ctx: ServerContext,
+      trail: Trail,
+    ): Promise<{ done: CallToolResult | InputRequiredResult } | { fingerprint: F }> => {
+      const fingerprint = tool.fingerprint ? await tool.fingerprint(args, ctx) : (null as F);
+      const argsDigest = canonicalDigest(args);
+      trail.args = argsDigest;
+      const tag = KeyRing.principalTag(keys.sealing, principalOf(ctx));
+      trail.principal = tag;
+      const binding = bindingOf(tool, args, fingerprint, ctx);
+      if (plans) {
+        const slot = await calls.takePlanSlot(slotKey(tag, binding, name, argsDigest), now());
+        if (slot) {
+          // The human approved this exact call in the plan: it acts on what they saw then (re-checked by act).
+          let seen: F;
+          try {
+            seen = JSON.parse(slot.identity) as F;
+          } catch {
+            throw new ConfirmLedgerUnavailableError();
+          }
+          await record('acted-under-plan', trail, { grant: slot.planId, outcome: `${slot.slotsLeft} left` });
+          emit({ type: 'acted-under-plan', tool: name });
+          const result = await actOrAskAgain(args, seen, ctx, trail);
+          if (isInputRequired(result)) return { done: result };
+          return {
+            done: withNote(
+              result,
+              `Done under plan ${slot.planId}, approved before (no question asked): ${slot.slotsLeft} of its calls left.`,
+            ),
+          };
+        }
+      }
+      if (policy) {
+        const nowMs = now();
+        for (const grant of await calls.findGrants(audience, tag, name, nowMs)) {
+          // Only a grant given for this binding, under the policy in force now, whose scope accepts this call.
+          if (grant.binding !== binding || grant.policyDigest !== policyDigestNow) continue;
+          const scope = scopeOf(grant);
+          if (!scope || !argumentsAccepted(scope.arguments, args)) continue;
+          if (tool.grantAccepts && !tool.grantAccepts(scope.pin, args, fingerprint)) continue;
+          const taken = await calls.takeGrantUse(grant.id, now());
+          if (!taken.taken) continue;
+          trail.question = grant.summary;
+          // Fail closed: the line is written before acting; if it cannot be, nothing is done (the use is spent).
+          await record('acted-under-grant', trail, { grant: grant.id, outcome: `${taken.usesLeft} left` });
+          emit({ type: 'acted-under-grant', tool: name });
+          if (taken.usesLeft === 0) {
+            await recordAfter('grant-exhausted', trail, { grant: grant.id });
+            emit({ type: 'grant-exhausted', tool: name });
+          }
+          const result = await actOrAskAgain(args, fingerprint, ctx, trail);
+          if (isInputRequired(result)) return { done: result };
+          return {
+            done: withNote(
+              result,
+              `Done under grant ${grant.id} (no question asked): ${taken.usesLeft} more call${taken.usesLeft === 1 ? '' : 's'} and ${timeLeftText(taken.expiresAtMs, now())} left.`,
+            ),
+          };
+        }
+      }
+      return { fingerprint };
+    };
+    const policyDigestNow = policy ? grantPolicyDigest(policy) : '';
+
+    /** A plan's round 2, accepted: spent with the plan created in the same atomic step; nothing else is done. */
+    const approvePlan = async (
+      args: A,
+      claims: ConfirmClaims,
+      ctx: ServerContext,
+      trail: Trail,
+      hooks: PlanHooks<A, F>,
+      created: { id: string; plan: NewPlan; outcome: 'created' | 'full' },
+      approver?: string,
+    ): Promise<CallToolResult> => {
+      void args;
+      void ctx;
+      await record(
+        'confirmed',
+        trail,
+        approver === undefined ? { outcome: 'accept' } : { outcome: 'accept', approver },
+      );
+      if (created.outcome === 'full') throw hooks.full();
+      await recordAfter('plan-approved', trail, {
+        grant: created.id,
+        outcome: `${created.plan.slots.length} calls`,
+      });
+      emit({ type: 'plan-approved', tool: name });
+      return hooks.approved(created.plan, timeLeftText(created.plan.expiresAtMs, now()));
+    };
+
     const flow = async (args: A, ctx: ServerContext, trail: Trail): Promise<CallToolResult | InputRequiredResult> => {
       const opened = ctx.mcpReq.requestState<unknown>();
-      // No verified state: this is round 1, whatever inputResponses came along. Ask.
-      if (!(opened instanceof OpenedState)) return ask(args, ctx, trail);
+      // No verified state: this is round 1, whatever inputResponses came along. With grants or plans,
+      // a call they cover acts now; otherwise ask.
+      if (!(opened instanceof OpenedState)) {
+        if (!policy && !plans) return ask(args, ctx, trail);
+        const found = await standing(args, ctx, trail);
+        return 'done' in found ? found.done : ask(args, ctx, trail, undefined, found);
+      }
       const claims = opened.claims;
       trail.jti = claims.jti;
       trail.principal = claims.sub;
@@ -618,18 +894,62 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         nothingDone,
         acceptWithoutContent: passkey !== undefined,
       });
+      // A plan is created with the spend of its confirmation (in one atomic step), only when approved.
+      const planning = planHooks
+        ? (nowMs: number, approver: string) => {
+            const plan = planHooks.plan(args, claims.fingerprint as F, ctx, {
+              audience,
+              principalTag: claims.sub,
+              approver,
+              nowMs,
+              expiresAtMs: nowMs + ttlSeconds * 1000,
+              binding: (t, a, f) => bindingOf(t, a, f, ctx),
+              slotKey,
+            });
+            return calls.spendPlanning(claims.jti, nowMs, plan).then((outcome) => ({ id: plan.id, plan, outcome }));
+          }
+        : undefined;
       // With passkey approval an answer is settled by the page's record (it spends the jti once decided).
       if (passkey && answer.kind !== 'missing') {
-        const settled = await passkey.settle({ claims, state: opened.state, question: shown.message, answer, ctx });
+        const settled = await passkey.settle({
+          claims,
+          state: opened.state,
+          question: shown.message,
+          answer,
+          ctx,
+          ...(planning
+            ? { spendApproved: (nowMs: number, page: ApprovalRecord) => planning(nowMs, page.approver) }
+            : {}),
+        });
         if (settled.kind === 'pending') {
           emit({ type: 'approval-pending', tool: name });
           return inputRequired({ inputRequests: { [CONFIRM_KEY]: settled.request }, requestState: opened.state });
         }
         if (settled.kind === 'not-confirmed') return notDone(settled.answer, trail, settled.on);
+        if (planHooks)
+          return approvePlan(
+            args,
+            claims,
+            ctx,
+            trail,
+            planHooks,
+            settled.spent as Awaited<ReturnType<NonNullable<typeof planning>>>,
+            settled.approver,
+          );
         return confirmedAct(args, claims, ctx, trail, settled.approver);
       }
-      // 3. Spend the jti atomically before reading the answer: accept, decline and cancel all use it up.
-      await calls.spend(claims.jti, now());
+      // 3. Spend the jti atomically before acting on the answer: accept, decline and cancel all use it up.
+      // An accept that takes the offered grant (form: `scope: "grant"`), or approves a plan, creates it with the spend.
+      const nowMs = now();
+      if (answer.kind === 'confirmed' && planning) {
+        const created = await planning(nowMs, 'client');
+        return approvePlan(args, claims, ctx, trail, planHooks!, created);
+      }
+      if (answer.kind === 'confirmed' && answer.grant && shown.offer) {
+        const granting = await spendGranting(claims, shown.offer, args, ctx, 'client', nowMs);
+        return confirmedAct(args, claims, ctx, trail, undefined, granting);
+      }
+      await calls.spend(claims.jti, nowMs);
       // 4. Only an explicit accept with confirmed === true (a boolean) goes on; no answer asks again.
       if (answer.kind === 'missing') {
         emit({ type: 'asked-again', tool: name, reason: 'no-answer' });
@@ -672,7 +992,20 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     config: ConfirmableToolConfig<S>,
     tool: ConfirmableTool<z.infer<S>, F>,
   ): RegisteredTool {
-    const handler = guard<z.infer<S>, F>(server, name, tool);
+    const handler = guard<z.infer<S>, F>(server, name, tool, config.grant === undefined ? {} : { grant: config.grant });
+    let entries = planEntries.get(server);
+    if (plans && !entries) {
+      entries = new Map();
+      planEntries.set(server, entries);
+      registerPlanTool(server, entries);
+    }
+    entries?.set(name, {
+      tool: tool as PlanEntry['tool'],
+      parse: (value) => {
+        const parsed = config.inputSchema.safeParse(value);
+        return parsed.success ? { args: parsed.data } : undefined;
+      },
+    });
     const registered = server.registerTool(
       name,
       {
@@ -687,5 +1020,24 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     return registered;
   }
 
-  return { serverOptions: { requestState: { verify } }, register, guard };
+  /** Registers `confirm_plan` on a server, over the tools registered there with `register`. */
+  function registerPlanTool(server: McpServer, entries: Map<string, PlanEntry>): void {
+    server.registerTool(PLAN_TOOL, PLAN_TOOL_CONFIG, planGuard(server, (tool) => entries.get(tool)) as never);
+  }
+
+  function planGuard(
+    server: McpServer,
+    entryOf: (tool: string) => PlanEntry | undefined,
+  ): (args: PlanArgs, ctx: ServerContext) => Promise<CallToolResult | InputRequiredResult> {
+    const plan = planTool(
+      entryOf,
+      approval
+        ? { maxCalls: MAX_PLAN_SLOTS, maxArgumentBytes: Number.POSITIVE_INFINITY }
+        : { maxCalls: MAX_PLAN_CALLS_FORM, maxArgumentBytes: MAX_PLAN_ARGUMENT_BYTES },
+      ttlSeconds,
+    );
+    return guard(server, PLAN_TOOL, plan.tool, { plan: plan.hooks });
+  }
+
+  return { serverOptions: { requestState: { verify } }, register, guard, planGuard };
 }

@@ -21,7 +21,7 @@ import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
 import { ConfirmApprovalExpiredError } from '../errors.js';
 import { renderValue } from '../prompt/render.js';
 import type { ConfirmClaims } from '../state/sealer.js';
-import { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
+import { REDEEM_WITHIN_MS, type ApprovalRecord } from '../store/approvalStore.js';
 import { CONFIRM_SCHEMA, notConfirmed, type Answer, type NotConfirmed } from './answer.js';
 import { clientCapabilities } from './capabilities.js';
 import { failClosed, type StoreCalls } from './storeCalls.js';
@@ -37,8 +37,11 @@ export type Settled =
   | { kind: 'pending'; request: InputRequest }
   /** The `jti` is spent and nothing is to be done: the client's answer, or (`on: 'page'`) the page's decline. */
   | { kind: 'not-confirmed'; answer: NotConfirmed; on?: 'page' }
-  /** The `jti` is spent and an enrolled approver approved on the page, in time: act. */
-  | { kind: 'approved'; approver: string };
+  /**
+   * The `jti` is spent and an enrolled approver approved on the page, in time: act. `spent`: what
+   * the caller's `spendApproved` resolved to (`undefined` without one).
+   */
+  | { kind: 'approved'; approver: string; spent?: unknown };
 
 /** One tool's passkey round, made by {@link passkeyRound}. */
 export interface PasskeyRound<A, F> {
@@ -61,6 +64,9 @@ export interface PasskeyRound<A, F> {
    *
    * @param call.state - the sealed `requestState` as received (`''`: never asked again with it).
    * @param call.question - the question rendered now (it matched the sealed digest).
+   * @param call.spendApproved - how to spend the `jti` of an approval given in time (e.g. creating a
+   *   grant or plan in the same atomic step); it throws a spend's refusal as `StoreCalls.spend` does.
+   *   Defaults to `StoreCalls.spend`. Every other outcome spends with `StoreCalls.spend`.
    * @throws {ConfirmError} `ERR_CONFIRM_APPROVAL_EXPIRED` (no decision in time, or an approval past
    *   its redemption window), a spend's refusal (`ERR_CONFIRM_SPENT`, …), or `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
    */
@@ -70,6 +76,7 @@ export interface PasskeyRound<A, F> {
     question: string;
     answer: Exclude<Answer, { kind: 'missing' }>;
     ctx: ServerContext;
+    spendApproved?: (nowMs: number, record: ApprovalRecord) => Promise<unknown>;
   }): Promise<Settled>;
 }
 
@@ -168,7 +175,7 @@ export function passkeyRound<A, F>(options: {
     return approvalRequest(question, opened.url, opened.id, ctx);
   };
 
-  const settle: PasskeyRound<A, F>['settle'] = async ({ claims, state, question, answer, ctx }) => {
+  const settle: PasskeyRound<A, F>['settle'] = async ({ claims, state, question, answer, ctx, spendApproved }) => {
     // The client's accept means only that the human opened the page (URL mode) or says they approved there (form fallback).
     if (answer.kind !== 'confirmed') {
       // Decline, cancel or anything else: spend, nothing done; the page shows it as denied.
@@ -185,16 +192,20 @@ export function passkeyRound<A, F>(options: {
     // 2. Still pending: ask again with the same URL and the same state; nothing is spent.
     if (record?.status === 'pending' && state !== '')
       return { kind: 'pending', request: approvalRequest(question, approval.urlFor(record.id), record.id, ctx) };
-    // 3. Decided (or gone): the jti is spent atomically now, whatever the decision.
+    // 3. Decided (or gone): the jti is spent atomically now, whatever the decision. An approval is
+    // redeemable for REDEEM_WITHIN_MS after it was given (and, by the state's TTL, never after expiry);
+    // only such an approval is spent the caller's way (which may create a grant or plan with the spend).
     const nowMs = now();
-    await store.spend(claims.jti, nowMs);
+    const redeemable =
+      record?.status === 'approved' && nowMs < record.decidedAtMs + REDEEM_WITHIN_MS && nowMs < record.expiresAtMs;
+    const spent =
+      redeemable && spendApproved ? await spendApproved(nowMs, record) : await store.spend(claims.jti, nowMs);
     if (record === undefined || record.status === 'pending') throw new ConfirmApprovalExpiredError();
     if (record.status === 'declined')
       return { kind: 'not-confirmed', answer: notConfirmed('decline', options.nothingDone), on: 'page' };
-    // 4. An approval is redeemable for REDEEM_WITHIN_MS after it was given (and, by the state's TTL, never after expiry).
-    if (nowMs >= record.decidedAtMs + REDEEM_WITHIN_MS || nowMs >= record.expiresAtMs)
-      throw new ConfirmApprovalExpiredError();
-    return { kind: 'approved', approver: record.approver };
+    // 4. Approved, but too late to redeem: spent, nothing done.
+    if (!redeemable) throw new ConfirmApprovalExpiredError();
+    return { kind: 'approved', approver: record.approver, spent };
   };
 
   return { open, settle };

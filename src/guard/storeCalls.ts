@@ -13,7 +13,9 @@ import {
   ConfirmSpentError,
   ConfirmUnknownError,
 } from '../errors.js';
-import type { Ledger, SpendOutcome } from '../store/ledger.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
+import type { Grant, NewGrant, NewPlan, TakeGrantOutcome, TakenPlanSlot } from '../store/grantStore.js';
+import type { SpendOutcome } from '../store/ledger.js';
 import type { ConfirmClaims } from '../state/sealer.js';
 
 /**
@@ -82,6 +84,24 @@ export interface StoreCalls {
    * (a failure included) is ignored. Never rejects.
    */
   release(jti: string, nowMs: number): Promise<void>;
+  /**
+   * Spends a `jti` as {@link spend} does and, only when this call spent it, creates `grant` in the
+   * same atomic step.
+   *
+   * @returns `'created'`, or `'full'` (spent, but a bound on live grants was reached: no grant).
+   * @throws {ConfirmError} as {@link spend}.
+   */
+  spendGranting(jti: string, nowMs: number, grant: NewGrant): Promise<'created' | 'full'>;
+  /** As {@link spendGranting}, creating a plan. */
+  spendPlanning(jti: string, nowMs: number, plan: NewPlan): Promise<'created' | 'full'>;
+  /** The live grants of one audience, principal tag and tool, oldest first. @throws {ConfirmError} `ERR_CONFIRM_LEDGER_UNAVAILABLE`. */
+  findGrants(audience: string, principal: string, tool: string, nowMs: number): Promise<Grant[]>;
+  /** Takes one use of a grant. @throws {ConfirmError} `ERR_CONFIRM_LEDGER_UNAVAILABLE`. */
+  takeGrantUse(id: string, nowMs: number): Promise<TakeGrantOutcome>;
+  /** Revokes a grant. @throws {ConfirmError} `ERR_CONFIRM_LEDGER_UNAVAILABLE`. */
+  revokeGrant(id: string, nowMs: number): Promise<'revoked' | 'unknown'>;
+  /** Takes an unused plan slot by key. @throws {ConfirmError} `ERR_CONFIRM_LEDGER_UNAVAILABLE`. */
+  takePlanSlot(key: string, nowMs: number): Promise<TakenPlanSlot | undefined>;
 }
 
 /**
@@ -91,8 +111,30 @@ export interface StoreCalls {
  * @param unknownHint - the sentence after an `ERR_CONFIRM_UNKNOWN` refusal from a store that is not
  *   shared (`store.shared` false); `''` adds none. A shared store's refusal carries no hint.
  */
-export function storeCalls(store: Ledger, unknownHint: string): StoreCalls {
+export function storeCalls(store: ConfirmStore, unknownHint: string): StoreCalls {
+  const spent = (outcome: SpendOutcome): void => {
+    const refusal = spendRefusal(outcome, store.shared ? '' : unknownHint);
+    if (refusal) throw refusal;
+  };
   return {
+    spendGranting: async (jti, nowMs, grant) => {
+      const { spend, created } = await failClosed(() => store.spendGranting(jti, nowMs, grant));
+      spent(spend);
+      // Spent by this call: the grant was created, or a bound was full ('none' with 'spent' fails closed).
+      if (created === 'none') throw new ConfirmLedgerUnavailableError();
+      return created;
+    },
+    spendPlanning: async (jti, nowMs, plan) => {
+      const { spend, created } = await failClosed(() => store.spendPlanning(jti, nowMs, plan));
+      spent(spend);
+      if (created === 'none') throw new ConfirmLedgerUnavailableError();
+      return created;
+    },
+    findGrants: (audience, principal, tool, nowMs) =>
+      failClosed(() => store.findGrants({ audience, principal, tool }, nowMs)),
+    takeGrantUse: (id, nowMs) => failClosed(() => store.takeGrantUse(id, nowMs)),
+    revokeGrant: (id, nowMs) => failClosed(() => store.revokeGrant(id, nowMs)),
+    takePlanSlot: (key, nowMs) => failClosed(() => store.takePlanSlot(key, nowMs)),
     issue: (claims, nowMs) => failClosed(() => store.issue(claims.jti, claims.sub, claims.exp * 1000, nowMs)),
     spend: async (jti, nowMs) => {
       const outcome = await failClosed(() => store.spend(jti, nowMs));

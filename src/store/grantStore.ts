@@ -31,6 +31,7 @@
  *
  * @module
  */
+import { MAX_PLAN_SLOTS } from '../defaults.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 
 /** A grant as the store keeps it. Every field is set by the guard when it creates the grant. */
@@ -239,8 +240,7 @@ export const DEFAULT_MAX_GRANTS = 10_000;
 /** Longest `scope`, `binding`, `summary` or slot `identity`, in characters: 16,384. */
 export const MAX_GRANT_TEXT_LENGTH = 16_384;
 
-/** Most slots in one plan: 50 (the passkey page's limit; form answers are held to fewer by the guard). */
-export const MAX_PLAN_SLOTS = 50;
+export { MAX_PLAN_SLOTS } from '../defaults.js';
 
 /** Most uses one grant may have: 1,000,000. */
 export const MAX_GRANT_USES = 1_000_000;

@@ -3,6 +3,7 @@
  * (answer.ts) and the fail-closed store calls (storeCalls.ts). The flow that composes them is
  * tested through real clients in flow.test.ts and test/e2e.
  */
+import type { ConfirmStore } from '../../src/store/confirmStore.js';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   PROTOCOL_VERSION_META_KEY,
@@ -117,12 +118,14 @@ describe('readAnswer', () => {
 });
 
 describe('storeCalls', () => {
-  const ledger = (spend: () => Promise<SpendOutcome>, shared = false): Ledger => ({
-    kind: 'test',
-    shared,
-    issue: () => Promise.resolve(),
-    spend,
-  });
+  // Only the ledger's part is called by these tests.
+  const ledger = (spend: () => Promise<SpendOutcome>, shared = false): ConfirmStore =>
+    ({
+      kind: 'test',
+      shared,
+      issue: () => Promise.resolve(),
+      spend,
+    }) satisfies Ledger as unknown as ConfirmStore;
 
   it('passes a ConfirmError through and turns anything else into ERR_CONFIRM_LEDGER_UNAVAILABLE, with the cause', async () => {
     const capacity = new ConfirmCapacityError('total');

@@ -1,0 +1,185 @@
+/**
+ * The guard's side of grants and plans: what a grant offer is (its terms, its line in the
+ * question, its digest), how a grant record is written from an approved offer, and the wording of
+ * the results of calls made under a grant or a plan. The store keeps the counts and makes every
+ * take atomic (`src/store/grantStore.ts`); the flow (`confirmation.ts`) decides when to take.
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import { pinArguments, grantPolicyDigest, type GrantPolicy, type PinnedArguments } from '../grant/matchers.js';
+import { question as questionTag } from '../prompt/render.js';
+import { canonicalDigest } from '../state/digest.js';
+import { MAX_GRANT_TEXT_LENGTH, type Grant, type NewGrant } from '../store/grantStore.js';
+
+/** What a grant pins, as its record's `scope` holds it (JSON). */
+export interface GrantScope {
+  /** Each argument's matcher with its pinned value. */
+  readonly arguments: PinnedArguments;
+  /** The resource the tool pins besides the arguments (e.g. a directory by device and inode), `null` when none. */
+  readonly pin: unknown;
+}
+
+/** The terms of a grant offered in one question, as a tool's `grantOffer` receives them. */
+export interface GrantTerms<A, F> {
+  /** The tool's name. */
+  readonly tool: string;
+  /** The call asked about. */
+  readonly args: A;
+  /** Its fingerprint (round 1). */
+  readonly fingerprint: F;
+  /** The operator's policy for the tool. */
+  readonly policy: GrantPolicy;
+  /** The arguments' matchers with their pinned values. */
+  readonly pinned: PinnedArguments;
+  /** What the tool pins besides (its `grantPin`), `null` when none. */
+  readonly pin: unknown;
+  /** How long the grant lasts, in words: `15 minutes`, `1 hour`, `90 seconds`. */
+  readonly duration: string;
+}
+
+/** An offer made in one question: its terms, the line the human reads, and the digest sealed with the question. */
+export interface GrantOffer {
+  readonly scope: GrantScope;
+  readonly policy: GrantPolicy;
+  readonly policyDigest: string;
+  /** The offer's line in the question (also the grant's `summary`). */
+  readonly line: string;
+  /** SHA-256 (unpadded base64url) of the RFC 8785 form of the terms: sealed in the question's digest. */
+  readonly digest: string;
+}
+
+/** A number of seconds in words: whole hours, else whole minutes, else seconds (`1 hour`, `15 minutes`, `90 seconds`). */
+export function durationText(seconds: number): string {
+  const unit = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+  if (seconds % 3600 === 0) return unit(seconds / 3600, 'hour');
+  if (seconds % 60 === 0) return unit(seconds / 60, 'minute');
+  return unit(seconds, 'second');
+}
+
+/** Time left until `expiresAtMs`, in words, rounded down to whole minutes (`less than a minute` below one). */
+export function timeLeftText(expiresAtMs: number, nowMs: number): string {
+  const minutes = Math.floor((expiresAtMs - nowMs) / 60_000);
+  if (minutes < 1) return 'less than a minute';
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+}
+
+/** The generic offer line: which arguments may vary and how, for how long, how many calls. */
+export function defaultOfferLine<A, F>(terms: GrantTerms<A, F>): string {
+  const parts: string[] = [];
+  for (const [name, pinned] of Object.entries(terms.pinned)) {
+    switch (pinned.matcher) {
+      case 'any':
+        parts.push(questionTag`${name} any value`);
+        break;
+      case 'same-directory':
+        parts.push(questionTag`${name} any path directly in ${directoryText(pinned.absolute, pinned.directory)}`);
+        break;
+      case 'subtree':
+        parts.push(questionTag`${name} any path in or below ${directoryText(pinned.absolute, pinned.directory)}`);
+        break;
+      case 'at-most':
+        parts.push(
+          pinned.limit < 0
+            ? questionTag`${name} from ${String(pinned.limit)} to 0`
+            : questionTag`${name} from 0 to ${String(pinned.limit)}`,
+        );
+        break;
+      default:
+        break;
+    }
+  }
+  const varying = parts.length === 0 ? 'with exactly these arguments' : `with ${parts.join(', ')}`;
+  const exact = Object.values(terms.pinned).some((p) => p.matcher === 'exact') && parts.length > 0;
+  return (
+    questionTag`Or allow: calls of ${terms.tool} ` +
+    `${varying}${exact ? ' (every other argument exactly as here)' : ''} for ${terms.duration}, ` +
+    `at most ${terms.policy.maxUses} calls in all; each is still checked before it runs.`
+  );
+}
+
+/** A pinned directory as text: its segments joined with `/`, a trailing `/`, `/` first when absolute (`./` for the relative empty one). */
+export function directoryText(absolute: boolean, directory: readonly string[]): string {
+  if (directory.length === 0) return absolute ? '/' : './';
+  return `${absolute ? '/' : ''}${directory.join('/')}/`;
+}
+
+/**
+ * The grant offered in the question of one call, or `undefined` when none is (no policy, the
+ * arguments cannot be pinned, the tool's pin says no, or the line would be too long to keep).
+ *
+ * @param pinOf - the tool's `grantPin` (`undefined` from it: no offer); absent: `null`.
+ * @param offerLine - the tool's `grantOffer`; absent: {@link defaultOfferLine}.
+ */
+export function grantOffer<A, F>(
+  tool: string,
+  policy: GrantPolicy | undefined,
+  args: A,
+  fingerprint: F,
+  pinOf: ((args: A, fingerprint: F, policy: GrantPolicy) => unknown) | undefined,
+  offerLine: ((terms: GrantTerms<A, F>) => string) | undefined,
+): GrantOffer | undefined {
+  if (!policy) return undefined;
+  const pinned = pinArguments(policy, args);
+  if (!pinned) return undefined;
+  const pin = pinOf ? pinOf(args, fingerprint, policy) : null;
+  if (pin === undefined) return undefined;
+  const duration = durationText(policy.maxSeconds);
+  const terms: GrantTerms<A, F> = { tool, args, fingerprint, policy, pinned, pin, duration };
+  const line = (offerLine ?? defaultOfferLine)(terms);
+  const scope: GrantScope = { arguments: pinned, pin };
+  const policyDigest = grantPolicyDigest(policy);
+  let digest: string;
+  try {
+    digest = canonicalDigest({ scope, policyDigest, line }, 'grant offer');
+  } catch {
+    return undefined;
+  }
+  if (line.length > MAX_GRANT_TEXT_LENGTH || JSON.stringify(scope).length > MAX_GRANT_TEXT_LENGTH) return undefined;
+  return { scope, policy, policyDigest, line, digest };
+}
+
+/** A random record id: unpadded base64url of 16 random bytes (22 characters). */
+export function newRecordId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** The grant record an approved offer creates (the approving call is its first use). */
+export function grantRecord(
+  offer: GrantOffer,
+  fields: { audience: string; principal: string; tool: string; binding: string; approver: string; nowMs: number },
+): NewGrant {
+  return {
+    id: newRecordId(),
+    audience: fields.audience,
+    principal: fields.principal,
+    tool: fields.tool,
+    scope: JSON.stringify(offer.scope),
+    binding: fields.binding,
+    summary: offer.line,
+    policyDigest: offer.policyDigest,
+    approver: fields.approver,
+    maxUses: offer.policy.maxUses,
+    createdAtMs: fields.nowMs,
+    expiresAtMs: fields.nowMs + offer.policy.maxSeconds * 1000,
+  };
+}
+
+/** The scope a grant record holds, or `undefined` when it is not one this code wrote. */
+export function scopeOf(grant: Grant): GrantScope | undefined {
+  try {
+    const scope = JSON.parse(grant.scope) as unknown;
+    if (typeof scope !== 'object' || scope === null || Array.isArray(scope)) return undefined;
+    const { arguments: args } = scope as { arguments?: unknown };
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) return undefined;
+    return { arguments: args as PinnedArguments, pin: (scope as { pin?: unknown }).pin ?? null };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Appends one text block to a tool's result (after its own content). */
+export function withNote(result: CallToolResult, note: string): CallToolResult {
+  return { ...result, content: [...(result.content ?? []), { type: 'text', text: note }] };
+}
