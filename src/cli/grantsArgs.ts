@@ -16,7 +16,7 @@ export type GrantsCommand =
       ledger: string;
       /** `--audience NAME`: only the grants of that audience (and the Redis namespace); undefined: every grant of the store (Redis: of the namespace `mcp-confirm`). */
       audience: string | undefined;
-      /** `--json`: the {@link Grant} records as a JSON array instead of one line per grant. */
+      /** `--json`: the `Grant` records as a JSON array instead of one line per grant. */
       json: boolean;
     }
   | {
