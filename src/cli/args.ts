@@ -1,8 +1,8 @@
 /**
  * The command line of `mcp-confirm`: the usage, and the dispatcher. Every command has its own option
  * table (serving `delete_file` here with the serving flags of `servingArgs.ts`; `demo`, `keygen`;
- * `audit verify` in `auditArgs.ts`; `approvers enroll|list|remove` in `approversArgs.ts`; `proxy` in
- * `proxyArgs.ts`), so a flag of another command is refused by name, as an unknown one is.
+ * `audit verify` in `auditArgs.ts`; `approvers enroll|list|remove` in `approversArgs.ts`; `grants list|revoke`
+ * in `grantsArgs.ts`; `proxy` in `proxyArgs.ts`), so a flag of another command is refused by name, as an unknown one is.
  *
  * @module
  */
@@ -41,6 +41,15 @@ import {
   parseApproversRemove,
   type ApproversCommand,
 } from './approversArgs.js';
+import {
+  GRANTS_LIST_OPTIONS,
+  GRANTS_REVOKE_OPTIONS,
+  GRANTS_USAGE,
+  grantsForeign,
+  parseGrantsList,
+  parseGrantsRevoke,
+  type GrantsCommand,
+} from './grantsArgs.js';
 import { parseServingFlags, SERVING_OPTIONS, type ServingFlags } from './servingArgs.js';
 import { parseProxyCommand, type ProxyCommand } from './proxyArgs.js';
 
@@ -61,6 +70,9 @@ export const USAGE = `Usage:
       Enrol a passkey: prints the enrolment page's URL (with a one-time secret) as the first line.
   mcp-confirm approvers list --approvers PATH
   mcp-confirm approvers remove --approvers PATH --name NAME
+  mcp-confirm grants list --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME] [--json]
+  mcp-confirm grants revoke ID --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME]
+      List or revoke the live grants in the store servers share (see Grants below).
   mcp-confirm demo [--yes]
       Run the demo: a real server and client, a confirmed deletion, three refused attacks.
   mcp-confirm proxy [OPTIONS] [--] COMMAND [ARG ...]
@@ -103,7 +115,9 @@ Options:
 
 ${HTTP_USAGE}
 
-${AUDIT_USAGE}`;
+${AUDIT_USAGE}
+
+${GRANTS_USAGE}`;
 
 /** `mcp-confirm --root DIR …`: serve `delete_file`. */
 export interface ServeCommand extends ServingFlags {
@@ -123,6 +137,7 @@ export type Command =
   | { kind: 'keygen'; kid: string }
   | AuditVerifyCommand
   | ApproversCommand
+  | GrantsCommand
   | ServeCommand
   | ProxyCommand;
 
@@ -182,6 +197,7 @@ const KEYGEN_OPTIONS = { kid: { type: 'string' } } as const;
 function belongsTo(flag: string): string | undefined {
   if (flag === 'yes') return '--yes belongs to the demo command';
   if (flag === 'kid') return '--kid belongs to the keygen command';
+  if (flag === 'json') return '--json belongs to grants list';
   if (Object.hasOwn(APPROVERS_ENROLL_OPTIONS, flag) && flag !== 'approvers' && flag !== 'public-url')
     return `--${flag} belongs to approvers enroll`;
   return undefined;
@@ -301,6 +317,30 @@ const FAMILIES = new Map<
         ],
       ]),
       refusal: () => 'approvers takes enroll, list or remove',
+    },
+  ],
+  [
+    'grants',
+    {
+      commands: new Map([
+        [
+          'list',
+          command({ options: GRANTS_LIST_OPTIONS, words: 0, foreign: grantsForeign('list'), parse: parseGrantsList }),
+        ],
+        [
+          'revoke',
+          command({
+            options: GRANTS_REVOKE_OPTIONS,
+            words: 1,
+            foreign: grantsForeign('revoke'),
+            parse: parseGrantsRevoke,
+          }),
+        ],
+      ]),
+      refusal: (action) =>
+        action === undefined
+          ? 'grants needs a command: grants list --ledger SPEC, or grants revoke ID --ledger SPEC'
+          : `unknown grants command: ${action} (grants takes list or revoke)`,
     },
   ],
 ]);

@@ -10,6 +10,44 @@ import type { ConfirmStore } from '../store/confirmStore.js';
 import { MemoryLedger } from '../store/memory.js';
 import { UsageError } from './common.js';
 
+/**
+ * Parses a `redis://` or `rediss://` `--ledger` value, without connecting.
+ *
+ * @throws {UsageError} when it is not a URL, or its path is not a database number (`/0`); the
+ *   message never echoes the value (it may hold a password).
+ */
+export function redisUrl(spec: string): URL {
+  let url: URL;
+  try {
+    url = new URL(spec);
+  } catch {
+    // Never echo the value: it may hold a password.
+    throw new UsageError('--ledger: not a valid redis://[[USER]:PASSWORD@]HOST:PORT[/DB] URL');
+  }
+  if (url.pathname !== '' && url.pathname !== '/' && !/^\/[0-9]{1,5}$/.test(url.pathname)) {
+    throw new UsageError('--ledger: the Redis database must be a number, as in redis://HOST:PORT/0');
+  }
+  return url;
+}
+
+/** A Redis URL as messages show it: scheme, host, port and database, never a user name or password. */
+function shownRedisUrl(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+/**
+ * A `--ledger` value as messages show it: `sqlite:PATH` and `memory` as given; a Redis URL without
+ * its user name and password (`redis://HOST:PORT/DB`), or `a Redis URL` when it does not parse.
+ */
+export function shownLedger(spec: string): string {
+  if (!spec.startsWith('redis://') && !spec.startsWith('rediss://')) return spec;
+  try {
+    return shownRedisUrl(new URL(spec));
+  } catch {
+    return 'a Redis URL'; // never echo the value: it may hold a password
+  }
+}
+
 /** How long start-up waits for a first Redis connection before serving anyway, in milliseconds. */
 const STARTUP_WAIT_MS = 3_000;
 
@@ -59,21 +97,12 @@ export async function openLedger(
     return ledger;
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
-    let url: URL;
-    try {
-      url = new URL(spec);
-    } catch {
-      // Never echo the value: it may hold a password.
-      throw new UsageError('--ledger: not a valid redis://[[USER]:PASSWORD@]HOST:PORT[/DB] URL');
-    }
-    if (url.pathname !== '' && url.pathname !== '/' && !/^\/[0-9]{1,5}$/.test(url.pathname)) {
-      throw new UsageError('--ledger: the Redis database must be a number, as in redis://HOST:PORT/0');
-    }
+    const url = redisUrl(spec);
     const { RedisLedger } = await import('../store/redis.js');
     let lastReport = 0;
     let refusal: string | undefined;
     let starting = true;
-    const shown = `${url.protocol}//${url.host}${url.pathname}`; // never the password
+    const shown = shownRedisUrl(url);
     let ledger;
     try {
       ledger = new RedisLedger({

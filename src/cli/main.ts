@@ -19,7 +19,7 @@ import type { Runtime } from './runtime.js';
  * Arguments after which the command does not serve over stdio (or may not: `--http`), so
  * {@link prefetchStdio} loads nothing. A hint only: the parser decides what runs.
  */
-const NOT_STDIO = new Set(['proxy', 'demo', 'keygen', 'audit', 'approvers', '--help', '-h', '--version']);
+const NOT_STDIO = new Set(['proxy', 'demo', 'keygen', 'audit', 'approvers', 'grants', '--help', '-h', '--version']);
 
 /**
  * Starts loading the modules `mcp-confirm --root DIR` serves stdio with, while the argument parser
@@ -246,6 +246,11 @@ async function main(argv: readonly string[]): Promise<number> {
       case 'approvers-remove': {
         const { runApprovers } = await import('./approvers.js');
         return await runApprovers(command);
+      }
+      case 'grants-list':
+      case 'grants-revoke': {
+        const { runGrants } = await import('./grantsCli.js');
+        return await runGrants(command);
       }
     }
   } catch (e) {

@@ -1,0 +1,136 @@
+/**
+ * `mcp-confirm grants list|revoke`: the live grants of a shared store (`--ledger sqlite:PATH` or
+ * `redis://…`), for the operators of the servers that share it. The listing is the output of
+ * `list` (stdout); everything else goes to stderr. Loaded only for these commands.
+ *
+ * Every text field of a grant (tool, principal tag, approver, audience, summary) is shown through
+ * the renderer (`renderValue`): one line, control and bidi characters visible as escapes, so a
+ * field cannot forge another line or field of the listing. `--json` output is ASCII: every other
+ * character is a `\u` escape, so it parses to the same records and cannot reorder a terminal.
+ *
+ * @module
+ */
+import { existsSync } from 'node:fs';
+import { DEFAULT_AUDIENCE } from '../defaults.js';
+import { ConfirmLedgerUnavailableError } from '../errors.js';
+import { renderValue } from '../prompt/render.js';
+import type { ConfirmStore } from '../store/confirmStore.js';
+import { MAX_GRANT_TEXT_LENGTH, type Grant } from '../store/grantStore.js';
+import { EXIT_USAGE, UsageError } from './common.js';
+import type { GrantsCommand } from './grantsArgs.js';
+import { openLedger, redisUrl, shownLedger } from './ledgerSpec.js';
+
+const err = (line: string): void => void process.stderr.write(`mcp-confirm: ${line}\n`);
+
+/** A grant id as the stores make them. */
+const GRANT_ID = /^[A-Za-z0-9_-]{22}$/;
+
+/** A Unix time in milliseconds as ISO 8601 UTC, or `N ms` when no date can show it. */
+function isoTime(ms: number): string {
+  const date = new Date(ms);
+  return Number.isFinite(date.getTime()) ? date.toISOString() : `${ms} ms`;
+}
+
+/** What is left until `expiresAtMs`: `14 minutes left`, `1 minute left`, `under a minute left`. */
+function timeLeft(expiresAtMs: number, nowMs: number): string {
+  const minutes = Math.floor((expiresAtMs - nowMs) / 60_000);
+  return minutes < 1 ? 'under a minute left' : `${minutes} minute${minutes === 1 ? '' : 's'} left`;
+}
+
+/**
+ * One grant as one line of `grants list`, its fields separated by tabs (the renderer shows a tab
+ * inside a value as an escape, so the fields cannot be shifted): the id, tool, principal tag,
+ * approver, uses left of `maxUses`, expiry (ISO time and minutes left), creation, audience and
+ * summary. The summary is shown whole (at most {@link MAX_GRANT_TEXT_LENGTH} graphemes).
+ */
+export function grantLine(grant: Grant, nowMs: number): string {
+  const v = (value: string): string => renderValue(value);
+  return [
+    GRANT_ID.test(grant.id) ? grant.id : v(grant.id),
+    `tool ${v(grant.tool)}`,
+    `principal tag ${v(grant.principal)}`,
+    `approver ${v(grant.approver)}`,
+    `uses left ${grant.usesLeft} of ${grant.maxUses}`,
+    `expires ${isoTime(grant.expiresAtMs)} (${timeLeft(grant.expiresAtMs, nowMs)})`,
+    `created ${isoTime(grant.createdAtMs)}`,
+    `audience ${v(grant.audience)}`,
+    `summary ${renderValue(grant.summary, { maxGraphemes: MAX_GRANT_TEXT_LENGTH })}`,
+  ].join('\t');
+}
+
+/** JSON text in ASCII: every character above U+007E as a `\uXXXX` escape (valid JSON, parsing to the same value). */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/**
+ * Runs `grants list` or `grants revoke`.
+ *
+ * @returns the exit code: 0 listed (also none) or revoked; 1 no live grant with that id, or the
+ *   store cannot be opened or read (a missing SQLite file, which is never created here; a Redis
+ *   that is unreachable or refuses the connection); 2 a `--ledger` Redis URL that does not parse.
+ *   Messages show a Redis URL without its password.
+ */
+export async function runGrants(command: GrantsCommand): Promise<number> {
+  const shown = shownLedger(command.ledger);
+  const verb = command.kind === 'grants-list' ? 'list' : 'revoke';
+  if (command.ledger.startsWith('sqlite:')) {
+    // Listing or revoking must not create a ledger file where there was none.
+    if (!existsSync(command.ledger.slice('sqlite:'.length))) {
+      err(`--ledger ${shown}: no such SQLite file (the store the servers share; it is not created here)`);
+      return 1;
+    }
+  } else {
+    try {
+      redisUrl(command.ledger);
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      err(e.message);
+      return EXIT_USAGE;
+    }
+  }
+  let store: ConfirmStore;
+  try {
+    // The audience namespaces a Redis ledger; a SQLite ledger holds every audience's grants.
+    store = await openLedger(command.ledger, command.audience ?? DEFAULT_AUDIENCE);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    err(`cannot ${verb} grants: ${e.message}`);
+    return 1;
+  }
+  const query = command.audience === undefined ? {} : { audience: command.audience };
+  const ofAudience = command.audience === undefined ? '' : ` of audience ${renderValue(command.audience)}`;
+  try {
+    const nowMs = Date.now();
+    if (command.kind === 'grants-list') {
+      const grants = await store.findGrants(query, nowMs);
+      if (command.json) process.stdout.write(`${asciiJson(grants)}\n`);
+      else for (const grant of grants) process.stdout.write(`${grantLine(grant, nowMs)}\n`);
+      if (grants.length === 0) err(`no live grants${ofAudience} in the ${store.kind} ledger at ${shown}`);
+      return 0;
+    }
+    // With --audience, only a grant of that audience is revoked (in SQLite, which holds every audience's).
+    const inAudience =
+      command.audience === undefined || (await store.findGrants(query, nowMs)).some((g) => g.id === command.id);
+    if (!inAudience || (await store.revokeGrant(command.id, nowMs)) === 'unknown') {
+      err(
+        `no live grant ${command.id}${ofAudience} (ended, revoked before, or never in this store${command.audience === undefined ? '' : ' under that audience'})`,
+      );
+      return 1;
+    }
+    err(`revoked grant ${command.id}`);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof ConfirmLedgerUnavailableError)) throw e;
+    const cause = (e as { cause?: unknown }).cause;
+    err(
+      `cannot ${verb} grants: the ${store.kind} ledger at ${shown} is unavailable${cause instanceof Error ? ` (${cause.message})` : ''}`,
+    );
+    return 1;
+  } finally {
+    await store.close?.().catch(() => {});
+  }
+}
