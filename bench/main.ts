@@ -5,7 +5,7 @@
  *
  * Cold start spawns the built CLI (dist/cli/main.js): run `npm run build` first.
  *
- * `npm run bench -- --only seal,mrtr` runs only the named groups (ledger, seal, mrtr, garbage, prompt, cold, lb, proxy);
+ * `npm run bench -- --only seal,mrtr` runs only the named groups (ledger, seal, mrtr, garbage, prompt, cold, lb, proxy, grants);
  * `ledger-redis` runs only the Redis part of `ledger` (same rows).
  *
  * Redis: uses REDIS_URL when set; otherwise starts a throwaway redis-server with
@@ -22,6 +22,7 @@ import { haproxyPath } from './lbDeployment.js';
 import { benchGarbage, benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
 import { benchProxy } from './proxy.js';
+import { benchGrants } from './grants.js';
 
 interface Row {
   name: string;
@@ -72,8 +73,19 @@ async function loadBalancerRows(): Promise<Row[]> {
   return benchLoadBalancer({ redisUrl: redis.url });
 }
 
-/** Groups to run: all, or those named after `--only` (comma-separated: ledger, seal, mrtr, garbage, prompt, cold, lb, proxy). */
-const GROUPS = ['ledger', 'ledger-redis', 'seal', 'mrtr', 'garbage', 'prompt', 'cold', 'lb', 'proxy'] as const;
+/** Groups to run: all, or those named after `--only` (comma-separated: ledger, seal, mrtr, garbage, prompt, cold, lb, proxy, grants). */
+const GROUPS = [
+  'ledger',
+  'ledger-redis',
+  'seal',
+  'mrtr',
+  'garbage',
+  'prompt',
+  'cold',
+  'lb',
+  'proxy',
+  'grants',
+] as const;
 const { values: cli } = parseArgs({ options: { only: { type: 'string' } } });
 const only = cli.only === undefined ? new Set<string>(GROUPS) : new Set(cli.only.split(','));
 for (const g of only) {
@@ -98,6 +110,7 @@ try {
   if (only.has('cold')) rows.push(...(await benchColdStart()));
   if (only.has('lb')) rows.push(...(await loadBalancerRows()));
   if (only.has('proxy')) rows.push(...(await benchProxy()));
+  if (only.has('grants')) rows.push(...(await benchGrants()));
 } finally {
   redis?.stop();
 }

@@ -19,8 +19,30 @@ export {
   type ConfirmableToolConfig,
   type ActContext,
   type ConfirmEvent,
+  type GuardOptions,
+  MAX_PLAN_CALLS_FORM,
+  MAX_PLAN_ARGUMENT_BYTES,
 } from './guard/confirmation.js';
-export { CONFIRM_KEY, CONFIRM_SCHEMA } from './guard/answer.js';
+export { CONFIRM_KEY, CONFIRM_SCHEMA, GRANT_OFFER_SCHEMA, GRANT_SCOPE } from './guard/answer.js';
+
+// Grants and plans: what an operator allows to be granted, and the plans tool.
+export {
+  checkGrantPolicy,
+  argumentsAccepted,
+  pinArguments,
+  grantPolicyDigest,
+  ARGUMENT_MATCHERS,
+  DEFAULT_GRANT_MAX_USES,
+  DEFAULT_GRANT_MAX_SECONDS,
+  MAX_GRANT_SECONDS,
+  type ArgumentMatcher,
+  type GrantPolicy,
+  type PinnedArgument,
+  type PinnedArguments,
+} from './grant/matchers.js';
+export type { GrantTerms, GrantScope } from './guard/grants.js';
+export { PLAN_TOOL, PLAN_TOOL_CONFIG, PlanInput, type PlanArgs } from './guard/planSpec.js';
+export type { PlanEntry, PlannedTool } from './guard/plans.js';
 export { FORM_FALLBACK_SENTENCE } from './guard/passkeyRound.js';
 
 // The question: untrusted values rendered visibly and injectively.
@@ -99,6 +121,7 @@ export {
   ConfirmUpstreamInputError,
   ConfirmAuditUnavailableError,
   ConfirmApprovalExpiredError,
+  ConfirmPlanError,
   toToolError,
   type ConfirmErrorCode,
   type AnyConfirmError,

@@ -28,10 +28,14 @@
  *
  * @module
  */
+import { DEFAULT_GRANT_MAX_SECONDS, DEFAULT_GRANT_MAX_USES } from '../defaults.js';
 import canonicalize from 'canonicalize';
 import { ConfigError } from '../errors.js';
 import { canonicalDigest } from '../state/digest.js';
 import { MAX_GRANT_USES } from '../store/grantStore.js';
+
+/** The defaults of a grant policy's bounds, 20 uses and 900 seconds (`defaults.ts`, shared with the command line). */
+export { DEFAULT_GRANT_MAX_SECONDS, DEFAULT_GRANT_MAX_USES };
 
 /** How a grant may match one top-level argument of later calls. */
 export type ArgumentMatcher = 'exact' | 'any' | 'same-directory' | 'subtree' | 'at-most';
@@ -44,12 +48,6 @@ export const ARGUMENT_MATCHERS: readonly ArgumentMatcher[] = Object.freeze([
   'subtree',
   'at-most',
 ] as const);
-
-/** The default {@link GrantPolicy.maxUses}: 20 uses, the approving call included. */
-export const DEFAULT_GRANT_MAX_USES = 20;
-
-/** The default {@link GrantPolicy.maxSeconds}: 900 seconds (15 minutes). */
-export const DEFAULT_GRANT_MAX_SECONDS = 900;
 
 /** The largest {@link GrantPolicy.maxSeconds}: 86,400 seconds (one day). */
 export const MAX_GRANT_SECONDS = 86_400;
