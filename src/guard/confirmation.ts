@@ -777,13 +777,13 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       trail: Trail,
     ): Promise<{ done: CallToolResult | InputRequiredResult } | { fingerprint: F }> => {
       const fingerprint = tool.fingerprint ? await tool.fingerprint(args, ctx) : (null as F);
-      const argsDigest = canonicalDigest(args);
-      trail.args = argsDigest;
+      // The arguments' digest keys a plan slot and goes on audit lines; a grant alone needs neither.
+      if (plans || audit) trail.args = canonicalDigest(args);
       const tag = KeyRing.principalTag(keys.sealing, principalOf(ctx));
       trail.principal = tag;
       const binding = bindingOf(tool, args, fingerprint, ctx);
       if (plans) {
-        const slot = await calls.takePlanSlot(slotKey(tag, binding, name, argsDigest), now());
+        const slot = await calls.takePlanSlot(slotKey(tag, binding, name, trail.args!), now());
         if (slot) {
           // The human approved this exact call in the plan: it acts on what they saw then (re-checked by act).
           let seen: F;
