@@ -1,0 +1,536 @@
+/**
+ * Grants and plans for `delete_file` through the built CLI (`dist/cli/main.js`) as a real
+ * subprocess: over stdio with a real v2 `Client` pinned to 2026-07-28 on the SDK's stdio client
+ * transport; over `--http` with bearer JWTs for two principals (case grant-3 of ../shared/cases),
+ * and two `--http` replicas sharing a key file and a ledger (SQLite, and the Redis at `REDIS_URL`:
+ * scripts/start-redis.sh; missing, that test fails); the `--audit` trail's grant and plan lines,
+ * checked by `mcp-confirm audit verify`; `/metrics`' counts of the grant and plan events; and the
+ * usage errors of `--grants`, `--grant-max-uses`, `--grant-max-seconds`. Each attack with its
+ * control. Needs `npm run build` first.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/client';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startAudited, linesOf, verifyTrail, type Line } from '../helpers/auditTrail.js';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
+import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { connectModern, MAIN, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
+import { InPlaceStdioTransport, runProcess, stderrSays, type Finished } from '../helpers/processes.js';
+
+const GRANT_ACCEPT = { confirm: { action: 'accept', content: { confirmed: true, scope: 'grant' } } } as const;
+const ISSUER = 'https://auth.example.test';
+const ID = '[A-Za-z0-9_-]{22}';
+const GRANT_FLAGS = ['--grants', 'same-directory', '--grant-max-uses', '3', '--plans'];
+
+let R: string;
+let root: string;
+let keyFile: string;
+let jwksPath: string;
+let privateKey: CryptoKey;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
+  const pair = await generateKeyPair('RS256', { extractable: true });
+  privateKey = pair.privateKey;
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-grants-jwks-')));
+  jwksPath = join(dir, 'jwks.json');
+  writeFileSync(
+    jwksPath,
+    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+  );
+});
+beforeEach(async () => {
+  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-grants-serve-')));
+  root = join(R, 'root');
+  mkdirSync(join(root, 'cache'), { recursive: true });
+  mkdirSync(join(R, 'log'));
+  for (let i = 0; i < 10; i++) writeFileSync(join(root, 'cache', `f${i}.tmp`), `cache ${i}`);
+  writeFileSync(join(root, 'thesis.txt'), 'thesis');
+  keyFile = join(R, 'keys.json');
+  const keygen = await run(['keygen', '--kid', 'k1']);
+  expect(keygen.status).toBe(0);
+  writeFileSync(keyFile, keygen.stdout, { mode: 0o600 });
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+  rmSync(R, { recursive: true, force: true });
+});
+
+function run(args: string[]): Promise<Finished> {
+  return runProcess(process.execPath, [MAIN, ...args]);
+}
+
+const there = (p: string): boolean => existsSync(join(root, p));
+const plan = (paths: string[]) => ({ calls: paths.map((path) => ({ tool: 'delete_file', arguments: { path } })) });
+
+function resultText(reply: Reply): string {
+  if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply)}`);
+  return reply.text;
+}
+
+/** The id a result names after `Granted (grant `, `Done under grant `, `Plan ` or `Done under plan `. */
+function idIn(text: string, before: RegExp): string {
+  const m = new RegExp(`${before.source}(${ID})`).exec(text);
+  if (!m) throw new Error(`no id after ${String(before)} in ${JSON.stringify(text)}`);
+  return m[1]!;
+}
+
+const call = (client: Client, path: string, extra: { requestState?: string; inputResponses?: unknown } = {}) =>
+  callTool(client, { name: 'delete_file', arguments: { path }, ...extra });
+
+/** Round 1 then round 2 with `answer`: the final reply. */
+async function confirmWith(client: Client, path: string, answer: unknown): Promise<Reply> {
+  const { state } = asked(await call(client, path));
+  return call(client, path, { requestState: state, inputResponses: answer });
+}
+
+/** Asks for the plan of `paths` and approves it: the plan's id. */
+async function approvePlan(client: Client, paths: string[]): Promise<string> {
+  const first = asked(await callTool(client, { name: 'confirm_plan', arguments: plan(paths) }));
+  expect(first.message).toMatch(new RegExp(`^Approve this plan of ${paths.length} calls\\?`));
+  const approved = resultText(
+    await callTool(client, {
+      name: 'confirm_plan',
+      arguments: plan(paths),
+      requestState: first.state,
+      inputResponses: ACCEPT,
+    }),
+  );
+  expect(approved).toMatch(new RegExp(`^Plan ${ID} approved: make each of its ${paths.length} calls once`));
+  return idIn(approved, /^Plan /);
+}
+
+/** Asserts the question of a call, and that nothing was deleted by it. */
+function expectAsked(reply: Reply, path: string): void {
+  expect(asked(reply).message).toContain('Permanently delete');
+  expect(there(path), path).toBe(true);
+}
+
+/** Starts `mcp-confirm …args` over stdio, a real v2 client pinned to 2026-07-28 on the SDK's stdio transport. */
+async function spawnStdio(args: string[]): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new InPlaceStdioTransport({ command: process.execPath, args: [MAIN, ...args], stderr: 'pipe' });
+  let err = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const client = new Client({ name: 'grants-stdio', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+  await client.connect(transport);
+  cleanups.push(async () => {
+    const pid = transport.pid;
+    await client.close().catch(() => {});
+    if (pid !== null) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already ended
+      }
+    }
+  });
+  return { client, stderr: () => err };
+}
+
+/** Starts `mcp-confirm --root … --http 127.0.0.1:0 …extra`, killed at the end of the test. */
+async function serveHttp(extra: string[]): Promise<HttpServerProcess> {
+  const server = await startHttpServer(['--root', root, '--http', '127.0.0.1:0', ...extra]);
+  cleanups.push(async () => {
+    if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
+    await server.exited;
+  });
+  return server;
+}
+
+/** A bearer JWT of ISSUER for `sub`, for the resource `audience`. */
+function token(audience: string, sub: string): Promise<string> {
+  const nowS = Math.floor(Date.now() / 1000);
+  return new SignJWT({ scope: 'mcp', client_id: 'notes-app' })
+    .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
+    .setIssuer(ISSUER)
+    .setAudience(audience)
+    .setSubject(sub)
+    .setIssuedAt(nowS - 5)
+    .setExpirationTime(nowS + 3600)
+    .sign(privateKey);
+}
+
+async function modern(url: URL, bearer?: string): Promise<Client> {
+  const client = await connectModern(url, bearer);
+  cleanups.push(() => client.close());
+  return client;
+}
+
+describe('over stdio: mcp-confirm --root DIR --grants same-directory --grant-max-uses 3 --plans', () => {
+  it('one question, then 2 more deletions in the directory under the grant; the 4th is asked and nothing more is deleted', async () => {
+    const { client, stderr } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['confirm_plan', 'delete_file']);
+    const first = asked(await call(client, 'cache/f0.tmp'));
+    expect(first.message).toContain(`Or allow: delete any file directly in`);
+    expect(first.message).toContain('at most 3 files; each is still re-checked before it is deleted.');
+    const granted = resultText(
+      await call(client, 'cache/f0.tmp', { requestState: first.state, inputResponses: GRANT_ACCEPT }),
+    );
+    expect(granted).toMatch(new RegExp(`Granted \\(grant ${ID}\\): 2 more calls like this one need no question`));
+    const id = idIn(granted, /Granted \(grant /);
+    expect(there('cache/f0.tmp')).toBe(false);
+    for (const [i, left] of [
+      [1, '1 more call and'],
+      [2, '0 more calls and'],
+    ] as const) {
+      const text = resultText(await call(client, `cache/f${i}.tmp`));
+      expect(text).toContain(`Done under grant ${id} (no question asked): ${left}`);
+      expect(there(`cache/f${i}.tmp`)).toBe(false);
+    }
+    expectAsked(await call(client, 'cache/f3.tmp'), 'cache/f3.tmp');
+    await stderrSays(stderr, 'grants same-directory (at most 3 uses, 900s); plans (confirm_plan)');
+  });
+
+  it('attack: a call outside the granted directory is asked; control: one inside runs under the grant', async () => {
+    const { client } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
+    expect(resultText(await confirmWith(client, 'cache/f0.tmp', GRANT_ACCEPT))).toContain('Granted');
+    expectAsked(await call(client, 'thesis.txt'), 'thesis.txt');
+    expect(resultText(await call(client, 'cache/f1.tmp'))).toContain('Done under grant');
+    expect(there('cache/f1.tmp')).toBe(false);
+  });
+
+  it('a form answer without scope approves that call only: the next is asked (control: scope "grant" then serves the next)', async () => {
+    const { client } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
+    expect(resultText(await confirmWith(client, 'cache/f0.tmp', ACCEPT))).not.toContain('Granted');
+    expectAsked(await call(client, 'cache/f1.tmp'), 'cache/f1.tmp');
+    expect(resultText(await confirmWith(client, 'cache/f1.tmp', GRANT_ACCEPT))).toContain('Granted');
+    expect(resultText(await call(client, 'cache/f2.tmp'))).toContain('Done under grant');
+  });
+
+  it('a plan of 2 approved once with confirm_plan: both run without a question; a third call and a used slot are asked', async () => {
+    const { client } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
+    const paths = ['cache/f0.tmp', 'thesis.txt'];
+    const id = await approvePlan(client, paths);
+    for (const p of paths) expect(there(p), p).toBe(true); // approving does nothing
+    for (const [i, p] of paths.entries()) {
+      const text = resultText(await call(client, p));
+      expect(text).toContain(`Done under plan ${id}, approved before (no question asked): ${1 - i} of its calls left.`);
+      expect(there(p), p).toBe(false);
+    }
+    expectAsked(await call(client, 'cache/f1.tmp'), 'cache/f1.tmp');
+    writeFileSync(join(root, 'thesis.txt'), 'thesis again');
+    expectAsked(await call(client, 'thesis.txt'), 'thesis.txt');
+  });
+
+  it('without --grants and --plans, no grant is offered and confirm_plan is not listed (control of the flags)', async () => {
+    const { client } = await spawnStdio(['--root', root]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['delete_file']);
+    const first = asked(await call(client, 'cache/f0.tmp'));
+    expect(first.message).not.toContain('Or allow');
+    expect(
+      resultText(await call(client, 'cache/f0.tmp', { requestState: first.state, inputResponses: GRANT_ACCEPT })),
+    ).not.toContain('Granted');
+    expectAsked(await call(client, 'cache/f1.tmp'), 'cache/f1.tmp');
+  });
+});
+
+describe('over --http with bearer tokens for two principals', () => {
+  it("grant-3: U2's call in the directory of U1's grant is asked, nothing deleted; control: U1's call runs under it", async () => {
+    const server = await serveHttp(['--auth-issuer', ISSUER, '--auth-jwks', jwksPath, ...GRANT_FLAGS]);
+    const u1 = await modern(server.url, await token(server.url.href, 'u1'));
+    const u2 = await modern(server.url, await token(server.url.href, 'u2'));
+    expect(resultText(await confirmWith(u1, 'cache/f0.tmp', GRANT_ACCEPT))).toMatch(/Granted \(grant /);
+    expectAsked(await call(u2, 'cache/f1.tmp'), 'cache/f1.tmp');
+    expect(resultText(await call(u1, 'cache/f1.tmp'))).toContain('Done under grant');
+    expect(there('cache/f1.tmp')).toBe(false);
+  });
+
+  it("a plan of U1 is not U2's: U2's call of a planned file is asked; control: U1's runs under the plan", async () => {
+    const server = await serveHttp(['--auth-issuer', ISSUER, '--auth-jwks', jwksPath, ...GRANT_FLAGS]);
+    const u1 = await modern(server.url, await token(server.url.href, 'u1'));
+    const u2 = await modern(server.url, await token(server.url.href, 'u2'));
+    await approvePlan(u1, ['cache/f0.tmp', 'cache/f1.tmp']);
+    expectAsked(await call(u2, 'cache/f0.tmp'), 'cache/f0.tmp');
+    expect(resultText(await call(u1, 'cache/f0.tmp'))).toContain('Done under plan');
+    expect(there('cache/f0.tmp')).toBe(false);
+  });
+});
+
+describe('two --http replicas sharing --key-file and --ledger (no process binding over HTTP)', () => {
+  /**
+   * Round 1 until it asks: a Redis ledger connects in the background and refuses with
+   * ERR_CONFIRM_LEDGER_UNAVAILABLE until then (every refusal meanwhile must be exactly that).
+   */
+  async function askWhenReady(client: Client, path: string): Promise<{ state: string }> {
+    const until = Date.now() + PROCESS_DEADLINE_MS;
+    for (;;) {
+      const reply = await call(client, path);
+      if (reply.kind === 'input_required') return asked(reply);
+      expect(resultText(reply)).toMatch(/^\[ERR_CONFIRM_LEDGER_UNAVAILABLE\]/);
+      if (Date.now() > until) throw new Error(`the ledger was still unavailable after ${PROCESS_DEADLINE_MS} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async function grantOnAUsedOnB(ledger: string): Promise<void> {
+    // One resource URL for both (as behind a balancer): one token audience, one principal per subject.
+    const resource = 'http://replicas.example.test/mcp';
+    const common = [
+      '--auth-issuer',
+      ISSUER,
+      '--auth-jwks',
+      jwksPath,
+      '--resource',
+      resource,
+      '--key-file',
+      keyFile,
+      '--ledger',
+      ledger,
+      '--audience',
+      `grants-${randomUUID()}`,
+      ...GRANT_FLAGS,
+    ];
+    const [a, b] = await Promise.all([serveHttp(common), serveHttp(common)]);
+    const u1 = await token(resource, 'u1');
+    const u1a = await modern(a.url, u1);
+    const u1b = await modern(b.url, u1);
+    const u2b = await modern(b.url, await token(resource, 'u2'));
+    const { state } = await askWhenReady(u1a, 'cache/f0.tmp');
+    const granted = resultText(await call(u1a, 'cache/f0.tmp', { requestState: state, inputResponses: GRANT_ACCEPT }));
+    const id = idIn(granted, /Granted \(grant /);
+    // Attack: another principal on replica B is asked.
+    await askWhenReady(u2b, 'cache/f1.tmp');
+    expect(there('cache/f1.tmp')).toBe(true);
+    // The same principal on replica B uses the grant given on A, then the last use on A again.
+    expect(resultText(await call(u1b, 'cache/f1.tmp'))).toContain(
+      `Done under grant ${id} (no question asked): 1 more call`,
+    );
+    expect(there('cache/f1.tmp')).toBe(false);
+    expect(resultText(await call(u1a, 'cache/f2.tmp'))).toContain(
+      `Done under grant ${id} (no question asked): 0 more calls`,
+    );
+    // Used up across both replicas: the next is asked on either.
+    expectAsked(await call(u1b, 'cache/f3.tmp'), 'cache/f3.tmp');
+    expectAsked(await call(u1a, 'cache/f3.tmp'), 'cache/f3.tmp');
+    // A plan approved on B serves U1 on A and on B, each call once; not U2.
+    const planId = await approvePlan(u1b, ['cache/f4.tmp', 'cache/f5.tmp']);
+    expectAsked(await call(u2b, 'cache/f4.tmp'), 'cache/f4.tmp');
+    expect(resultText(await call(u1a, 'cache/f4.tmp'))).toContain(`Done under plan ${planId}`);
+    expect(resultText(await call(u1b, 'cache/f5.tmp'))).toContain(`Done under plan ${planId}`);
+    for (const p of ['cache/f4.tmp', 'cache/f5.tmp']) expect(there(p), p).toBe(false);
+    writeFileSync(join(root, 'cache', 'f4.tmp'), 'again');
+    expectAsked(await call(u1b, 'cache/f4.tmp'), 'cache/f4.tmp');
+  }
+
+  it('sqlite: a grant given on replica A is used on replica B by the same principal, never by another; its uses are counted across both', async () => {
+    await grantOnAUsedOnB(`sqlite:${join(R, 'ledger.db')}`);
+  });
+
+  it('redis: a grant given on replica A is used on replica B by the same principal, never by another; its uses are counted across both', async () => {
+    const url = process.env.REDIS_URL;
+    if (!url)
+      throw new Error(
+        'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+      );
+    await grantOnAUsedOnB(url);
+  });
+
+  it('control: with the default memory ledger, a grant given on replica A is not known on replica B (asked there), and serves on A', async () => {
+    const resource = 'http://replicas.example.test/mcp';
+    const common = [
+      '--auth-issuer',
+      ISSUER,
+      '--auth-jwks',
+      jwksPath,
+      '--resource',
+      resource,
+      '--key-file',
+      keyFile,
+      ...GRANT_FLAGS,
+    ];
+    const [a, b] = await Promise.all([serveHttp(common), serveHttp(common)]);
+    const u1 = await token(resource, 'u1');
+    const u1a = await modern(a.url, u1);
+    const u1b = await modern(b.url, u1);
+    expect(resultText(await confirmWith(u1a, 'cache/f0.tmp', GRANT_ACCEPT))).toContain('Granted');
+    expectAsked(await call(u1b, 'cache/f1.tmp'), 'cache/f1.tmp');
+    expect(resultText(await call(u1a, 'cache/f1.tmp'))).toContain('Done under grant');
+  });
+});
+
+describe('--audit: the grant and plan lines', () => {
+  const events = (lines: Line[]) => lines.map((l) => l['event']);
+
+  it('writes granted, acted-under-grant (grant = the id in the result), grant-exhausted on the last use, plan-approved and acted-under-plan (grant = the plan id); audit verify says intact after the server stops', async () => {
+    const served = await startAudited(
+      ['--root', root, '--key-file', keyFile, '--audit', join(R, 'log', 'trail'), ...GRANT_FLAGS],
+      cleanups,
+    );
+    const { client, trail } = served;
+    const grantId = idIn(resultText(await confirmWith(client, 'cache/f0.tmp', GRANT_ACCEPT)), /Granted \(grant /);
+    for (const i of [1, 2])
+      expect(idIn(resultText(await call(client, `cache/f${i}.tmp`)), /Done under grant /)).toBe(grantId);
+    const asked4 = await call(client, 'cache/f3.tmp');
+    expectAsked(asked4, 'cache/f3.tmp');
+    const planId = await approvePlan(client, ['cache/f4.tmp', 'cache/f5.tmp']);
+    for (const p of ['cache/f4.tmp', 'cache/f5.tmp'])
+      expect(idIn(resultText(await call(client, p)), /Done under plan /)).toBe(planId);
+    expect((await served.endInput()).code).toBe(0);
+
+    const lines = linesOf(trail);
+    expect(events(lines)).toEqual([
+      'opened',
+      'asked',
+      'confirmed',
+      'granted',
+      'acted',
+      'acted-under-grant',
+      'acted',
+      'acted-under-grant',
+      'grant-exhausted',
+      'acted',
+      'asked',
+      'asked',
+      'confirmed',
+      'plan-approved',
+      'acted-under-plan',
+      'acted',
+      'acted-under-plan',
+      'acted',
+      'closed',
+    ]);
+    const of = (event: string) => lines.filter((l) => l['event'] === event);
+    expect(of('granted').map((l) => l['grant'])).toEqual([grantId]);
+    expect(String(of('granted')[0]!['outcome'])).toContain('Or allow: delete any file directly in');
+    expect(of('acted-under-grant').map((l) => [l['grant'], l['outcome']])).toEqual([
+      [grantId, '1 left'],
+      [grantId, '0 left'],
+    ]);
+    expect(of('grant-exhausted').map((l) => l['grant'])).toEqual([grantId]);
+    expect(of('plan-approved').map((l) => [l['grant'], l['outcome']])).toEqual([[planId, '2 calls']]);
+    expect(of('acted-under-plan').map((l) => [l['grant'], l['outcome']])).toEqual([
+      [planId, '1 left'],
+      [planId, '0 left'],
+    ]);
+    // Only the grant and plan lines carry a grant field.
+    const withGrant = ['granted', 'acted-under-grant', 'grant-exhausted', 'plan-approved', 'acted-under-plan'];
+    for (const l of lines) expect('grant' in l, String(l['event'])).toBe(withGrant.includes(String(l['event'])));
+
+    const verified = await verifyTrail(trail, keyFile);
+    expect(verified.status).toBe(0);
+    expect(verified.stdout).toBe(`${lines.length}\n`);
+  });
+
+  it('attack: a grant id changed in an acted-under-grant line breaks the chain (audit verify exits 3 naming that line); control: the trail as written is intact', async () => {
+    const served = await startAudited(
+      ['--root', root, '--key-file', keyFile, '--audit', join(R, 'log', 'trail'), ...GRANT_FLAGS],
+      cleanups,
+    );
+    const grantId = idIn(
+      resultText(await confirmWith(served.client, 'cache/f0.tmp', GRANT_ACCEPT)),
+      /Granted \(grant /,
+    );
+    expect(resultText(await call(served.client, 'cache/f1.tmp'))).toContain('Done under grant');
+    await served.endInput();
+    const control = await verifyTrail(served.trail, keyFile);
+    expect(control.status).toBe(0);
+    const text = readFileSync(served.trail, 'utf8').split('\n').slice(0, -1);
+    const at = text.findIndex((l) => (JSON.parse(l) as Line)['event'] === 'acted-under-grant');
+    expect(at).toBeGreaterThan(0);
+    const other = `${grantId.slice(0, -1)}${grantId.endsWith('A') ? 'B' : 'A'}`;
+    const forged = [...text];
+    forged[at] = forged[at]!.replace(grantId, other);
+    expect(forged[at]).not.toBe(text[at]);
+    const file = join(R, 'forged.jsonl');
+    writeFileSync(file, forged.map((l) => `${l}\n`).join(''));
+    const r = await verifyTrail(file, keyFile);
+    expect(r.status).toBe(3);
+    expect(r.stderr).toContain(`line ${at + 1}`);
+  });
+});
+
+describe('/metrics over --http counts the grant and plan events', () => {
+  it('counts granted, acted-under-grant, grant-exhausted, plan-approved and acted-under-plan by event (control: none of them before the first grant)', async () => {
+    const server = await serveHttp(GRANT_FLAGS);
+    const client = await modern(server.url);
+    const metrics = async (): Promise<string> => {
+      const r = await fetch(new URL('/metrics', server.url));
+      expect(r.status).toBe(200);
+      return r.text();
+    };
+    const line = (event: string, n: number) => `mcp_confirm_decisions_total{event="${event}",code=""} ${n}`;
+    const first = asked(await call(client, 'cache/f0.tmp'));
+    const before = await metrics();
+    expect(before).toContain(line('asked', 1));
+    for (const event of ['granted', 'acted-under-grant', 'grant-exhausted', 'plan-approved', 'acted-under-plan'])
+      expect(before).not.toContain(`event="${event}"`);
+    await call(client, 'cache/f0.tmp', { requestState: first.state, inputResponses: GRANT_ACCEPT });
+    for (const i of [1, 2]) expect(resultText(await call(client, `cache/f${i}.tmp`))).toContain('Done under grant');
+    await approvePlan(client, ['cache/f4.tmp', 'cache/f5.tmp']);
+    for (const p of ['cache/f4.tmp', 'cache/f5.tmp'])
+      expect(resultText(await call(client, p))).toContain('Done under plan');
+    const after = await metrics();
+    expect(after).toContain(line('asked', 2));
+    expect(after).toContain(line('granted', 1));
+    expect(after).toContain(line('acted-under-grant', 2));
+    expect(after).toContain(line('grant-exhausted', 1));
+    expect(after).toContain(line('plan-approved', 1));
+    expect(after).toContain(line('acted-under-plan', 2));
+  });
+});
+
+describe('usage errors of the grant flags (exit 2 naming the flag; control: the fixed command serves)', () => {
+  /** Serves over stdio with stdin closed at once: it announces itself and exits 0 at the end of input. */
+  async function serves(args: string[], says: string): Promise<void> {
+    const r = await run(['--root', root, ...args]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toContain(says);
+  }
+
+  it.each([
+    [
+      '--grant-max-uses without --grants',
+      ['--grant-max-uses', '3'],
+      '--grant-max-uses needs --grants same-directory|subtree',
+      ['--grants', 'same-directory', '--grant-max-uses', '3'],
+      'grants same-directory (at most 3 uses, 900s)',
+    ],
+    [
+      '--grant-max-seconds without --grants',
+      ['--grant-max-seconds', '60', '--plans'],
+      '--grant-max-seconds needs --grants same-directory|subtree',
+      ['--grants', 'subtree', '--grant-max-seconds', '60', '--plans'],
+      'grants subtree (at most 20 uses, 60s); plans (confirm_plan)',
+    ],
+    [
+      '--grants prefix',
+      ['--grants', 'prefix'],
+      '--grants must be same-directory or subtree, got "prefix"',
+      ['--grants', 'subtree'],
+      'grants subtree (at most 20 uses, 900s)',
+    ],
+    [
+      '--grant-max-seconds 0',
+      ['--grants', 'same-directory', '--grant-max-seconds', '0'],
+      '--grant-max-seconds must be a whole number of seconds from 1 to 86400',
+      ['--grants', 'same-directory', '--grant-max-seconds', '1'],
+      'grants same-directory (at most 20 uses, 1s)',
+    ],
+    [
+      '--grant-max-seconds 86401',
+      ['--grants', 'same-directory', '--grant-max-seconds', '86401'],
+      '--grant-max-seconds must be a whole number of seconds from 1 to 86400',
+      ['--grants', 'same-directory', '--grant-max-seconds', '86400'],
+      'grants same-directory (at most 20 uses, 86400s)',
+    ],
+    [
+      '--grant-max-uses 0',
+      ['--grants', 'same-directory', '--grant-max-uses', '0'],
+      '--grant-max-uses must be a whole number from 1 to 1000000, got "0"',
+      ['--grants', 'same-directory', '--grant-max-uses', '1000000'],
+      'grants same-directory (at most 1000000 uses, 900s)',
+    ],
+  ])('%s is exit 2 naming it', async (_label, bad, message, fixed, says) => {
+    const r = await run(['--root', root, ...bad]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`mcp-confirm: ${message}`);
+    expect(r.stderr).toContain("Run 'mcp-confirm --help' for the usage.");
+    expect(r.stdout).toBe('');
+    await serves(fixed, says);
+  });
+});
