@@ -1,8 +1,10 @@
 /**
  * Grants and plans for `delete_file` through the built CLI (`dist/cli/main.js`) as a real
  * subprocess: over stdio with a real v2 `Client` pinned to 2026-07-28 on the SDK's stdio client
- * transport; over `--http` with bearer JWTs for two principals (case grant-3 of ../shared/cases),
- * and two `--http` replicas sharing a key file and a ledger (SQLite, and the Redis at `REDIS_URL`:
+ * transport (and two stdio processes on one SQLite ledger: a grant or plan serves only the process
+ * that gave it); over `--http` with bearer JWTs for two principals (case grant-3 of ../shared/cases,
+ * with v2 clients and with 2025-era v1 clients answering in their elicitation form), and two
+ * `--http` replicas sharing a key file and a ledger (SQLite, and the Redis at `REDIS_URL`:
  * scripts/start-redis.sh; missing, that test fails); the `--audit` trail's grant and plan lines,
  * checked by `mcp-confirm audit verify`; `/metrics`' counts of the grant and plan events; and the
  * usage errors of `--grants`, `--grant-max-uses`, `--grant-max-seconds`. Each attack with its
@@ -18,7 +20,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAudited, linesOf, verifyTrail, type Line } from '../helpers/auditTrail.js';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
-import { connectModern, MAIN, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
+import { connectLegacy, connectModern, MAIN, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 import { InPlaceStdioTransport, runProcess, stderrSays, type Finished } from '../helpers/processes.js';
 
 const GRANT_ACCEPT = { confirm: { action: 'accept', content: { confirmed: true, scope: 'grant' } } } as const;
@@ -229,6 +231,28 @@ describe('over stdio: mcp-confirm --root DIR --grants same-directory --grant-max
   });
 });
 
+describe('over stdio: two processes sharing --ledger sqlite:PATH and --key-file', () => {
+  it('attack: a grant given by process A is not used by process B (asked there, nothing deleted); control: A uses it', async () => {
+    const args = ['--root', root, '--key-file', keyFile, '--ledger', `sqlite:${join(R, 'ledger.db')}`, ...GRANT_FLAGS];
+    const a = await spawnStdio(args);
+    const b = await spawnStdio(args);
+    expect(resultText(await confirmWith(a.client, 'cache/f0.tmp', GRANT_ACCEPT))).toContain('Granted');
+    expectAsked(await call(b.client, 'cache/f1.tmp'), 'cache/f1.tmp');
+    expect(resultText(await call(a.client, 'cache/f1.tmp'))).toContain('Done under grant');
+    expect(there('cache/f1.tmp')).toBe(false);
+  });
+
+  it('attack: a plan approved in process A is not used by process B; control: A uses it', async () => {
+    const args = ['--root', root, '--key-file', keyFile, '--ledger', `sqlite:${join(R, 'ledger.db')}`, ...GRANT_FLAGS];
+    const a = await spawnStdio(args);
+    const b = await spawnStdio(args);
+    await approvePlan(a.client, ['cache/f0.tmp', 'cache/f1.tmp']);
+    expectAsked(await call(b.client, 'cache/f0.tmp'), 'cache/f0.tmp');
+    expect(resultText(await call(a.client, 'cache/f0.tmp'))).toContain('Done under plan');
+    expect(there('cache/f0.tmp')).toBe(false);
+  });
+});
+
 describe('over --http with bearer tokens for two principals', () => {
   it("grant-3: U2's call in the directory of U1's grant is asked, nothing deleted; control: U1's call runs under it", async () => {
     const server = await serveHttp(['--auth-issuer', ISSUER, '--auth-jwks', jwksPath, ...GRANT_FLAGS]);
@@ -248,6 +272,35 @@ describe('over --http with bearer tokens for two principals', () => {
     expectAsked(await call(u2, 'cache/f0.tmp'), 'cache/f0.tmp');
     expect(resultText(await call(u1, 'cache/f0.tmp'))).toContain('Done under plan');
     expect(there('cache/f0.tmp')).toBe(false);
+  });
+});
+
+describe('over --http, 2025-era clients with bearer tokens for two principals', () => {
+  it("grant-3 with v1 clients: U1 grants through its elicitation form; U2's call in the directory is asked (declined, nothing deleted); control: U1's next runs with no elicitation", async () => {
+    const server = await serveHttp(['--auth-issuer', ISSUER, '--auth-jwks', jwksPath, ...GRANT_FLAGS]);
+    const u1 = await connectLegacy(
+      server.url,
+      async () => ({ action: 'accept', content: { confirmed: true, scope: 'grant' } }),
+      await token(server.url.href, 'u1'),
+    );
+    cleanups.push(() => u1.client.close());
+    const u2 = await connectLegacy(server.url, async () => ({ action: 'decline' }), await token(server.url.href, 'u2'));
+    cleanups.push(() => u2.client.close());
+    const v1Call = async (client: typeof u1.client, path: string): Promise<string> => {
+      const r = (await client.callTool({ name: 'delete_file', arguments: { path } })) as {
+        content: Array<{ text?: string }>;
+      };
+      return r.content.map((c) => c.text ?? '').join(' ');
+    };
+    expect(await v1Call(u1.client, 'cache/f0.tmp')).toMatch(new RegExp(`Granted \\(grant ${ID}\\)`));
+    expect(u1.asked).toHaveLength(1);
+    expect(u1.asked[0]).toContain('Or allow: delete any file directly in');
+    expect(await v1Call(u2.client, 'cache/f1.tmp')).toContain('declined');
+    expect(u2.asked).toHaveLength(1);
+    expect(there('cache/f1.tmp')).toBe(true);
+    expect(await v1Call(u1.client, 'cache/f1.tmp')).toContain('Done under grant');
+    expect(u1.asked).toHaveLength(1);
+    expect(there('cache/f1.tmp')).toBe(false);
   });
 });
 
