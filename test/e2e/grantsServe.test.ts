@@ -11,7 +11,17 @@
  * control. Needs `npm run build` first.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -217,6 +227,51 @@ describe('over stdio: mcp-confirm --root DIR --grants same-directory --grant-max
     expectAsked(await call(client, 'cache/f1.tmp'), 'cache/f1.tmp');
     writeFileSync(join(root, 'thesis.txt'), 'thesis again');
     expectAsked(await call(client, 'thesis.txt'), 'thesis.txt');
+  });
+
+  it('attack: a symbolic link put in the granted directory (to a file outside it, or to a directory for a subtree grant) is refused, its target kept; control: a regular file runs under the grant', async () => {
+    mkdirSync(join(root, 'docs'));
+    writeFileSync(join(root, 'docs', 'x'), 'docs');
+    const { client } = await spawnStdio(['--root', root, '--grants', 'subtree', '--grant-max-uses', '5']);
+    expect(resultText(await confirmWith(client, 'cache/f0.tmp', GRANT_ACCEPT))).toContain('Granted');
+    symlinkSync(join(root, 'thesis.txt'), join(root, 'cache', 'link'));
+    symlinkSync(join(root, 'docs'), join(root, 'cache', 'docs'));
+    for (const path of ['cache/link', 'cache/docs/x']) {
+      const reply = await call(client, path);
+      expect(reply.kind === 'result' && reply.isError, path).toBe(true);
+      expect(resultText(reply), path).toMatch(/^\[ERR_CONFIRM_SYMLINK\]/);
+    }
+    expect(readFileSync(join(root, 'thesis.txt'), 'utf8')).toBe('thesis');
+    expect(readFileSync(join(root, 'docs', 'x'), 'utf8')).toBe('docs');
+    expect(resultText(await call(client, 'cache/f1.tmp'))).toContain('Done under grant');
+    expect(there('cache/f1.tmp')).toBe(false);
+  });
+
+  it('grant-2: the granted directory swapped for another of the same name is asked, nothing in either touched; control: before the swap, it runs', async () => {
+    const { client } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
+    expect(resultText(await confirmWith(client, 'cache/f0.tmp', GRANT_ACCEPT))).toContain('Granted');
+    expect(resultText(await call(client, 'cache/f1.tmp'))).toContain('Done under grant');
+    renameSync(join(root, 'cache'), join(root, 'cache.old'));
+    mkdirSync(join(root, 'cache'));
+    writeFileSync(join(root, 'cache', 'f2.tmp'), 'new');
+    expectAsked(await call(client, 'cache/f2.tmp'), 'cache/f2.tmp');
+    expect(there('cache.old/f2.tmp')).toBe(true);
+  });
+
+  it('a grant of --grant-max-seconds 1 is not used once that second is over (asked); control: a grant of 900 s is used after the same wait', async () => {
+    const short = await spawnStdio(['--root', root, '--grants', 'same-directory', '--grant-max-seconds', '1']);
+    const first = asked(await call(short.client, 'cache/f0.tmp'));
+    expect(first.message).toContain('for 1 second, at most 20 files');
+    expect(
+      resultText(await call(short.client, 'cache/f0.tmp', { requestState: first.state, inputResponses: GRANT_ACCEPT })),
+    ).toContain('Granted');
+    const long = await spawnStdio(['--root', root, '--grants', 'same-directory', '--grant-max-seconds', '900']);
+    expect(resultText(await confirmWith(long.client, 'cache/f5.tmp', GRANT_ACCEPT))).toContain('Granted');
+    // The grant's end is counted from its approval, which came before its result: a wait of more
+    // than a second after the result is past it, however slow the machine.
+    await new Promise((r) => setTimeout(r, 1_100));
+    expectAsked(await call(short.client, 'cache/f1.tmp'), 'cache/f1.tmp');
+    expect(resultText(await call(long.client, 'cache/f6.tmp'))).toContain('Done under grant');
   });
 
   it('without --grants and --plans, no grant is offered and confirm_plan is not listed (control of the flags)', async () => {
