@@ -214,6 +214,29 @@ describe('over stdio: mcp-confirm --root DIR --grants same-directory --grant-max
     expect(resultText(await call(client, 'cache/f2.tmp'))).toContain('Done under grant');
   });
 
+  it('where a plan slot and a grant both match, the plan slot is taken and the grant keeps its use (control: the next call in the directory takes the grant)', async () => {
+    const { client } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
+    const grantId = idIn(resultText(await confirmWith(client, 'cache/f0.tmp', GRANT_ACCEPT)), /Granted \(grant /);
+    const planId = await approvePlan(client, ['cache/f1.tmp', 'cache/f2.tmp']);
+    expect(resultText(await call(client, 'cache/f1.tmp'))).toContain(`Done under plan ${planId}`);
+    expect(resultText(await call(client, 'cache/f3.tmp'))).toContain(
+      `Done under grant ${grantId} (no question asked): 1 more call`,
+    );
+  });
+
+  it('attack: a planned file replaced before its call is refused and kept (ERR_CONFIRM_CHANGED or GONE); control: the unchanged one runs under the plan', async () => {
+    const { client } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
+    await approvePlan(client, ['thesis.txt', 'cache/f1.tmp']);
+    rmSync(join(root, 'thesis.txt'));
+    writeFileSync(join(root, 'thesis.txt'), 'another thesis, longer');
+    const changed = await call(client, 'thesis.txt');
+    expect(changed.kind === 'result' && changed.isError).toBe(true);
+    expect(resultText(changed)).toMatch(/ERR_CONFIRM_(CHANGED|GONE)/);
+    expect(readFileSync(join(root, 'thesis.txt'), 'utf8')).toBe('another thesis, longer');
+    expect(resultText(await call(client, 'cache/f1.tmp'))).toContain('Done under plan');
+    expect(there('cache/f1.tmp')).toBe(false);
+  });
+
   it('a plan of 2 approved once with confirm_plan: both run without a question; a third call and a used slot are asked', async () => {
     const { client } = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
     const paths = ['cache/f0.tmp', 'thesis.txt'];
@@ -356,6 +379,32 @@ describe('over --http, 2025-era clients with bearer tokens for two principals', 
     expect(await v1Call(u1.client, 'cache/f1.tmp')).toContain('Done under grant');
     expect(u1.asked).toHaveLength(1);
     expect(there('cache/f1.tmp')).toBe(false);
+  });
+});
+
+describe('mcp-confirm grants list|revoke against a serving --http process on the same SQLite ledger', () => {
+  it('lists the grant the server created (the id its result printed); after grants revoke, the server asks (control: before, it runs under it)', async () => {
+    const ledger = `sqlite:${join(R, 'ledger.db')}`;
+    const server = await serveHttp(['--ledger', ledger, '--key-file', keyFile, ...GRANT_FLAGS]);
+    const client = await modern(server.url);
+    const none = await run(['grants', 'list', '--ledger', ledger]);
+    expect(none.status).toBe(0);
+    expect(none.stdout).toBe('');
+    const id = idIn(resultText(await confirmWith(client, 'cache/f0.tmp', GRANT_ACCEPT)), /Granted \(grant /);
+    const listed = await run(['grants', 'list', '--ledger', ledger]);
+    expect(listed.status).toBe(0);
+    const lines = listed.stdout.split('\n').filter((l) => l !== '');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.split('\t')[0]).toBe(id);
+    expect(lines[0]).toContain('uses left 2 of 3');
+    expect(lines[0]).toContain('approver `client`');
+    expect(resultText(await call(client, 'cache/f1.tmp'))).toContain(`Done under grant ${id}`);
+    expect((await run(['grants', 'list', '--ledger', ledger])).stdout).toContain('uses left 1 of 3');
+    const revoked = await run(['grants', 'revoke', id, '--ledger', ledger]);
+    expect(revoked.status).toBe(0);
+    expect(revoked.stderr).toBe(`mcp-confirm: revoked grant ${id}\n`);
+    expectAsked(await call(client, 'cache/f2.tmp'), 'cache/f2.tmp');
+    expect((await run(['grants', 'list', '--ledger', ledger])).stdout).toBe('');
   });
 });
 
