@@ -436,25 +436,46 @@ describe('two --http replicas sharing --key-file and --ledger (no process bindin
     }
   }
 
-  async function grantOnAUsedOnB(ledger: string): Promise<void> {
-    // One resource URL for both (as behind a balancer): one token audience, one principal per subject.
-    const resource = 'http://replicas.example.test/mcp';
+  /** The Redis the test runner started (scripts/start-redis.sh): missing is a failure, never a skip. */
+  function redisUrl(): string {
+    const url = process.env.REDIS_URL;
+    if (!url)
+      throw new Error(
+        'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
+      );
+    return url;
+  }
+
+  /** One resource URL for both replicas (as behind a balancer): one token audience, one principal per subject. */
+  const RESOURCE = 'http://replicas.example.test/mcp';
+
+  /** Two `--http` replicas with tokens, the key file and `ledger` (each test its own audience), started together. */
+  async function replicas(
+    ledger: string,
+    flags: string[] = GRANT_FLAGS,
+  ): Promise<[HttpServerProcess, HttpServerProcess]> {
     const common = [
       '--auth-issuer',
       ISSUER,
       '--auth-jwks',
       jwksPath,
       '--resource',
-      resource,
+      RESOURCE,
       '--key-file',
       keyFile,
       '--ledger',
       ledger,
       '--audience',
       `grants-${randomUUID()}`,
-      ...GRANT_FLAGS,
+      ...flags,
     ];
     const [a, b] = await Promise.all([serveHttp(common), serveHttp(common)]);
+    return [a, b];
+  }
+
+  async function grantOnAUsedOnB(ledger: string): Promise<void> {
+    const resource = RESOURCE;
+    const [a, b] = await replicas(ledger);
     const u1 = await token(resource, 'u1');
     const u1a = await modern(a.url, u1);
     const u1b = await modern(b.url, u1);
@@ -491,13 +512,34 @@ describe('two --http replicas sharing --key-file and --ledger (no process bindin
   });
 
   it('redis: a grant given on replica A is used on replica B by the same principal, never by another; its uses are counted across both', async () => {
-    const url = process.env.REDIS_URL;
-    if (!url)
-      throw new Error(
-        'REDIS_URL is not set: start Redis with scripts/start-redis.sh and export REDIS_URL=redis://127.0.0.1:PORT',
-      );
-    await grantOnAUsedOnB(url);
+    await grantOnAUsedOnB(redisUrl());
   });
+
+  it.each([
+    ['sqlite', () => `sqlite:${join(R, 'ledger.db')}`],
+    ['redis', redisUrl],
+  ])(
+    'grant-4 across replicas (%s): the last use of a grant, 16 calls at once spread over A and B: exactly one runs under it, 15 are asked',
+    async (_kind, ledger) => {
+      const [a, b] = await replicas(ledger(), ['--grants', 'same-directory', '--grant-max-uses', '2']);
+      const u1 = await token(RESOURCE, 'u1');
+      const [u1a, u1b] = [await modern(a.url, u1), await modern(b.url, u1)];
+      const { state } = await askWhenReady(u1a, 'cache/f0.tmp');
+      expect(
+        resultText(await call(u1a, 'cache/f0.tmp', { requestState: state, inputResponses: GRANT_ACCEPT })),
+      ).toContain('Granted');
+      for (let i = 10; i < 26; i++) writeFileSync(join(root, 'cache', `f${i}.tmp`), `cache ${i}`);
+      const replies = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => call(i % 2 === 0 ? u1a : u1b, `cache/f${i + 10}.tmp`)),
+      );
+      const done = replies.filter((r) => r.kind === 'result' && r.text.includes('Done under grant'));
+      const askedReplies = replies.filter((r) => r.kind === 'input_required');
+      expect(done).toHaveLength(1);
+      expect(askedReplies).toHaveLength(15);
+      const gone = Array.from({ length: 16 }, (_, i) => `cache/f${i + 10}.tmp`).filter((p) => !there(p));
+      expect(gone).toHaveLength(1);
+    },
+  );
 
   it('control: with the default memory ledger, a grant given on replica A is not known on replica B (asked there), and serves on A', async () => {
     const resource = 'http://replicas.example.test/mcp';
