@@ -515,6 +515,25 @@ describe('two --http replicas sharing --key-file and --ledger (no process bindin
     await grantOnAUsedOnB(redisUrl());
   });
 
+  it('a grant a 2025-era v1 client of U1 gives on replica A serves a 2026-07-28 client of U1 on replica B (sqlite); control: U2 on B is asked', async () => {
+    const [a, b] = await replicas(`sqlite:${join(R, 'ledger.db')}`);
+    const u1 = await token(RESOURCE, 'u1');
+    const legacy = await connectLegacy(
+      a.url,
+      async () => ({ action: 'accept', content: { confirmed: true, scope: 'grant' } }),
+      u1,
+    );
+    cleanups.push(() => legacy.client.close());
+    const r = (await legacy.client.callTool({ name: 'delete_file', arguments: { path: 'cache/f0.tmp' } })) as {
+      content: Array<{ text?: string }>;
+    };
+    const id = idIn(r.content.map((c) => c.text ?? '').join(' '), /Granted \(grant /);
+    expect(legacy.asked).toHaveLength(1);
+    expectAsked(await call(await modern(b.url, await token(RESOURCE, 'u2')), 'cache/f1.tmp'), 'cache/f1.tmp');
+    expect(resultText(await call(await modern(b.url, u1), 'cache/f1.tmp'))).toContain(`Done under grant ${id}`);
+    expect(there('cache/f1.tmp')).toBe(false);
+  });
+
   it.each([
     ['sqlite', () => `sqlite:${join(R, 'ledger.db')}`],
     ['redis', redisUrl],
