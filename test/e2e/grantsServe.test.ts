@@ -674,6 +674,52 @@ describe('--audit: the grant and plan lines', () => {
   });
 });
 
+describe('--audit over --http with two principals', () => {
+  it("U1's granted and acted-under-grant lines carry U1's principal tag, U2's asked line another; after SIGTERM audit verify says intact", async () => {
+    const server = await serveHttp([
+      '--auth-issuer',
+      ISSUER,
+      '--auth-jwks',
+      jwksPath,
+      '--key-file',
+      keyFile,
+      '--audit',
+      join(R, 'log', 'trail'),
+      ...GRANT_FLAGS,
+    ]);
+    const trail = /audit trail: (\S+\.jsonl)[ \n]/.exec(server.stderr())?.[1];
+    expect(trail).toBeDefined();
+    const u1 = await modern(server.url, await token(server.url.href, 'u1'));
+    const u2 = await modern(server.url, await token(server.url.href, 'u2'));
+    const id = idIn(resultText(await confirmWith(u1, 'cache/f0.tmp', GRANT_ACCEPT)), /Granted \(grant /);
+    expectAsked(await call(u2, 'cache/f1.tmp'), 'cache/f1.tmp');
+    expect(resultText(await call(u1, 'cache/f1.tmp'))).toContain(`Done under grant ${id}`);
+    await u1.close();
+    await u2.close();
+    server.proc.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    const lines = linesOf(trail!);
+    expect(lines.map((l) => l['event'])).toEqual([
+      'opened',
+      'asked',
+      'confirmed',
+      'granted',
+      'acted',
+      'asked',
+      'acted-under-grant',
+      'acted',
+      'closed',
+    ]);
+    const tagOf = (i: number) => lines[i]!['principal'];
+    expect(typeof tagOf(1)).toBe('string');
+    for (const i of [2, 3, 4, 6, 7]) expect(tagOf(i), String(lines[i]!['event'])).toBe(tagOf(1));
+    expect(tagOf(5)).not.toBe(tagOf(1));
+    expect(lines[3]!['grant']).toBe(id);
+    expect(lines[6]!['grant']).toBe(id);
+    expect(await verifyTrail(trail!, keyFile)).toMatchObject({ status: 0, stdout: `${lines.length}\n` });
+  });
+});
+
 describe('/metrics over --http counts the grant and plan events', () => {
   it('counts granted, acted-under-grant, grant-exhausted, plan-approved and acted-under-plan by event (control: none of them before the first grant)', async () => {
     const server = await serveHttp(GRANT_FLAGS);
