@@ -560,6 +560,34 @@ describe('two --http replicas sharing --key-file and --ledger (no process bindin
     },
   );
 
+  it.each([
+    ['sqlite', () => `sqlite:${join(R, 'ledger.db')}`],
+    ['redis', redisUrl],
+  ])(
+    'one plan slot, 16 identical calls at once spread over replicas A and B (%s): exactly one runs under the plan, the others are asked or find the file gone',
+    async (_kind, ledger) => {
+      const [a, b] = await replicas(ledger(), ['--plans']);
+      const u1 = await token(RESOURCE, 'u1');
+      const [u1a, u1b] = [await modern(a.url, u1), await modern(b.url, u1)];
+      await askWhenReady(u1b, 'thesis.txt'); // both ledgers connected
+      await askWhenReady(u1a, 'thesis.txt');
+      const planId = await approvePlan(u1a, ['cache/f0.tmp', 'cache/f1.tmp']);
+      const replies = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => call(i % 2 === 0 ? u1a : u1b, 'cache/f0.tmp')),
+      );
+      const done = replies.filter((r) => r.kind === 'result' && !r.isError);
+      expect(done).toHaveLength(1);
+      expect(resultText(done[0]!)).toContain(`Done under plan ${planId}`);
+      for (const r of replies.filter((x) => x !== done[0])) {
+        if (r.kind === 'input_required') expect(asked(r).message).toContain('Permanently delete');
+        else expect(resultText(r)).toMatch(/^\[ERR_CONFIRM_GONE\]/);
+      }
+      expect(there('cache/f0.tmp')).toBe(false);
+      // Control: the plan's other slot is still there, once.
+      expect(resultText(await call(u1b, 'cache/f1.tmp'))).toContain(`Done under plan ${planId}`);
+    },
+  );
+
   it('control: with the default memory ledger, a grant given on replica A is not known on replica B (asked there), and serves on A', async () => {
     const resource = 'http://replicas.example.test/mcp';
     const common = [
