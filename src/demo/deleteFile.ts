@@ -121,7 +121,7 @@ export function deleteFileTool(roots: Roots): ConfirmableTool<{ path: string }, 
         p.matcher === 'same-directory'
           ? pathQuestion`delete any file directly in ${p.directory}`
           : pathQuestion`delete any file in ${p.directory} or below it`;
-      return `Or allow: ${where} for ${duration}, at most ${policy.maxUses} files; each is still re-checked before it is deleted.`;
+      return `Or allow: ${where} for ${duration}, at most ${policy.maxUses} file${policy.maxUses === 1 ? '' : 's'}; each is still re-checked before it is deleted.`;
     },
     // The approval page shows both uncut: the file it resolved to and the argument as sent.
     pageValues: (args, fp) => [

@@ -95,7 +95,7 @@ export function defaultOfferLine<A, F>(terms: GrantTerms<A, F>): string {
   return (
     questionTag`Or allow: calls of ${terms.tool} ` +
     `${varying}${exact ? ' (every other argument exactly as here)' : ''} for ${terms.duration}, ` +
-    `at most ${terms.policy.maxUses} calls in all; each is still checked before it runs.`
+    `at most ${terms.policy.maxUses} call${terms.policy.maxUses === 1 ? '' : 's'} in all; each is still checked before it runs.`
   );
 }
 

@@ -4,9 +4,12 @@
  *
  * Metrics (all in one registry per server, prefixed `mcp_confirm_`):
  * - `mcp_confirm_decisions_total{event, code}`: one per confirmation decision
- *   (`event` = asked, asked-again, refused, state-refused, not-confirmed,
- *   confirmed, internal-error; `code` = the refusal code, the state-refusal
- *   reason, the answer's action, or "" where none applies);
+ *   (`event` = the {@link ConfirmEvent} type: asked, asked-again, refused,
+ *   state-refused, not-confirmed, confirmed, approval-pending, internal-error,
+ *   and with grants and plans granted, acted-under-grant, grant-exhausted,
+ *   plan-approved, acted-under-plan; `code` = the refusal code, the
+ *   state-refusal reason, the answer's action, the re-ask reason, or "" where
+ *   none applies);
  * - `mcp_confirm_ledger_seconds{op, result}`: ledger latency histogram
  *   (`op` = issue or spend; `result` = ok or error);
  * - `mcp_confirm_http_legacy_sessions`: open 2025-era sessions;
