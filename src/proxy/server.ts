@@ -25,6 +25,16 @@
  *   the confirmed arguments are forwarded once and the upstream's result (or JSON-RPC error)
  *   returned as is. No list read across a `notifications/tools/list_changed` (one that arrived
  *   while it was being read) is used or cached ({@link ToolListView}).
+ * - grants: a confirmed tool with an entry in the policy's `grants` is guarded with that entry: its
+ *   question offers the grant, and a later call the grant covers is forwarded at once (one use
+ *   taken). The guard's arguments are `{arguments: …}`, so the entry's matchers apply to the call's
+ *   own arguments through the tool's `grantPin` / `grantAccepts` ({@link proxyGrantHooks}); the path
+ *   matchers are lexical and pin no directory (the upstream's disk is not the proxy's to look at).
+ *   A grant or plan slot is bound ({@link proxyBinding}) to the upstream's identity digest and the
+ *   tool's definition digest: either changed, the call is asked.
+ * - plans (`plans`): `tools/list` also lists the proxy's own `confirm_plan` (an upstream tool of
+ *   that name is left out) and its calls are answered by {@link Confirmation.planGuard} over the
+ *   upstream tools the policy confirms as listed now, never forwarded.
  *
  * The rest is relayed as it is, and offered only when the upstream offers it (its capabilities
  * at the handshake): `resources/list`, `resources/templates/list`, `resources/read`,
