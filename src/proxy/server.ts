@@ -452,9 +452,11 @@ export function createProxy(options: ProxyOptions): {
       const checked: ConfirmableTool<ProxyArgs, ProxyFingerprint> = {
         ...base,
         // Never plan a call the upstream's own schema refuses (as a call of it is never asked).
+        // A plan asked again carries the plan's state, not this call's: nothing to say changed.
         fingerprint: async (args, c) => {
           await argumentChecker.check(listed, args.arguments);
-          return base.fingerprint!(args, c);
+          const { changed: _notThisCall, ...fp } = await base.fingerprint!(args, c);
+          return fp;
         },
       };
       return {

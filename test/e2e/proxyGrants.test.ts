@@ -266,8 +266,11 @@ describe('plans through the proxy (--plans)', () => {
     const listed = (await p.client.listTools()).tools;
     expect(listed.filter((t) => t.name === 'confirm_plan').map((t) => t.title)).toEqual(['Approve a plan of calls']);
     const three = plan(root, ['a.txt', 'b.txt', 'c.txt']);
-    const { state, message } = asked(await p.call('confirm_plan', three));
-    expect(message).toContain('Approve this plan of 3 calls?');
+    const firstAsk = asked(await p.call('confirm_plan', three));
+    expect(firstAsk.message).toContain('Approve this plan of 3 calls?');
+    // Round 2 without an answer asks again, the same plan, claiming no change of the upstream or its tools.
+    const { state, message } = asked(await p.call('confirm_plan', three, { requestState: firstAsk.state }));
+    expect(message).toBe(firstAsk.message);
     for (const n of ['a.txt', 'b.txt', 'c.txt']) expect(message).toContain(`${root}/cache/${n}`);
     const approved = resultText(await p.call('confirm_plan', three, { requestState: state, inputResponses: ACCEPT }));
     expect(approved).toMatch(/^Plan \S+ approved: make each of its 3 calls once/);
