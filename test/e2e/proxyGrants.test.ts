@@ -10,6 +10,9 @@ import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
 import { runProcess } from '../helpers/processes.js';
@@ -197,6 +200,48 @@ describe('grants in the proxy policy, in front of server-filesystem', () => {
       properties: { confirmed: expect.objectContaining({ type: 'boolean' }) },
       required: ['confirmed'],
     });
+  });
+});
+
+describe('a 2025-era client (SDK v1, elicitation/create) through the proxy', () => {
+  it('answering the form with scope "grant" is asked once, then two more writes run without an elicitation; answering without scope (control) is asked every time', async () => {
+    const run = async (content: Record<string, unknown>) => {
+      const root = freshDir('legacy', 'cache');
+      const policy = policyFile(root, { grants: { write_file: WRITE_GRANT } });
+      const client = new V1Client({ name: 'legacy', version: '0.0.0' }, { capabilities: { elicitation: {} } });
+      const schemas: unknown[] = [];
+      client.setRequestHandler(ElicitRequestSchema, async (req) => {
+        schemas.push((req.params as { requestedSchema?: unknown }).requestedSchema);
+        return { action: 'accept', content } as never;
+      });
+      await client.connect(
+        new V1StdioClientTransport({
+          command: process.execPath,
+          args: [MAIN, 'proxy', '--policy', policy, '--', process.execPath, FS_SERVER, root],
+          stderr: 'pipe',
+        }),
+      );
+      closers.push(() => client.close());
+      const texts: string[] = [];
+      for (const n of ['a', 'b', 'c']) {
+        const path = join(root, 'cache', `${n}.txt`);
+        const r = (await client.callTool({ name: 'write_file', arguments: { path, content: n } })) as {
+          content: Array<{ text?: string }>;
+        };
+        texts.push(r.content.map((c) => c.text ?? '').join(' '));
+        expect(readFileSync(path, 'utf8')).toBe(n);
+      }
+      return { schemas, texts };
+    };
+    const granted = await run({ confirmed: true, scope: 'grant' });
+    expect(granted.schemas).toHaveLength(1);
+    expect(granted.schemas[0]).toHaveProperty('properties.scope');
+    expect(granted.texts[0]).toContain('Granted (grant ');
+    expect(granted.texts[1]).toContain('Done under grant ');
+    expect(granted.texts[2]).toContain('Done under grant ');
+    const each = await run({ confirmed: true });
+    expect(each.schemas).toHaveLength(3);
+    expect(each.texts.join('\n')).not.toContain('under grant');
   });
 });
 
