@@ -13,8 +13,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { connectModern, startHttpServer } from '../helpers/httpServer.js';
 import { runProcess } from '../helpers/processes.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -397,5 +399,89 @@ describe('an upstream tool named confirm_plan', () => {
     const reply = await p.call('confirm_plan', { calls: [{ tool: 'write_note', arguments: { text: 'x' } }] });
     expect(asked(reply).message).toContain('Approve this plan of 1 call?');
     expect(logged(dir)).toEqual([{ tool: 'reveal', arguments: {} }]);
+  });
+});
+
+describe('over --http, two principals (JWT subjects u1 and u2)', () => {
+  const ISSUER = 'https://auth.example.test';
+  let signingKey: CryptoKey;
+  let url: URL;
+  let dir: string;
+
+  /** A JWT access token for the proxy's resource, subject `sub`. */
+  const token = (sub: string): Promise<string> => {
+    const nowS = Math.floor(Date.now() / 1000);
+    return new SignJWT({ scope: 'mcp', client_id: 'notes-app' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
+      .setIssuer(ISSUER)
+      .setAudience(url.href)
+      .setSubject(sub)
+      .setIssuedAt(nowS - 5)
+      .setExpirationTime(nowS + 600)
+      .sign(signingKey);
+  };
+  const as = async (sub: string) => {
+    const client = await connectModern(url, await token(sub));
+    closers.push(() => client.close());
+    return (name: string, a: unknown, extra: object = {}) => callTool(client, { name, arguments: a, ...extra });
+  };
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    signingKey = pair.privateKey;
+    dir = freshDir('http');
+    const jwks = `${dir}.jwks.json`;
+    writeFileSync(
+      jwks,
+      JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+    );
+    const policy = policyFile(dir, { grants: { write_note: { arguments: { text: 'any' } } } });
+    const proxied = await startHttpServer([
+      'proxy',
+      '--http',
+      '127.0.0.1:0',
+      '--auth-issuer',
+      ISSUER,
+      '--auth-jwks',
+      jwks,
+      '--plans',
+      '--policy',
+      policy,
+      '--',
+      process.execPath,
+      UPSTREAM,
+      dir,
+    ]);
+    url = proxied.url;
+    closers.push(async () => {
+      if (proxied.proc.exitCode === null) proxied.proc.kill('SIGKILL');
+      await proxied.exited;
+    });
+  });
+
+  it("attack: u1's grant is never used by u2 (asked, nothing forwarded); control: u1's next call runs under it", async () => {
+    const u1 = await as('u1');
+    const u2 = await as('u2');
+    const { state } = asked(await u1('write_note', { text: 'g-one' }));
+    expect(
+      resultText(await u1('write_note', { text: 'g-one' }, { requestState: state, inputResponses: GRANT_ACCEPT })),
+    ).toContain('Granted (grant ');
+    asked(await u2('write_note', { text: 'g-two' }));
+    expect(resultText(await u1('write_note', { text: 'g-three' }))).toContain('Done under grant ');
+    expect(logged(dir).filter((t) => String(t).startsWith('g-'))).toEqual(['g-one', 'g-three']);
+  });
+
+  it("attack: u1's plan slot is never taken by u2 (asked, nothing forwarded); control: u1's planned call runs once", async () => {
+    const u1 = await as('u1');
+    const u2 = await as('u2');
+    const planned = { calls: [{ tool: 'write_note', arguments: { text: 'p-one' } }] };
+    const { state } = asked(await u1('confirm_plan', planned));
+    expect(resultText(await u1('confirm_plan', planned, { requestState: state, inputResponses: ACCEPT }))).toContain(
+      'approved',
+    );
+    // u2 has no grant of its own: the call is asked.
+    asked(await u2('write_note', { text: 'p-one' }));
+    expect(resultText(await u1('write_note', { text: 'p-one' }))).toContain('Done under plan ');
+    expect(logged(dir).filter((t) => String(t).startsWith('p-'))).toEqual(['p-one']);
   });
 });
