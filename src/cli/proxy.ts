@@ -11,8 +11,9 @@
 import { readFile } from 'node:fs/promises';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createConfirmation } from '../guard/confirmation.js';
+import { PLAN_TOOL } from '../guard/planSpec.js';
 import { renderValue } from '../prompt/render.js';
-import { EMPTY_POLICY, parsePolicy, type Policy } from '../proxy/policy.js';
+import { checkGrantsAsked, EMPTY_POLICY, grantSubject, parsePolicy, type Policy } from '../proxy/policy.js';
 import { createProxy } from '../proxy/server.js';
 import { shownUrl, Upstream } from '../proxy/upstream.js';
 import { asUsageError, UsageError } from './common.js';
@@ -54,10 +55,15 @@ function log(line: string): void {
 export async function runProxy(command: ProxyCommand): Promise<number> {
   for (const note of command.notes) log(note);
   const policy = await loadPolicy(command.policyPath);
+  if (command.plans && policy.grants?.has(PLAN_TOOL))
+    throw new UsageError(
+      `--policy ${command.policyPath}: ${grantSubject(PLAN_TOOL)}: with --plans, ${PLAN_TOOL} is the proxy's own tool, which approves plans and is never granted`,
+    );
   // Tool and approver names in diagnostics are untrusted text: rendered like the question's.
   const runtime = await openRuntime(command, { log, events: eventLogger(log, 'forwarded', renderValue) });
   const { approval } = runtime;
-  const confirmation = await createConfirmation(await runtime.confirmationOptions());
+  // With --plans, a later call looks for an unused slot of an approved plan before it is asked.
+  const confirmation = await createConfirmation({ ...(await runtime.confirmationOptions()), plans: command.plans });
   const timing = {
     callTimeoutMs: command.upstreamTimeoutSeconds * 1000,
     log,
@@ -85,6 +91,17 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
       `warning: --upstream-header values go to ${shownUrl(command.upstream.url)} over plain http, readable on the network; use https`,
     );
   }
+  // With grants or plans, the upstream's tools as listed at start-up are checked against them.
+  if (command.plans || (policy.grants?.size ?? 0) > 0) {
+    const refusal = await startupRefusal(upstream, policy, command);
+    if (refusal !== undefined) {
+      await upstream.close().catch(() => {});
+      await runtime.close();
+      if (refusal instanceof UsageError) throw refusal;
+      log(refusal);
+      return 1;
+    }
+  }
   upstream.onDown((reason) =>
     log(
       `the upstream server is down (${reason}); it is not restarted: every call now answers ERR_CONFIRM_UPSTREAM_DOWN`,
@@ -97,10 +114,11 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
     confirmUnnamed: command.confirmUnnamed,
     shared: command.http !== undefined,
     maxArgumentBytes: command.maxArgumentBytes,
+    plans: command.plans,
   });
   const where = `${command.upstream.kind === 'url' ? `at ${shownUrl(command.upstream.url)}` : 'spawned over stdio'}${command.upstreamId !== undefined ? ` (identity: --upstream-id ${renderValue(command.upstreamId)})` : ''}`;
   const served = `${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)}`;
-  const details = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}`;
+  const details = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}${grantsWords(policy)}${command.plans ? '; plans (confirm_plan)' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}`;
   const closeUpstream = (): Promise<void> => upstream.close();
   if (command.http) {
     await runtime.serveHttp(() => factory(), served, details, closeUpstream);
@@ -112,6 +130,45 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
     `serving ${served} over stdio; ${details}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`,
   );
   return -1;
+}
+
+/** The serving line's words for the policy's grants (`''` when none). */
+function grantsWords(policy: Policy): string {
+  const n = policy.grants?.size ?? 0;
+  return n === 0 ? '' : `; grants for ${n} tool${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * The start-up checks against the upstream's tools as listed now: with `--plans`, no upstream tool
+ * may be named `confirm_plan`; a grant must be for a tool that is asked ({@link checkGrantsAsked}).
+ *
+ * @returns a {@link UsageError} (exit 2) naming what is refused, a line to log when the list cannot
+ *   be read (exit 1, as for an upstream that cannot be reached), or undefined when all is well.
+ */
+async function startupRefusal(
+  upstream: Upstream,
+  policy: Policy,
+  command: ProxyCommand,
+): Promise<UsageError | string | undefined> {
+  // An upstream that offers no tools has none to collide with or to grant.
+  if (!upstream.client.getServerCapabilities()?.tools) return undefined;
+  let tools;
+  try {
+    tools = await upstream.listTools();
+  } catch (e) {
+    return `the upstream's tool list cannot be read at start-up (${(e as Error).message})`;
+  }
+  if (command.plans && tools.some((t) => t.name === PLAN_TOOL))
+    return new UsageError(
+      `--plans: the upstream has a tool named ${PLAN_TOOL}, the name of the proxy's own plans tool; without --plans it is served as any other tool`,
+    );
+  try {
+    checkGrantsAsked(policy, tools, command.confirmUnnamed);
+  } catch (e) {
+    const usage = asUsageError(e, `--policy ${command.policyPath}: `);
+    return usage instanceof UsageError ? usage : new UsageError(String(e));
+  }
+  return undefined;
 }
 
 /** Whether a URL's hostname is a loopback name or address. */

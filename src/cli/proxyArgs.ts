@@ -13,7 +13,7 @@ import { parseArgsUsageError, UsageError, wholeSeconds } from './common.js';
 import { parseServingFlags, SERVING_OPTIONS, type ServingFlags } from './servingArgs.js';
 
 export const PROXY_USAGE = `Usage:
-  mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--audience NAME] [--ttl SECONDS]
+  mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--plans] [--audience NAME] [--ttl SECONDS]
                     [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS] [--max-argument-bytes N]
                     [--upstream-id NAME]
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
@@ -37,10 +37,19 @@ Options:
                             A header sent with every upstream request (repeatable), e.g. its
                             credentials. A VALUE of exactly $VAR is read from the environment
                             variable VAR. The client's own token is never forwarded upstream.
-  --policy PATH             JSON {"confirm":[GLOB...],"allow":[GLOB...],"deny":[GLOB...]}: tool-name
-                            globs (* and ? only, whole name, case-sensitive); deny > confirm > allow.
-                            Unnamed tools are asked unless readOnlyHint is true or destructiveHint false.
+  --policy PATH             JSON {"confirm":[GLOB...],"allow":[GLOB...],"deny":[GLOB...],"grants":{...}}:
+                            tool-name globs (* and ? only, whole name, case-sensitive); deny > confirm
+                            > allow. Unnamed tools are asked unless readOnlyHint is true or
+                            destructiveHint false. "grants": {"TOOL": {"arguments": {"ARG": MATCHER},
+                            "maxUses": N, "maxSeconds": S}} offers in TOOL's question a grant for calls
+                            like it (MATCHER: exact, any, same-directory, subtree, at-most; an argument
+                            not named is exact; maxUses default 20, maxSeconds default 900). The path
+                            matchers compare the text of paths only: they pin no directory.
   --confirm-unnamed         Ask for every tool the policy does not name, whatever its annotations.
+  --plans                   Add the tool confirm_plan: an agent lists several calls of confirmed tools,
+                            the human approves them with one question, and each listed call is then
+                            made once, exactly as listed, within --ttl, without a question. An
+                            upstream tool named confirm_plan is then a start-up error.
   --upstream-id NAME        Name the upstream for the states (1 to 200 characters, no control
                             characters): a state is then accepted by every proxy with the same
                             NAME, keys and ledger, whatever its command, arguments, working
@@ -64,6 +73,8 @@ export interface ProxyCommand extends ServingFlags {
   help: boolean;
   policyPath: string | undefined;
   confirmUnnamed: boolean;
+  /** `--plans`: list and answer the proxy's own `confirm_plan`. */
+  plans: boolean;
   upstreamTimeoutSeconds: number;
   /** `--max-argument-bytes`: the most bytes of a call's arguments as canonical JSON. */
   maxArgumentBytes: number;
@@ -180,6 +191,7 @@ export function parseUpstreamUrl(text: string): URL {
 const PROXY_OPTIONS = {
   policy: { type: 'string' },
   'confirm-unnamed': { type: 'boolean' },
+  plans: { type: 'boolean' },
   'upstream-timeout': { type: 'string' },
   'max-argument-bytes': { type: 'string' },
   'upstream-url': { type: 'string' },
@@ -281,6 +293,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     help,
     policyPath: values.policy,
     confirmUnnamed: values['confirm-unnamed'] ?? false,
+    plans: values.plans ?? false,
     ...serving,
     upstreamTimeoutSeconds:
       values['upstream-timeout'] === undefined

@@ -1,8 +1,8 @@
 /**
  * The proxy's policy: which upstream tools are asked, passed or denied.
  *
- * A policy is JSON: `{"confirm": [GLOB, …], "allow": [GLOB, …], "deny": [GLOB, …]}`, every key
- * optional, no other key. A glob matches a whole tool name, case-sensitively; `*` matches any run
+ * A policy is JSON: `{"confirm": [GLOB, …], "allow": [GLOB, …], "deny": [GLOB, …], "grants": {TOOL:
+ * ENTRY, …}}`, every key optional, no other key. A glob matches a whole tool name, case-sensitively; `*` matches any run
  * of characters (none included) and `?` exactly one (one UTF-16 code unit); every other character
  * matches itself. Precedence: deny > confirm > allow. A tool the policy does not name follows the
  * spec's annotation defaults (MCP 2025-11-25 and 2026-07-28, schema `ToolAnnotations`:
@@ -10,9 +10,16 @@
  * annotations say `readOnlyHint: true` or `destructiveHint: false`; with `confirmUnnamed` every
  * such tool is asked.
  *
+ * `grants` names, per tool (its whole name, not a glob), what may be granted for it: each entry is
+ * read by {@link checkGrantPolicy} (`{"arguments": {NAME: MATCHER, …}, "maxUses": N, "maxSeconds":
+ * S}`). A grant is only ever offered in a question, so an entry for a tool the lists deny or allow
+ * is refused here; one for a tool they do not name but whose annotations let it pass is refused at
+ * start-up, against the upstream's list ({@link checkGrantsAsked}).
+ *
  * @module
  */
 import { ConfigError } from '../errors.js';
+import { checkGrantPolicy, type GrantPolicy } from '../grant/matchers.js';
 
 /** What the proxy does with one tool. */
 export type Decision = 'deny' | 'confirm' | 'allow';
@@ -22,10 +29,26 @@ export interface Policy {
   readonly confirm: readonly string[];
   readonly allow: readonly string[];
   readonly deny: readonly string[];
+  /**
+   * What may be granted, by exact tool name ({@link GrantPolicy}); absent or empty: no grant is
+   * ever offered (the questions and forms are exactly those without grants).
+   */
+  readonly grants?: ReadonlyMap<string, GrantPolicy>;
 }
 
-/** The empty policy: every tool follows the annotation defaults. */
+/** The empty policy: every tool follows the annotation defaults; no grants. */
 export const EMPTY_POLICY: Policy = { confirm: [], allow: [], deny: [] };
+
+/** The subject of a grant entry's messages: `the grant for "TOOL"`. */
+export function grantSubject(tool: string): string {
+  return `the grant for ${JSON.stringify(tool)}`;
+}
+
+/** A grant entry that cannot be used: a {@link ConfigError} `ERR_CONFIG_GRANT` whose message begins with its subject. */
+function grantError(tool: string, problem: string): ConfigError {
+  const subject = grantSubject(tool);
+  return new ConfigError('ERR_CONFIG_GRANT', `${subject}: ${problem}`, { subject });
+}
 
 /** A policy that cannot be used: a {@link ConfigError} `ERR_CONFIG_POLICY` whose `message` names the bad entry (`deny[2]`, the key, …). */
 function policyError(message: string): ConfigError {
@@ -33,6 +56,9 @@ function policyError(message: string): ConfigError {
 }
 
 const LISTS = ['confirm', 'allow', 'deny'] as const;
+const KEYS: readonly string[] = [...LISTS, 'grants'];
+/** Most entries in `grants`. */
+const MAX_GRANT_ENTRIES = 1000;
 /** Longest glob, in UTF-16 code units. */
 const MAX_GLOB_LENGTH = 256;
 /** Most globs in one list. */
@@ -45,15 +71,19 @@ const MAX_GLOBS = 1000;
  * @returns the {@link Policy}.
  * @throws {ConfigError} `ERR_CONFIG_POLICY` naming the bad entry: not an object, an unknown key, a list that is not
  *   an array of strings, an empty glob, a glob with a control character or not well-formed
- *   UTF-16, a glob longer than 256 code units, more than 1000 globs in a list.
+ *   UTF-16, a glob longer than 256 code units, more than 1000 globs in a list, `grants` not an
+ *   object or with more than 1000 entries or an empty tool name.
+ * @throws {ConfigError} `ERR_CONFIG_GRANT` whose message begins `the grant for "TOOL"`: a tool name
+ *   longer than 256 code units, not well-formed or with a control character; an entry
+ *   {@link checkGrantPolicy} refuses (naming its field); a tool the lists deny or allow.
  */
 export function validatePolicy(value: unknown): Policy {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw policyError('the policy must be a JSON object with the keys confirm, allow and deny (each optional)');
+    throw policyError('the policy must be a JSON object with the keys confirm, allow, deny and grants (each optional)');
   }
   for (const key of Object.keys(value)) {
-    if (!(LISTS as readonly string[]).includes(key)) {
-      throw policyError(`unknown key ${JSON.stringify(key)}: the policy has only confirm, allow and deny`);
+    if (!KEYS.includes(key)) {
+      throw policyError(`unknown key ${JSON.stringify(key)}: the policy has only confirm, allow, deny and grants`);
     }
   }
   const out: Record<(typeof LISTS)[number], string[]> = { confirm: [], allow: [], deny: [] };
@@ -73,13 +103,68 @@ export function validatePolicy(value: unknown): Policy {
       out[list].push(glob);
     });
   }
+  const grants = (value as Record<string, unknown>)['grants'];
+  if (grants === undefined) return out;
+  return { ...out, grants: validateGrants(grants, out) };
+}
+
+/**
+ * Reads the `grants` object: each key a tool name (1 to 256 characters, well-formed, no control
+ * character), each value through {@link checkGrantPolicy}; a tool the lists deny or allow is refused.
+ */
+function validateGrants(value: unknown, lists: Policy): ReadonlyMap<string, GrantPolicy> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw policyError('grants must be an object of tool names to grant entries');
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > MAX_GRANT_ENTRIES) throw policyError(`grants has more than ${MAX_GRANT_ENTRIES} entries`);
+  const out = new Map<string, GrantPolicy>();
+  for (const [tool, entry] of entries) {
+    if (tool === '') throw policyError('grants: a tool name is empty');
+    if (tool.length > MAX_GLOB_LENGTH || !tool.isWellFormed() || /\p{Cc}/u.test(tool))
+      throw grantError(
+        tool,
+        `the tool name must be 1 to ${MAX_GLOB_LENGTH} characters, well-formed, without control characters`,
+      );
+    const policy = checkGrantPolicy(entry, grantSubject(tool));
+    const decision = namedDecision(lists, tool);
+    if (decision === 'deny')
+      throw grantError(tool, 'the policy denies this tool, so a grant for it would never be asked');
+    if (decision === 'allow')
+      throw grantError(tool, 'the policy allows this tool without asking, so a grant for it would never be asked');
+    out.set(tool, policy);
+  }
   return out;
+}
+
+/**
+ * Start-up check of the grants against the upstream's tools as listed then: a grant for a listed
+ * tool the policy does not name but whose annotations let it pass (`readOnlyHint: true` or
+ * `destructiveHint: false`, without `confirmUnnamed`) would never be asked. A grant for a tool not
+ * listed is accepted (the tool may be listed later).
+ *
+ * @param tools - the upstream's tools: name and annotations.
+ * @throws {ConfigError} `ERR_CONFIG_GRANT` naming the first such grant.
+ */
+export function checkGrantsAsked(
+  policy: Policy,
+  tools: ReadonlyArray<{ name: string; annotations?: DecisionHints | undefined }>,
+  confirmUnnamed: boolean,
+): void {
+  if (!policy.grants) return;
+  for (const tool of tools) {
+    if (!policy.grants.has(tool.name)) continue;
+    if (decide(policy, tool.name, tool.annotations, confirmUnnamed) !== 'confirm')
+      throw grantError(
+        tool.name,
+        "the upstream's annotations mark this tool read-only or not destructive and the policy does not name it, so it is never asked: add it to confirm",
+      );
+  }
 }
 
 /**
  * Parses and validates a policy file's text.
  *
- * @throws {ConfigError} `ERR_CONFIG_POLICY` when the text is not JSON, or see {@link validatePolicy}.
+ * @throws {ConfigError} `ERR_CONFIG_POLICY` when the text is not JSON, or `ERR_CONFIG_POLICY` / `ERR_CONFIG_GRANT`: see {@link validatePolicy}.
  */
 export function parsePolicy(text: string): Policy {
   let value: unknown;

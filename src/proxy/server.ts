@@ -25,6 +25,16 @@
  *   the confirmed arguments are forwarded once and the upstream's result (or JSON-RPC error)
  *   returned as is. No list read across a `notifications/tools/list_changed` (one that arrived
  *   while it was being read) is used or cached ({@link ToolListView}).
+ * - grants: a confirmed tool with an entry in the policy's `grants` is guarded with that entry: its
+ *   question offers the grant, and a later call the grant covers is forwarded at once (one use
+ *   taken). The guard's arguments are `{arguments: …}`, so the entry's matchers apply to the call's
+ *   own arguments through the tool's `grantPin` / `grantAccepts` ({@link proxyGrantHooks}); the path
+ *   matchers are lexical and pin no directory (the upstream's disk is not the proxy's to look at).
+ *   A grant or plan slot is bound ({@link proxyBinding}) to the upstream's identity digest and the
+ *   tool's definition digest: either changed, the call is asked.
+ * - plans (`plans`): `tools/list` also lists the proxy's own `confirm_plan` (an upstream tool of
+ *   that name is left out) and its calls are answered by {@link Confirmation.planGuard} over the
+ *   upstream tools the policy confirms as listed now, never forwarded.
  *
  * The rest is relayed as it is, and offered only when the upstream offers it (its capabilities
  * at the handshake): `resources/list`, `resources/templates/list`, `resources/read`,
@@ -56,6 +66,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
+import { z } from 'zod';
 import { DEFAULT_MAX_ARGUMENT_BYTES } from '../defaults.js';
 import {
   ConfirmBadArgumentError,
@@ -70,6 +81,17 @@ import {
   type Confirmation,
   type ConfirmableTool,
 } from '../guard/confirmation.js';
+import { defaultOfferLine } from '../guard/grants.js';
+import { PLAN_TOOL, PLAN_TOOL_CONFIG, PlanInput } from '../guard/planSpec.js';
+import type { PlanEntry } from '../guard/plans.js';
+import {
+  argumentsAccepted,
+  grantPolicyDigest,
+  pinArguments,
+  type GrantPolicy,
+  type PinnedArguments,
+} from '../grant/matchers.js';
+import { canonicalDigest } from '../state/digest.js';
 import { ArgumentChecker } from './argumentSchema.js';
 import { decide, EMPTY_POLICY, namedDecision, type Policy } from './policy.js';
 import { proxyPageValues, proxyQuestion, type QuestionChanges } from './question.js';
@@ -164,6 +186,14 @@ export interface ProxyOptions {
    * nothing is forwarded. Defaults to {@link DEFAULT_MAX_ARGUMENT_BYTES} (1 MiB).
    */
   maxArgumentBytes?: number;
+  /**
+   * Plans: list the proxy's own tool `confirm_plan` and answer its calls
+   * ({@link Confirmation.planGuard}) over the upstream tools the policy confirms. An upstream tool
+   * of that name is then neither listed nor called (the caller refuses one at start-up). The
+   * confirmation must have been created with `plans: true`, so that a later call looks for its
+   * slot. Defaults to false.
+   */
+  plans?: boolean;
 }
 
 /** What round 1 seals about the upstream and the tool (the guard's fingerprint). */
@@ -202,6 +232,72 @@ interface ProxyArgs {
   arguments?: Record<string, unknown>;
 }
 
+/**
+ * What a grant or plan slot of the proxy is bound to besides the principal (and, over stdio, the
+ * serving process): SHA-256 (RFC 8785) of the upstream's identity digest and the tool's definition
+ * digest, as the fingerprint has them. A later call made when either differs is asked.
+ */
+export function proxyBinding(fp: Pick<ProxyFingerprint, 'upstream' | 'definition'>): string {
+  return canonicalDigest({ upstream: fp.upstream, definition: fp.definition }, 'proxy binding');
+}
+
+/**
+ * The guard's grant policy for an operator's grant entry. The guard's arguments are
+ * `{arguments: {…}}` (the call's arguments under one key, as the digest has always covered them),
+ * so its own matcher takes that key as `any`, with the entry's `maxUses` and `maxSeconds`; the
+ * entry's matchers apply to the call's own arguments in the tool's `grantPin` and `grantAccepts`
+ * ({@link proxyGrantHooks}).
+ */
+function guardGrantPolicy(entry: GrantPolicy): GrantPolicy {
+  return { arguments: { arguments: 'any' }, maxUses: entry.maxUses, maxSeconds: entry.maxSeconds };
+}
+
+/** What a proxy grant pins (its scope's `pin`): the entry's digest and the call's arguments pinned under the entry. */
+interface ProxyGrantPin {
+  readonly policy: string;
+  readonly arguments: PinnedArguments;
+}
+
+/**
+ * The grant hooks of a confirmed upstream tool under the operator's entry: the call's arguments
+ * pinned by the entry's matchers (none offered when they cannot be: e.g. a `same-directory` path
+ * with a `..` segment), a later call accepted only under the same entry (its digest pinned) and
+ * within the pinned matchers, and the generic offer line naming the call's own arguments.
+ * The path matchers are lexical: the proxy cannot look at the upstream's disk, so no directory is pinned.
+ */
+function proxyGrantHooks(
+  entry: GrantPolicy,
+): Pick<ConfirmableTool<ProxyArgs, ProxyFingerprint>, 'grantPin' | 'grantAccepts' | 'grantOffer'> {
+  const digest = grantPolicyDigest(entry);
+  return {
+    grantPin: (args) => {
+      const pinned = pinArguments(entry, args.arguments ?? {});
+      return pinned === undefined ? undefined : ({ policy: digest, arguments: pinned } satisfies ProxyGrantPin);
+    },
+    grantAccepts: (pin, args) => {
+      if (typeof pin !== 'object' || pin === null) return false;
+      const { policy, arguments: pinned } = pin as Partial<ProxyGrantPin>;
+      return policy === digest && pinned !== undefined && argumentsAccepted(pinned, args.arguments ?? {});
+    },
+    grantOffer: (terms) =>
+      defaultOfferLine({ ...terms, policy: entry, pinned: (terms.pin as ProxyGrantPin).arguments }),
+  };
+}
+
+/** The JSON Schema of `confirm_plan`'s input (as the SDK lists a registered tool's), made once. */
+let planInputSchema: Tool['inputSchema'] | undefined;
+/** `confirm_plan` as the proxy lists it. */
+function planToolListing(): Tool {
+  planInputSchema ??= z.toJSONSchema(PlanInput, { target: 'draft-2020-12', io: 'input' }) as Tool['inputSchema'];
+  return {
+    name: PLAN_TOOL,
+    title: PLAN_TOOL_CONFIG.title,
+    description: PLAN_TOOL_CONFIG.description,
+    inputSchema: planInputSchema,
+    annotations: PLAN_TOOL_CONFIG.annotations,
+  };
+}
+
 /** A refusal of a request that has no `isError` result (`tools/list`, relayed requests): JSON-RPC internal error with the coded text. */
 function asProtocolError(e: unknown): unknown {
   if (e instanceof ConfirmError) return new ProtocolError(ProtocolErrorCode.InternalError, `[${e.code}] ${e.message}`);
@@ -223,6 +319,11 @@ export function createProxy(options: ProxyOptions): {
   const confirmUnnamed = options.confirmUnnamed ?? false;
   const shared = options.shared ?? false;
   const maxArgumentBytes = options.maxArgumentBytes ?? DEFAULT_MAX_ARGUMENT_BYTES;
+  const plans = options.plans ?? false;
+  /** The guard's grant policy per tool with a grant entry. */
+  const guardGrants = new Map(
+    [...(policy.grants ?? new Map<string, GrantPolicy>())].map(([t, e]) => [t, guardGrantPolicy(e)]),
+  );
   const capabilities = offeredCapabilities(upstream.client.getServerCapabilities(), shared);
   const argumentChecker = new ArgumentChecker();
   /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
@@ -276,6 +377,7 @@ export function createProxy(options: ProxyOptions): {
     listed: Tool,
     listedIn: number,
   ): ConfirmableTool<ProxyArgs, ProxyFingerprint> => {
+    const entry = policy.grants?.get(name);
     let tool = listed;
     let generation = listedIn;
     /** Whether everything the fingerprint binds is still what the upstream has now, as far as the proxy knows. */
@@ -314,7 +416,58 @@ export function createProxy(options: ProxyOptions): {
         }),
       nothingDone: 'nothing was forwarded to the upstream server',
       pageValues: (args) => proxyPageValues(args.arguments),
+      // A grant or plan slot serves only this upstream and this definition of the tool.
+      binding: (_args, fp) => proxyBinding(fp),
+      ...(entry === undefined ? {} : proxyGrantHooks(entry)),
     };
+  };
+
+  /**
+   * A call of the proxy's `confirm_plan` (with `plans`): the plan's input checked against its
+   * schema, then {@link Confirmation.planGuard} over the tools listed now that the policy confirms,
+   * each the confirmable a call of it gets, its arguments checked against its schema first (round 1).
+   * A planned call's arguments are the guard's `{arguments: …}` with the object listed (`{}` when
+   * the plan gives none), so the later call must send exactly that object.
+   */
+  const planCall = async (
+    server: McpServer,
+    input: Record<string, unknown> | undefined,
+    ctx: ServerContext,
+  ): Promise<CallToolResult | InputRequiredResult> => {
+    const parsed = PlanInput.safeParse(input ?? {});
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+      throw new ConfirmBadArgumentError(
+        `the plan does not match ${PLAN_TOOL}'s input schema (${where}${issue?.message ?? 'invalid'})`,
+      );
+    }
+    const listing = await toolList.read({ fresh: true, signal: ctx.mcpReq.signal });
+    const entryOf = (tool: string): PlanEntry | undefined => {
+      if (tool === PLAN_TOOL) return undefined;
+      const listed = listing.tools.get(tool);
+      if (listed === undefined || decide(policy, tool, listed.annotations, confirmUnnamed) !== 'confirm')
+        return undefined;
+      const base = confirmable(server, tool, listed, listing.generation);
+      const checked: ConfirmableTool<ProxyArgs, ProxyFingerprint> = {
+        ...base,
+        // Never plan a call the upstream's own schema refuses (as a call of it is never asked).
+        // A plan asked again carries the plan's state, not this call's: nothing to say changed.
+        fingerprint: async (args, c) => {
+          await argumentChecker.check(listed, args.arguments);
+          const { changed: _notThisCall, ...fp } = await base.fingerprint!(args, c);
+          return fp;
+        },
+      };
+      return {
+        tool: checked as PlanEntry['tool'],
+        parse: (value) =>
+          typeof value === 'object' && value !== null && !Array.isArray(value)
+            ? { args: { arguments: value as Record<string, unknown> } satisfies ProxyArgs }
+            : undefined,
+      };
+    };
+    return confirmation.planGuard(server, entryOf)(parsed.data, ctx);
   };
 
   /** The client's cancellation, and its progress token for the upstream's progress, of one relayed request. */
@@ -365,6 +518,8 @@ export function createProxy(options: ProxyOptions): {
       // Before anything is rendered (the question's cost is linear in the arguments' size).
       checkArgumentSize(params.arguments, maxArgumentBytes);
       upstream.assertUp();
+      // The proxy's own plans tool (an upstream tool of that name is never called with plans on).
+      if (plans && name === PLAN_TOOL) return await planCall(server, params.arguments, ctx);
       // A tool the policy names needs no annotations; an unnamed one is decided from the current list.
       let decision = namedDecision(policy, name);
       if (decision === undefined) {
@@ -379,8 +534,10 @@ export function createProxy(options: ProxyOptions): {
       if (tool === undefined) throw new ConfirmUpstreamToolGoneError();
       // Never ask about a call the upstream's own schema refuses (pattern keywords skipped: see argumentSchema.ts).
       await argumentChecker.check(tool, params.arguments);
+      const grant = guardGrants.get(name);
       const handler = confirmation.guard(server, name, confirmable(server, name, tool, listing.generation), {
         rethrow: (e) => e instanceof ProtocolError,
+        ...(grant === undefined ? {} : { grant }),
       });
       const args: ProxyArgs = params.arguments === undefined ? {} : { arguments: params.arguments };
       const result = await handler(args, ctx);
@@ -427,9 +584,11 @@ export function createProxy(options: ProxyOptions): {
       server.server.setRequestHandler('tools/list', async (_request, ctx) => {
         try {
           const list = await fetchList(ctx.mcpReq.signal);
-          return {
-            tools: [...list.values()].filter((t) => decide(policy, t.name, t.annotations, confirmUnnamed) !== 'deny'),
-          };
+          const tools = [...list.values()].filter(
+            (t) => decide(policy, t.name, t.annotations, confirmUnnamed) !== 'deny' && !(plans && t.name === PLAN_TOOL),
+          );
+          // With plans, the proxy's own confirm_plan (an upstream tool of that name is not listed).
+          return { tools: plans ? [...tools, planToolListing()] : tools };
         } catch (e) {
           throw asProtocolError(e);
         }

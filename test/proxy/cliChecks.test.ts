@@ -97,3 +97,18 @@ describe('the upstream command, with or without --', () => {
     });
   });
 });
+
+describe('--plans', () => {
+  const FS = ['npx', '-y', '@modelcontextprotocol/server-filesystem', '/home/me'];
+
+  it("--plans before the command turns plans on; without it they are off (control); after the command it is the upstream's", () => {
+    expect(parseProxyCommand(['--plans', ...FS])).toMatchObject({ plans: true, upstream: { command: FS } });
+    expect(parseProxyCommand(FS).plans).toBe(false);
+    const after = parseProxyCommand([...FS, '--plans']);
+    expect(after.plans).toBe(false);
+    expect(after.upstream).toEqual({ kind: 'command', command: [...FS, '--plans'] });
+    expect(after.notes).toEqual([
+      'note: --plans after the upstream command is passed to the upstream, not read by the proxy; give it before the command',
+    ]);
+  });
+});
