@@ -24,7 +24,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { renderValue } from '../prompt/render.js';
-import { clip, isoTime, shownQuestion, type ApprovalNotice } from './notice.js';
+import { clip, clipBytes, isoTime, shownQuestion, type ApprovalNotice } from './notice.js';
 
 /** One HTTP request of a channel: its body and headers (the method is `POST`, the URL the channel's). */
 export interface NotifyRequest {
@@ -32,8 +32,11 @@ export interface NotifyRequest {
   body: string;
 }
 
-/** The most UTF-16 code units of the question a Slack section or an ntfy body shows: 2,000 (Slack caps a section's text at 3,000 characters, ntfy a message at 4,096 bytes). */
+/** The most UTF-16 code units of the question a Slack section shows: 2,000 (Slack caps a section's text at 3,000 characters). */
 export const MAX_SHOWN_QUESTION = 2_000;
+
+/** The most bytes (UTF-8) of an ntfy body: 4,000 (ntfy takes a longer message as an attachment, past 4,096 bytes by default). */
+export const MAX_NTFY_BODY_BYTES = 4_000;
 
 /** The widest a tool name or audience is shown to a human, in graphemes (`renderValue`'s `maxGraphemes`): 80. */
 const SHOWN_NAME_GRAPHEMES = 80;
@@ -152,7 +155,7 @@ export function ntfyRequest(notice: ApprovalNotice): NotifyRequest {
   const requested = notice.type === 'approval.requested';
   const body =
     notice.question !== undefined
-      ? clip(shownQuestion(notice.question), MAX_SHOWN_QUESTION)
+      ? clipBytes(shownQuestion(notice.question), MAX_NTFY_BODY_BYTES)
       : requested
         ? `${summary(notice)}. Open the link to review it; it expires ${isoTime(notice.expiresAtMs)}.`
         : `${summary(notice)}.`;

@@ -86,3 +86,19 @@ export function clip(text: string, max: number): string {
   if (last >= 0xd800 && last <= 0xdbff) end -= 1;
   return `${text.slice(0, end)}…`;
 }
+
+/**
+ * `text` cut (as {@link clip} does) to at most `maxBytes` bytes of UTF-8, for a channel whose
+ * limit is in bytes.
+ */
+export function clipBytes(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text) <= maxBytes) return text;
+  let lo = 1;
+  let hi = Math.min(text.length, maxBytes);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (Buffer.byteLength(clip(text, mid)) <= maxBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  return clip(text, lo);
+}

@@ -199,7 +199,12 @@ export class Notifier {
         for (const lane of this.#lanes) lane.counts.dropped += 1;
         return;
       }
-      const copy = copyNotice(notice);
+      let copy: ApprovalNotice | undefined;
+      try {
+        copy = copyNotice(notice);
+      } catch {
+        copy = undefined; // a caller's object that throws when read is not sent
+      }
       const eventMs = this.#now();
       for (const lane of this.#lanes) {
         if (copy === undefined) {
@@ -253,6 +258,8 @@ export class Notifier {
    * channel that lost events). A channel's log lines held back by the rate are reported in one
    * last line. Resolves when every worker has ended; never rejects. Calling it again returns the
    * same promise.
+   *
+   * @throws RangeError when `deadlineMs` is not a whole number of 0 or more.
    */
   close(deadlineMs: number = DEFAULT_NOTIFY_CLOSE_MS): Promise<void> {
     this.#closing ??= this.#close(positive('deadlineMs', deadlineMs, DEFAULT_NOTIFY_CLOSE_MS, true));

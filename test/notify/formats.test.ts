@@ -34,7 +34,8 @@ async function deliver(
     defaultSecretFile: 'hook.secret',
   });
   const lines: string[] = [];
-  const notifier = new Notifier({ channels: [channel], log: (l) => lines.push(l) });
+  // a long attempt deadline: it only guards against a hang (a slow answer is never taken for a timeout)
+  const notifier = new Notifier({ channels: [channel], log: (l) => lines.push(l), attemptTimeoutMs: 60_000 });
   for (const n of notices) notifier.notify(n);
   await notifier.idle();
   await notifier.close();
@@ -188,6 +189,20 @@ describe('ntfy: a publish', () => {
     expect(decided!.headers.title).toBe('Approval declined');
     expect(decided!.headers.priority).toBe('default');
     expect(decided!.headers.tags).toBe('x');
+  });
+
+  it('cuts a long question to the ntfy message size in bytes, marked (control: a short one whole)', async () => {
+    const long = '削除'.repeat(3_000);
+    const [cut, whole] = await deliver(
+      'ntfy',
+      requested({ question: long }),
+      requested({ question: '削除'.repeat(10) }),
+    );
+    expect(Buffer.byteLength(cut!.body)).toBeLessThanOrEqual(4_000);
+    expect(Buffer.byteLength(cut!.body)).toBeGreaterThan(3_900);
+    expect(cut!.body.endsWith('…')).toBe(true);
+    expect(long.startsWith(cut!.body.slice(0, -1))).toBe(true);
+    expect(whole!.body).toBe('削除'.repeat(10));
   });
 
   it('renders a hostile tool name in the neutral sentence', async () => {
