@@ -21,6 +21,7 @@ const LAYERS = [
   'store',
   'grant',
   'fs',
+  'notify',
   'approval',
   'audit',
   'guard',
