@@ -24,7 +24,15 @@ import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InPlaceStdioTransport, runProcess, until } from '../helpers/processes.js';
 import { callTool, type Reply } from '../helpers/harness.js';
-import { launchBrowser, newAuthPage, outcomeOf, postJson, type AuthPage, type Browser } from '../helpers/browser.js';
+import {
+  assertionIn,
+  launchBrowser,
+  newAuthPage,
+  outcomeOf,
+  postJson,
+  type AuthPage,
+  type Browser,
+} from '../helpers/browser.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const DOCS = resolve(import.meta.dirname, '../../docs');
@@ -217,6 +225,34 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     expect(await buttons(ann)).toEqual(['Revoke']);
     await ann.page.screenshot({ path: join(DOCS, 'approval-page-granted.png'), fullPage: true });
     await until(() => s.stderr().includes('approval page: approved by ann, with similar calls'));
+  });
+
+  it('attack: an assertion POSTed with scope "grant" to a page that offers no grant approves this call only, and a scope the page did not offer never creates one; control: the same POST on a page with an offer creates the grant', async () => {
+    const origin = (url: string): string => new URL(url).origin;
+    const scripted = async (url: string): Promise<void> => {
+      await ann.page.goto(url);
+      const options = JSON.parse((await postJson(`${url}/options`, {}, origin(url))).body) as { options: unknown };
+      const assertion = await assertionIn(ann.page, options.options);
+      const r = await postJson(`${url}/assertion`, { ...assertion, scope: 'grant' }, origin(url));
+      expect(r.status).toBe(200);
+    };
+    const plain = await startServer({ grants: false });
+    const target = cacheFile('s0.tmp');
+    const e = elicitation(await plain.call('cache/s0.tmp'));
+    await scripted(e.url);
+    const done = await plain.call('cache/s0.tmp', { inputResponses: URL_ACCEPT, requestState: e.state });
+    expect(text(done)).toMatch(/^Deleted /);
+    expect(text(done)).not.toContain('Granted');
+    expect(existsSync(target)).toBe(false);
+    const next = cacheFile('s1.tmp');
+    expect(elicitation(await plain.call('cache/s1.tmp')).url).toMatch(URL_RE);
+    expect(existsSync(next)).toBe(true);
+    // Control: with an offer, the same scripted POST from the page's origin is the second button.
+    const offering = await startServer();
+    const f = elicitation(await offering.call('cache/s1.tmp'));
+    await scripted(f.url);
+    const granted = await offering.call('cache/s1.tmp', { inputResponses: URL_ACCEPT, requestState: f.state });
+    expect(text(granted)).toContain('Granted (grant ');
   });
 
   it('"Approve this call" with a grant offered deletes this file only: no grant, the next call is asked', async () => {
