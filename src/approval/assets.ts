@@ -74,15 +74,28 @@ export const PAGE_JS = `'use strict';
     show('refused', 'the passkey gave no answer (' + name + ')' + why + '; nothing was approved');
   };
 
-  const approve = document.getElementById('approve');
-  if (approve) approve.addEventListener('click', async () => {
+  // Both approve buttons run the same ceremony; the button's scope (this call, or also the offered grant) goes beside the assertion.
+  const approveWith = (scope) => async () => {
     busy(true);
     const o = await post('/options');
     if (!o.ok) return show(o.body.outcome || 'refused', o.body.message);
     let a;
     try { a = await assertion(o.body.options); } catch (e) { return refusedBy(e, 'approve'); }
-    const r = await post('/assertion', a);
+    const r = await post('/assertion', { ...a, scope });
     show(r.body.outcome || 'refused', r.body.message);
+  };
+  const approve = document.getElementById('approve');
+  if (approve) approve.addEventListener('click', approveWith('call'));
+  const approveGrant = document.getElementById('approve-grant');
+  if (approveGrant) approveGrant.addEventListener('click', approveWith('grant'));
+  const revoke = document.getElementById('revoke');
+  if (revoke) revoke.addEventListener('click', async () => {
+    revoke.disabled = true;
+    const r = await post('/revoke');
+    const at = document.getElementById('revoke-outcome');
+    const kind = r.body.outcome || 'refused';
+    at.textContent = kind + (r.body.message ? ': ' + r.body.message : '');
+    at.className = 'outcome ' + kind;
   });
   const deny = document.getElementById('deny');
   if (deny) deny.addEventListener('click', async () => {
@@ -136,11 +149,16 @@ ul.values li { margin: .25rem 0; }
 code { font-family: ui-monospace, monospace; font-size: .95em; white-space: pre-wrap; overflow-wrap: anywhere; background: rgba(127, 127, 127, .15); padding: .05rem .25rem; border-radius: .2rem; }
 .actions { display: flex; gap: .75rem; margin: 1.5rem 0 1rem; }
 button { font: inherit; font-weight: 600; padding: .6rem 1.3rem; border-radius: .4rem; border: 1px solid transparent; cursor: pointer; }
-button#approve, button#enroll { background: #b91c1c; color: #fff; }
+button#approve, button#approve-grant, button#enroll { background: #b91c1c; color: #fff; }
+.grant-offer, .granted { border: 2px solid #b91c1c; border-radius: .5rem; padding: .9rem 1rem; margin: 0 0 1rem; background: rgba(185, 28, 28, .06); }
+.grant-offer .grant, .granted .grant { margin: .6rem 0 0; overflow-wrap: anywhere; }
+.granted h2 { margin-top: 0; }
+button#revoke { background: transparent; color: inherit; border-color: currentColor; }
 button#deny { background: transparent; color: inherit; border-color: currentColor; }
 button:disabled { opacity: .5; cursor: default; }
 .outcome { font-weight: 600; min-height: 1.5rem; }
 .outcome.approved, .outcome.enrolled { color: #15803d; }
 .outcome.denied, .outcome.refused, .outcome.expired { color: #b91c1c; }
+.outcome.revoked, .outcome.ended { color: #15803d; }
 .note { font-size: .9rem; opacity: .8; }
 `;

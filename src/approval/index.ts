@@ -5,7 +5,7 @@
  * @module
  */
 export { PasskeyApproval, type PasskeyApprovalOptions } from './passkey.js';
-export type { ApprovalView, ApprovalEvent } from './page.js';
+export type { ApprovalView, ApprovalEvent, GrantRevokedOnPage } from './page.js';
 export { CHALLENGE_TTL_MS } from './webauthn.js';
 export { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 export { REDEEM_WITHIN_MS } from '../store/approvalStore.js';
@@ -25,6 +25,8 @@ export {
   isApprovalStore,
   type ApprovalStore,
   type ApprovalRecord,
+  type ApprovalScope,
+  type ApprovalDecision,
   type ApprovalStatus,
   type DecideOutcome,
   type NewApproval,

@@ -14,7 +14,13 @@
  *   allowed for the principal, moves the signature counter forward atomically, then has the
  *   approval recorded approved with the approver's name and credential id.
  * - `POST /approve/ID/deny`: has it recorded declined.
+ * - `POST /approve/ID/revoke`: revokes the grant the approved call created (the id attached to
+ *   the approval record, never one the request names), then reports it ({@link PageOptions.revoked}).
  * - `GET /assets/page.js`, `GET /assets/page.css`: the script and style (`html.ts`).
+ * With a grant offered (`ApprovalView.grant`), the page has two approve buttons, "Approve this call"
+ * and "Approve and allow similar calls" (the offer's line shown whole beside it); both run the same
+ * assertion, and the button's choice is recorded with the approval as its `scope` (the only place a
+ * scope comes from with passkey approval). Without an offer, one "Approve with passkey" button.
  * Every POST needs `Origin` equal to the page origin, and every request `Host`
  * equal to the page's host (behind a public URL: its host name, any port).
  * No route asks for a bearer token: a browser opening the link has none, and the passkey
@@ -38,7 +44,8 @@ import {
   newChallenge,
   verifyAssertion,
 } from './webauthn.js';
-import type { ApprovalRecord, ApprovalStore, DecideOutcome } from '../store/approvalStore.js';
+import type { ApprovalRecord, ApprovalScope, ApprovalStore, DecideOutcome } from '../store/approvalStore.js';
+import type { GrantStore } from '../store/grantStore.js';
 import { renderValue } from '../prompt/render.js';
 import { jwtPrincipalParts } from '../principals.js';
 
@@ -51,21 +58,43 @@ export interface ApprovalView {
   question: string;
   /** Each value uncut and rendered, with a label (e.g. `file`, `requested as`). */
   values: Array<{ label: string; text: string }>;
+  /**
+   * The grant offered with the question: its line as the question carries it (rendered, code spans
+   * in backticks). When present the page offers "Approve and allow similar calls" beside "Approve
+   * this call". Absent when no grant is offered.
+   */
+  grant?: string;
 }
 
 /** Something worth a line on stderr. Never carries secrets. */
 export type ApprovalEvent =
-  | { type: 'approval-approved'; approver: string }
+  | { type: 'approval-approved'; approver: string; scope?: ApprovalScope }
   | { type: 'approval-declined' }
-  | { type: 'approval-refused'; reason: string };
+  | { type: 'approval-refused'; reason: string }
+  /** The grant `grant` (its id) was revoked on the page. */
+  | { type: 'grant-revoked'; grant: string };
+
+/** A grant revoked on the approval page, as {@link PageOptions.revoked} receives it. */
+export interface GrantRevokedOnPage {
+  /** The grant's id. */
+  grant: string;
+  /** The approval whose call created it: its `jti`, and its principal (the principal string, not its tag). */
+  jti: string;
+  principal: string;
+  /** The server and tool the page showed (`ApprovalView.audience`, `ApprovalView.tool`). */
+  audience: string;
+  tool: string;
+  /** Who revoked it: `null`, since the Revoke button asks for no passkey (it only takes a permission away). */
+  approver: string | null;
+}
 
 /** A decision of the page: `approved` with the approver's name and credential id, or `declined` (both ''). */
 export type PageDecision = Parameters<ApprovalStore['decideApproval']>[1];
 
 /** What an {@link ApprovalPage} serves with. */
 export interface PageOptions {
-  /** Where approvals are read, challenges kept and signature counters moved. */
-  store: ApprovalStore;
+  /** Where approvals are read, challenges kept and signature counters moved, and grants revoked. */
+  store: ApprovalStore & Pick<GrantStore, 'revokeGrant'>;
   /** The approvers, loaded once at start-up. */
   approvers: ApproversFile;
   /** The page origin (`scheme://host[:port]`): every POST's `Origin`, and the WebAuthn origin. */
@@ -83,6 +112,8 @@ export interface PageOptions {
   decide: (id: string, decision: PageDecision) => Promise<DecideOutcome>;
   /** Diagnostics (stderr); must not throw. */
   emit: (event: ApprovalEvent) => void;
+  /** Told of each grant revoked on the page, after the store revoked it (e.g. to write its audit line); awaited; must not throw. */
+  revoked: (event: GrantRevokedOnPage) => Promise<void>;
 }
 
 const ID_RE = /^[A-Za-z0-9_-]{22,64}$/;
@@ -106,7 +137,7 @@ function minutes(ms: number): string {
  * failure inside a route is answered 500 with nothing approved.
  */
 export class ApprovalPage {
-  readonly #store: ApprovalStore;
+  readonly #store: PageOptions['store'];
   readonly #approvers: ApproversFile;
   readonly #origin: string;
   readonly #rpId: string;
@@ -114,6 +145,7 @@ export class ApprovalPage {
   readonly #now: () => number;
   readonly #decide: PageOptions['decide'];
   readonly #emit: PageOptions['emit'];
+  readonly #revoked: PageOptions['revoked'];
 
   constructor(options: PageOptions) {
     this.#store = options.store;
@@ -124,6 +156,7 @@ export class ApprovalPage {
     this.#now = options.now;
     this.#decide = options.decide;
     this.#emit = options.emit;
+    this.#revoked = options.revoked;
   }
 
   /** Whether a request path belongs to the page (`/approve`, `/approve/…`, `/assets/page.js`, `/assets/page.css`). */
@@ -177,7 +210,7 @@ export class ApprovalPage {
       const asset = assetAt(path);
       if (asset !== undefined) return { status: 200, ...asset };
     }
-    const m = /^\/approve\/([^/]+)(\/options|\/assertion|\/deny)?$/.exec(path);
+    const m = /^\/approve\/([^/]+)(\/options|\/assertion|\/deny|\/revoke)?$/.exec(path);
     if (m === null) return text(404, 'not found');
     const id = m[1]!;
     const action = m[2];
@@ -197,6 +230,7 @@ export class ApprovalPage {
       });
     if (action === '/options') return this.#options(id);
     if (action === '/deny') return this.#deny(id);
+    if (action === '/revoke') return this.#revoke(id);
     return this.#assertion(id, body.value);
   }
 
@@ -226,6 +260,7 @@ export class ApprovalPage {
           ? 'denied: nothing will be done'
           : '';
     const values = view.values.map((v) => `<li>${escapeHtml(v.label)}: ${questionHtml(v.text)}</li>`).join('\n');
+    const offered = typeof view.grant === 'string' && view.grant !== '' ? view.grant : undefined;
     const main = `<h1>Approve this tool call?</h1>
 <dl class="facts">
 <dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
@@ -239,11 +274,19 @@ export class ApprovalPage {
 ${values}
 </ul>
 ${
-  record.status === 'pending'
-    ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button">Deny</button></div>
+  record.status !== 'pending'
+    ? `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>${grantHtml(record, offered)}`
+    : offered === undefined
+      ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button">Deny</button></div>
 <p id="outcome" class="outcome" role="status"></p>
 <p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it.</p>`
-    : `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>`
+      : `<div class="actions"><button id="approve" type="button">Approve this call</button><button id="deny" type="button">Deny</button></div>
+<div class="grant-offer">
+<button id="approve-grant" type="button" aria-describedby="grant">Approve and allow similar calls</button>
+<p class="grant" id="grant">${questionHtml(offered)}</p>
+</div>
+<p id="outcome" class="outcome" role="status"></p>
+<p class="note">Either button asks your passkey (with user verification). The tool call then runs once, when the client retries it; with "Approve and allow similar calls" that retry also creates the grant above, and the calls it covers then run without asking until it ends. This page can revoke it.</p>`
 }`;
     return html(200, layout('Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main));
   }
@@ -287,7 +330,39 @@ ${
     return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired' });
   }
 
-  async #assertion(id: string, body: Record<string, unknown>): Promise<Answer> {
+  /** Revokes the grant the approved call of `id` created (the id on its record), and reports it. */
+  async #revoke(id: string): Promise<Answer> {
+    const nowMs = this.#now();
+    const record = await this.#store.approvalById(id, nowMs);
+    if (record === undefined)
+      return json(404, { outcome: 'expired', message: 'this approval is unknown or has expired; nothing was revoked' });
+    if (record.status !== 'approved' || record.grantId === undefined)
+      return json(409, { outcome: 'refused', message: 'this approval created no grant; nothing was revoked' });
+    const grant = record.grantId;
+    if ((await this.#store.revokeGrant(grant, nowMs)) !== 'revoked')
+      return json(409, {
+        outcome: 'ended',
+        message: 'this grant had already ended (used up, expired or revoked); later calls are asked',
+      });
+    this.#emit({ type: 'grant-revoked', grant });
+    const view = JSON.parse(record.view) as ApprovalView;
+    await this.#revoked({
+      grant,
+      jti: record.jti,
+      principal: record.principal,
+      audience: view.audience,
+      tool: view.tool,
+      approver: null,
+    });
+    return json(200, {
+      outcome: 'revoked',
+      message: `grant ${grant} revoked: later calls like this one are asked again`,
+    });
+  }
+
+  async #assertion(id: string, request: Record<string, unknown>): Promise<Answer> {
+    // The button's choice travels beside the assertion; only it sets the scope, and only a grant offered on this page can be chosen.
+    const { scope: chosen, ...body } = request;
     // 1. The challenge the browser signed, read from clientDataJSON, must be one we issued for THIS id; taken once.
     const challenge = claimedChallenge(body);
     if (challenge === undefined || !CHALLENGE_RE.test(challenge))
@@ -315,17 +390,23 @@ ${
         'the signature counter did not move forward (a replayed assertion or a cloned authenticator)',
       );
     }
-    // 5. Only then: approved, once, with who approved.
+    // 5. Only then: approved, once, with who approved and what (this call, or also the offered grant).
+    const offered = typeof (JSON.parse(record.view) as ApprovalView).grant === 'string';
+    const scope: ApprovalScope = chosen === 'grant' && offered ? 'grant' : 'call';
     const outcome = await this.#decide(id, {
       status: 'approved',
       approver: approver.name,
       credentialId: approver.credentialId,
+      scope,
     });
     if (outcome !== 'decided') return this.#refuse(409, 'this approval was already decided or has expired');
-    this.#emit({ type: 'approval-approved', approver: approver.name });
+    this.#emit({ type: 'approval-approved', approver: approver.name, scope });
     return json(200, {
       outcome: 'approved',
-      message: `approved by ${approver.name}; the tool call runs once when the client retries it`,
+      message:
+        scope === 'grant'
+          ? `approved by ${approver.name}, with similar calls; the tool call runs once when the client retries it, and the grant is created then (reload this page to see it and revoke it)`
+          : `approved by ${approver.name}; the tool call runs once when the client retries it`,
     });
   }
 }
@@ -361,6 +442,27 @@ function json(status: number, value: unknown): Answer {
 
 function isRecord(value: ApprovalRecord | Answer): value is ApprovalRecord {
   return typeof (value as ApprovalRecord).jti === 'string';
+}
+
+/**
+ * What the page of a decided approval shows about a grant: with a grant attached, its line, its id
+ * and a Revoke button; approved with "similar calls" before the grant exists, that it is created
+ * when the client retries; otherwise nothing.
+ */
+function grantHtml(record: ApprovalRecord, offered: string | undefined): string {
+  if (record.status !== 'approved' || offered === undefined) return '';
+  if (record.grantId === undefined)
+    return record.scope === 'grant'
+      ? `\n<p class="note" id="grant-pending">Similar calls are allowed once the client retries this call: ${questionHtml(offered)}</p>`
+      : '';
+  return `
+<section class="granted" id="granted">
+<h2>Similar calls allowed</h2>
+<p class="grant" id="grant">${questionHtml(offered)}</p>
+<p class="note">Grant <code id="grant-id">${escapeHtml(record.grantId)}</code>. Revoking it ends it at once: every later call is asked again.</p>
+<div class="actions"><button id="revoke" type="button">Revoke</button></div>
+<p id="revoke-outcome" class="outcome" role="status"></p>
+</section>`;
 }
 
 /**

@@ -22,7 +22,13 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApproversFile } from './approvers.js';
 import { listenLoopback, send, type LoopbackListener } from './listener.js';
-import { ApprovalPage, type ApprovalEvent, type ApprovalView, type PageDecision } from './page.js';
+import {
+  ApprovalPage,
+  type ApprovalEvent,
+  type ApprovalView,
+  type GrantRevokedOnPage,
+  type PageDecision,
+} from './page.js';
 import { parsePublicUrl } from './publicUrl.js';
 import type { ApprovalRecord, DecideOutcome } from '../store/approvalStore.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
@@ -30,7 +36,7 @@ import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 import { ConfigError } from '../errors.js';
 
 // The page's types, where the guard and the CLI take them from with PasskeyApproval.
-export type { ApprovalEvent, ApprovalView };
+export type { ApprovalEvent, ApprovalView, GrantRevokedOnPage };
 
 /** Options of {@link PasskeyApproval.start}. */
 export interface PasskeyApprovalOptions {
@@ -84,6 +90,7 @@ export class PasskeyApproval {
   readonly #poll: number;
   readonly #emit: (event: ApprovalEvent) => void;
   readonly #decided = new EventEmitter();
+  readonly #revokedListeners = new Set<(event: GrantRevokedOnPage) => Promise<void> | void>();
   readonly #page: ApprovalPage;
   #listener: LoopbackListener | undefined;
 
@@ -116,6 +123,15 @@ export class PasskeyApproval {
       now: this.#now,
       decide: (id, decision) => this.#record(id, decision),
       emit: this.#emit,
+      revoked: async (event) => {
+        for (const listener of [...this.#revokedListeners]) {
+          try {
+            await listener(event);
+          } catch {
+            // A listener (e.g. an audit line that cannot be written) never undoes or hides the revocation.
+          }
+        }
+      },
     });
   }
 
@@ -244,6 +260,23 @@ export class PasskeyApproval {
     timer.unref();
     this.#decided.on(id, fire);
     return forget;
+  }
+
+  /**
+   * Calls `listener` (awaited, before the page answers) each time this process's page revokes a
+   * grant (its Revoke button, shown for an approved call that created one). `createConfirmation`
+   * subscribes here to write the `grant-revoked` audit line. A listener's failure changes nothing:
+   * the grant stays revoked.
+   *
+   * @param listener - receives a {@link GrantRevokedOnPage}: the grant id, the approval's `jti` and
+   *   principal, the audience and tool the page showed, and `approver: null` (Revoke asks for no passkey).
+   * @returns a function that unsubscribes.
+   */
+  onGrantRevoked(listener: (event: GrantRevokedOnPage) => Promise<void> | void): () => void {
+    this.#revokedListeners.add(listener);
+    return () => {
+      this.#revokedListeners.delete(listener);
+    };
   }
 
   /** Stops the listener. Idempotent. */

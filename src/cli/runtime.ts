@@ -77,7 +77,11 @@ export function eventLogger(
     approval(event) {
       switch (event.type) {
         case 'approval-approved':
-          return log(`approval page: approved by ${render(event.approver)}`);
+          return log(
+            `approval page: approved by ${render(event.approver)}${event.scope === 'grant' ? ', with similar calls' : ''}`,
+          );
+        case 'grant-revoked':
+          return log(`approval page: grant ${render(event.grant)} revoked`);
         case 'approval-declined':
           return log('approval page: denied');
         case 'approval-refused':

@@ -86,7 +86,7 @@ import { PLAN_TOOL, PLAN_TOOL_CONFIG, type PlanArgs } from './planSpec.js';
 import { passCapabilityErrors } from './capabilityErrors.js';
 import { clientCapabilities, noElicitationError } from './capabilities.js';
 import { passkeyRound } from './passkeyRound.js';
-import { storeCalls } from './storeCalls.js';
+import { failClosed, storeCalls } from './storeCalls.js';
 
 /** Something worth a line on stderr: what was asked, refused, confirmed. Never carries secrets. */
 export type ConfirmEvent =
@@ -154,7 +154,10 @@ export interface ConfirmationOptions {
    * (URL-mode elicitation, or a form elicitation carrying the URL for clients without URL mode), and
    * round 2 acts only on an approval the page recorded after verifying an enrolled approver's passkey.
    * The confirmation keeps its `jti`s in `approval.store` unless `store` is given (usually the same
-   * object: one store keeps both, so every replica sees them). Defaults to none
+   * object: one store keeps both, so every replica sees them). With a grant offered, the page asks
+   * "Approve this call" or "Approve and allow similar calls", and only its choice creates the grant
+   * (a `scope` in the client's answer is ignored); with `audit`, a grant revoked on the page gets its
+   * `grant-revoked` line here ({@link PasskeyApproval.onGrantRevoked}). Defaults to none
    * (form elicitation only: the client's yes is taken as given).
    */
   approval?: PasskeyApproval;
@@ -474,6 +477,25 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // A diagnostics sink must never change the outcome.
     }
   };
+  // A grant revoked on the approval page: its `grant-revoked` line (written after the revocation,
+  // which it never undoes), by the confirmation whose audience the page showed.
+  if (approval && audit)
+    approval.onGrantRevoked(async (revoked) => {
+      if (revoked.audience !== audience) return;
+      await audit.record({
+        event: 'grant-revoked',
+        tool: revoked.tool,
+        principal: KeyRing.principalTag(keys.sealing, revoked.principal),
+        jti: revoked.jti,
+        args: null,
+        question: null,
+        outcome: null,
+        code: null,
+        count: null,
+        approver: revoked.approver,
+        grant: revoked.grant,
+      });
+    });
 
   const principalTagOf = (ctx: ServerContext): string | null => {
     try {
@@ -515,9 +537,14 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     }
   };
 
-  /** The digest sealed for a question with a grant offer: its message, the offer's form and the offer's terms. */
+  /**
+   * The digest sealed for a question with a grant offer: its message, the offer's form (with passkey
+   * approval `approval: 'passkey'` instead: the page asks) and the offer's terms.
+   */
   const offerQuestionDigest = (message: string, offer: GrantOffer): string =>
-    canonicalDigest({ message, requestedSchema: GRANT_OFFER_SCHEMA, grant: offer.digest }, 'question');
+    approval
+      ? canonicalDigest({ message, approval: 'passkey', grant: offer.digest }, 'question')
+      : canonicalDigest({ message, requestedSchema: GRANT_OFFER_SCHEMA, grant: offer.digest }, 'question');
 
   /** What a grant or plan slot is bound to: over stdio (no HTTP request) this serving process, and the tool's own binding. */
   const bindingOf = <A, F>(
@@ -557,12 +584,10 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         })
       : undefined;
 
-    /** The question and its sealed digest; with a grant policy (form answers only, for now), the offer's line below it. */
+    /** The question and its sealed digest; with a grant policy, the offer's line below it (form and passkey approval alike). */
     const renderAsk = (args: A, fingerprint: F): { message: string; digest: string; offer?: GrantOffer } => {
       const asked = tool.question(args, fingerprint);
-      const offer = passkey
-        ? undefined
-        : grantOffer(name, policy, args, fingerprint, tool.grantPin?.bind(tool), tool.grantOffer?.bind(tool));
+      const offer = grantOffer(name, policy, args, fingerprint, tool.grantPin?.bind(tool), tool.grantOffer?.bind(tool));
       if (!offer) return { message: asked, digest: questionDigest(asked) };
       const message = `${asked}\n\n${offer.line}`;
       return { message, digest: offerQuestionDigest(message, offer), offer };
@@ -760,7 +785,10 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // Fail closed: the question goes out only once its line is written.
       await record(again ? 'asked-again' : 'asked', trail, { outcome: again ?? null });
       const request = passkey
-        ? await passkey.open({ args, fingerprint, question: message, claims, principal, ctx }, nowMs)
+        ? await passkey.open(
+            { args, fingerprint, question: message, ...(offer ? { grant: offer.line } : {}), claims, principal, ctx },
+            nowMs,
+          )
         : inputRequired.elicit({ message, requestedSchema: offer ? GRANT_OFFER_SCHEMA : CONFIRM_SCHEMA });
       emit({ type: 'asked', tool: name });
       return inputRequired({ inputRequests: { [CONFIRM_KEY]: request }, requestState: state });
@@ -910,6 +938,30 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           }
         : undefined;
       // With passkey approval an answer is settled by the page's record (it spends the jti once decided).
+      // Only the page's button sets the scope: a grant is created when its record says 'grant' and
+      // this question offered one; a `scope` in the client's answer is never read here.
+      const offer = shown.offer;
+      const grantingOnPage =
+        approval && offer
+          ? async (nowMs: number, page: ApprovalRecord): Promise<Granting | undefined> => {
+              if (page.scope !== 'grant') {
+                await calls.spend(claims.jti, nowMs);
+                return undefined;
+              }
+              const granting = await spendGranting(claims, offer, args, ctx, page.approver, nowMs);
+              if (granting.created === 'created') {
+                // The page shows the grant with its Revoke button from now on; if that cannot be
+                // recorded, the grant is revoked and the call refused (nothing done).
+                try {
+                  await failClosed(() => approval.store.attachGrant(page.id, granting.id, granting.expiresAtMs, nowMs));
+                } catch (e) {
+                  await calls.revokeGrant(granting.id, now()).catch(() => {});
+                  throw e;
+                }
+              }
+              return granting;
+            }
+          : undefined;
       if (passkey && answer.kind !== 'missing') {
         const settled = await passkey.settle({
           claims,
@@ -919,7 +971,9 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           ctx,
           ...(planning
             ? { spendApproved: (nowMs: number, page: ApprovalRecord) => planning(nowMs, page.approver) }
-            : {}),
+            : grantingOnPage
+              ? { spendApproved: grantingOnPage }
+              : {}),
         });
         if (settled.kind === 'pending') {
           emit({ type: 'approval-pending', tool: name });
@@ -936,7 +990,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
             settled.spent as Awaited<ReturnType<NonNullable<typeof planning>>>,
             settled.approver,
           );
-        return confirmedAct(args, claims, ctx, trail, settled.approver);
+        return confirmedAct(args, claims, ctx, trail, settled.approver, settled.spent as Granting | undefined);
       }
       // 3. Spend the jti atomically before acting on the answer: accept, decline and cancel all use it up.
       // An accept that takes the offered grant (form: `scope: "grant"`), or approves a plan, creates it with the spend.

@@ -8,7 +8,9 @@
  * ({@link PasskeyRound.settle}), after the digests matched: an answer that is not an accept spends
  * the `jti` and marks the approval declined; otherwise it waits for the page's decision: still
  * pending → asked again with the same URL and state, nothing spent; decided → spent, then declined
- * (nothing done) or approved (redeemable for {@link REDEEM_WITHIN_MS} after it was given).
+ * (nothing done) or approved (redeemable for {@link REDEEM_WITHIN_MS} after it was given). With a
+ * grant offered, the page's record also says what was approved (`scope`: this call, or also the
+ * grant), which the flow's `spendApproved` reads; the client's answer never sets it.
  *
  * It decides; the flow (`confirmation.ts`) reports, writes the audit lines and acts. Imports only
  * the types of the approval page, so a form-mode server never loads the WebAuthn library.
@@ -51,12 +53,22 @@ export interface PasskeyRound<A, F> {
    * the `jti` is spent to free its slot, and the call is refused.
    *
    * @param call.question - the question as asked (the page shows it too).
+   * @param call.grant - the line of the grant offered with the question (already in `question`), when
+   *   one is: the page then offers "Approve and allow similar calls" beside "Approve this call".
    * @param call.principal - who is asking (the principal string, not its sealed tag).
    * @param nowMs - the caller's clock, Unix milliseconds.
    * @throws {ConfirmError} the store's refusal, else `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
    */
   open(
-    call: { args: A; fingerprint: F; question: string; claims: ConfirmClaims; principal: string; ctx: ServerContext },
+    call: {
+      args: A;
+      fingerprint: F;
+      question: string;
+      grant?: string;
+      claims: ConfirmClaims;
+      principal: string;
+      ctx: ServerContext;
+    },
     nowMs: number,
   ): Promise<InputRequest>;
   /**
@@ -65,7 +77,8 @@ export interface PasskeyRound<A, F> {
    * @param call.state - the sealed `requestState` as received (`''`: never asked again with it).
    * @param call.question - the question rendered now (it matched the sealed digest).
    * @param call.spendApproved - how to spend the `jti` of an approval given in time (e.g. creating a
-   *   grant or plan in the same atomic step); it throws a spend's refusal as `StoreCalls.spend` does.
+   *   grant, when the page's record has `scope: 'grant'`, or a plan in the same atomic step); it
+   *   throws a spend's refusal as `StoreCalls.spend` does.
    *   Defaults to `StoreCalls.spend`. Every other outcome spends with `StoreCalls.spend`.
    * @throws {ConfirmError} `ERR_CONFIRM_APPROVAL_EXPIRED` (no decision in time, or an approval past
    *   its redemption window), a spend's refusal (`ERR_CONFIRM_SPENT`, …), or `ERR_CONFIRM_LEDGER_UNAVAILABLE`.
@@ -121,7 +134,7 @@ export function passkeyRound<A, F>(options: {
   };
 
   /** The page's view of one call: every value uncut. */
-  const pageView = (args: A, fingerprint: F, question: string, principal: string): ApprovalView => {
+  const pageView = (args: A, fingerprint: F, question: string, principal: string, grant?: string): ApprovalView => {
     const raw =
       options.pageValues?.(args, fingerprint) ??
       Object.entries(args as Record<string, unknown>)
@@ -136,6 +149,7 @@ export function passkeyRound<A, F>(options: {
         label: v.label,
         text: renderValue(v.value, { maxGraphemes: Number.MAX_SAFE_INTEGER, segments: '/' }),
       })),
+      ...(grant === undefined ? {} : { grant }),
     };
   };
 
@@ -152,7 +166,10 @@ export function passkeyRound<A, F>(options: {
     approval.onDecided(id, () => void notify().catch(() => {}), Math.max(0, expiresAtMs - now()));
   };
 
-  const open: PasskeyRound<A, F>['open'] = async ({ args, fingerprint, question, claims, principal, ctx }, nowMs) => {
+  const open: PasskeyRound<A, F>['open'] = async (
+    { args, fingerprint, question, grant, claims, principal, ctx },
+    nowMs,
+  ) => {
     let opened: { id: string; url: string };
     try {
       opened = await failClosed(() =>
@@ -160,7 +177,7 @@ export function passkeyRound<A, F>(options: {
           {
             jti: claims.jti,
             principal,
-            view: pageView(args, fingerprint, question, principal),
+            view: pageView(args, fingerprint, question, principal, grant),
             expiresAtMs: claims.exp * 1000,
           },
           nowMs,

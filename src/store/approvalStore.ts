@@ -6,8 +6,11 @@
  * Three kinds of record, each changed only by one atomic step:
  * - an **approval** per `jti`: a random `id` (the URL's last segment, at least
  *   128 bits), what the page shows (`view`, JSON text), and its decision:
- *   `pending` until the page records `approved` (with the approver's name and
- *   credential id) or `declined`; decided once (a second decision is refused).
+ *   `pending` until the page records `approved` (with the approver's name,
+ *   credential id and, when the page chose one, the `scope` approved: this call
+ *   or a grant) or `declined`; decided once (a second decision is refused). An
+ *   approved record may then have the id of the grant its call created attached,
+ *   once ({@link ApprovalStore.attachGrant}), which keeps it until the grant's expiry.
  * - a **challenge** (WebAuthn, W3C Web Authentication Level 3, §13.4.3): issued for
  *   one approval `id`, taken at most once, refused after its expiry.
  * - a **signature counter** per credential id (§6.1.1): moved forward
@@ -25,6 +28,12 @@ export { REDEEM_WITHIN_MS } from '../defaults.js';
 
 /** What the page decided. */
 export type ApprovalStatus = 'pending' | 'approved' | 'declined';
+
+/**
+ * What an approval approved, as the page's button chose it: `'call'` (this call only) or
+ * `'grant'` (this call, and the grant offered with it).
+ */
+export type ApprovalScope = 'call' | 'grant';
 
 /** One approval, as stored. */
 export interface ApprovalRecord {
@@ -45,6 +54,24 @@ export interface ApprovalRecord {
   approver: string;
   /** The approver's credential id, base64url (approved only; '' otherwise). */
   credentialId: string;
+  /**
+   * What was approved, as the page recorded it with the decision (approved only). Absent while
+   * pending, when declined, and when the decision gave none (read it as `'call'`).
+   */
+  scope?: ApprovalScope;
+  /** The id of the grant the approved call created, once attached ({@link ApprovalStore.attachGrant}); absent before. */
+  grantId?: string;
+}
+
+/** A decision as {@link ApprovalStore.decideApproval} records it. */
+export interface ApprovalDecision {
+  status: 'approved' | 'declined';
+  /** The approver's name (approved); '' when declined. */
+  approver: string;
+  /** The approver's credential id, base64url (approved); '' when declined. */
+  credentialId: string;
+  /** What was approved (kept only with `approved`). Defaults to none (read as `'call'`). */
+  scope?: ApprovalScope;
 }
 
 /** The outcome of {@link ApprovalStore.decideApproval}. Only `'decided'` recorded the decision. */
@@ -82,13 +109,26 @@ export interface ApprovalStore {
   /**
    * Records the page's decision, once: only a pending, unexpired approval changes.
    *
-   * @param decision - `approved` with `approver` and `credentialId`, or `declined` (both '').
+   * @param decision - `approved` with `approver`, `credentialId` and optionally `scope`, or
+   *   `declined` (both '', any `scope` ignored).
    */
-  decideApproval(
-    id: string,
-    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
-    nowMs: number,
-  ): Promise<DecideOutcome>;
+  decideApproval(id: string, decision: ApprovalDecision, nowMs: number): Promise<DecideOutcome>;
+
+  /**
+   * Attaches the id of the grant an approved call created to its approval, once, and keeps the
+   * approval readable until `untilMs` when that is later than its expiry (so its page can show
+   * the grant, and revoke it, for as long as the grant lives). Only an approved, unexpired
+   * approval with no grant attached changes.
+   *
+   * @param id - the approval's URL id.
+   * @param grantId - the grant's id (a non-empty string).
+   * @param untilMs - the grant's expiry, Unix milliseconds.
+   * @returns `true` when attached; `false` when the approval is unknown, expired, not approved, or
+   *   has a grant already.
+   * @throws {RangeError} when `grantId` is empty or `untilMs` is not finite.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
+   */
+  attachGrant(id: string, grantId: string, untilMs: number, nowMs: number): Promise<boolean>;
 
   /**
    * Stores a single-use challenge for the approval (or enrolment) `id`, until `expiresAtMs`.
@@ -122,6 +162,7 @@ export const APPROVAL_STORE_METHODS = [
   'approvalById',
   'approvalByJti',
   'decideApproval',
+  'attachGrant',
   'putChallenge',
   'takeChallenge',
   'advanceCounter',
@@ -151,4 +192,16 @@ export function checkNewApproval(a: NewApproval): void {
   }
   if (!Number.isFinite(a.expiresAtMs))
     throw new RangeError('approval expiresAtMs must be a finite number of milliseconds');
+}
+
+/** Checks the arguments of {@link ApprovalStore.attachGrant}. @throws {RangeError} naming the bad one. */
+export function checkAttachGrant(grantId: string, untilMs: number): void {
+  if (typeof grantId !== 'string' || grantId === '') throw new RangeError('grantId must be a non-empty string');
+  if (!Number.isFinite(untilMs)) throw new RangeError('untilMs must be a finite number of milliseconds');
+}
+
+/** The scope a decision keeps: only an approval's, and only `'call'` or `'grant'`. */
+export function decidedScope(decision: ApprovalDecision): ApprovalScope | undefined {
+  if (decision.status !== 'approved') return undefined;
+  return decision.scope === 'call' || decision.scope === 'grant' ? decision.scope : undefined;
 }

@@ -16,9 +16,12 @@
  */
 import { ConfirmCapacityError } from '../errors.js';
 import {
+  checkAttachGrant,
   checkNewApproval,
   counterAccepted,
+  decidedScope,
   MAX_CHALLENGES_PER_APPROVAL,
+  type ApprovalDecision,
   type ApprovalRecord,
   type ApprovalStore,
   type DecideOutcome,
@@ -303,11 +306,7 @@ export class MemoryLedger implements ConfirmStore {
   }
 
   /** {@link ApprovalStore.decideApproval}. */
-  async decideApproval(
-    id: string,
-    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
-    nowMs: number,
-  ): Promise<DecideOutcome> {
+  async decideApproval(id: string, decision: ApprovalDecision, nowMs: number): Promise<DecideOutcome> {
     const r = this.#approvals.get(id);
     if (r === undefined) return 'unknown';
     if (nowMs >= r.expiresAtMs) return 'expired';
@@ -316,7 +315,19 @@ export class MemoryLedger implements ConfirmStore {
     r.approver = decision.approver;
     r.credentialId = decision.credentialId;
     r.decidedAtMs = nowMs;
+    const scope = decidedScope(decision);
+    if (scope !== undefined) r.scope = scope;
     return 'decided';
+  }
+
+  /** {@link ApprovalStore.attachGrant}. */
+  async attachGrant(id: string, grantId: string, untilMs: number, nowMs: number): Promise<boolean> {
+    checkAttachGrant(grantId, untilMs);
+    const r = this.#approvals.get(id);
+    if (r === undefined || nowMs >= r.expiresAtMs || r.status !== 'approved' || r.grantId !== undefined) return false;
+    r.grantId = grantId;
+    r.expiresAtMs = Math.max(r.expiresAtMs, untilMs);
+    return true;
   }
 
   /**

@@ -140,9 +140,12 @@ import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.j
 import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import {
+  checkAttachGrant,
   checkNewApproval,
   counterAccepted,
+  decidedScope,
   MAX_CHALLENGES_PER_APPROVAL,
+  type ApprovalDecision,
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalStore,
@@ -153,6 +156,8 @@ import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from './auditHeads.js';
 import { DeadlineError, DeadlineRunner, type RedisCommandClient } from './redisDeadline.js';
 import {
+  APPROVAL_ATTACH_GRANT_SCRIPT,
+  APPROVAL_ATTACH_GRANT_SHA,
   APPROVAL_DECIDE_SCRIPT,
   APPROVAL_DECIDE_SHA,
   APPROVAL_OPEN_SCRIPT,
@@ -559,20 +564,31 @@ export class RedisLedger implements ConfirmStore {
   }
 
   /** {@link ApprovalStore.decideApproval}: one script (pending and unexpired, else nothing changes). */
-  async decideApproval(
-    id: string,
-    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
-    nowMs: number,
-  ): Promise<DecideOutcome> {
+  async decideApproval(id: string, decision: ApprovalDecision, nowMs: number): Promise<DecideOutcome> {
     finiteMs('nowMs', nowMs);
     const reply = await this.#runner.script(
       APPROVAL_DECIDE_SHA,
       APPROVAL_DECIDE_SCRIPT,
       [this.#prefix + 'ap:' + id],
-      [decision.status, decision.approver, decision.credentialId, String(nowMs)],
+      [decision.status, decision.approver, decision.credentialId, String(nowMs), decidedScope(decision) ?? ''],
     );
     if (reply === 'decided' || reply === 'already-decided' || reply === 'unknown' || reply === 'expired') return reply;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to decideApproval') });
+  }
+
+  /** {@link ApprovalStore.attachGrant}: one script (approved, unexpired, no grant yet; else nothing changes). */
+  async attachGrant(id: string, grantId: string, untilMs: number, nowMs: number): Promise<boolean> {
+    checkAttachGrant(grantId, untilMs);
+    finiteMs('nowMs', nowMs);
+    const px = Math.max(1, Math.ceil(untilMs - nowMs) + this.clockSkewMs);
+    const reply = await this.#runner.script(
+      APPROVAL_ATTACH_GRANT_SHA,
+      APPROVAL_ATTACH_GRANT_SCRIPT,
+      [this.#prefix + 'ap:' + id],
+      [grantId, String(untilMs), String(nowMs), String(px), this.#prefix + 'apj:'],
+    );
+    if (reply === 'attached' || reply === 'no') return reply === 'attached';
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to attachGrant') });
   }
 
   /**
@@ -812,6 +828,8 @@ export class RedisLedger implements ConfirmStore {
         decidedAtMs: Number(o.dec),
         approver: String(o.approver),
         credentialId: String(o.cred),
+        ...(o.scope === 'call' || o.scope === 'grant' ? { scope: o.scope } : {}),
+        ...(typeof o.grant === 'string' && o.grant !== '' ? { grantId: o.grant } : {}),
       };
       if (!Number.isFinite(record.expiresAtMs) || !Number.isFinite(record.decidedAtMs)) throw new TypeError('times');
     } catch (cause) {

@@ -424,14 +424,34 @@ for i = 1, #v, 2 do o[v[i]] = v[i + 1] end
 return cjson.encode(o)
 `;
 
-/** Decide an approval once. KEYS: ap:ID. ARGV: status, approver, credentialId, nowMs. */
+/** Decide an approval once. KEYS: ap:ID. ARGV: status, approver, credentialId, nowMs, scope ('' for none). */
 export const APPROVAL_DECIDE_SCRIPT = `
 local v = redis.call('HMGET', KEYS[1], 'status', 'exp')
 if not v[1] then return 'unknown' end
 if tonumber(ARGV[4]) >= tonumber(v[2]) then return 'expired' end
 if v[1] ~= 'pending' then return 'already-decided' end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'approver', ARGV[2], 'cred', ARGV[3], 'dec', ARGV[4])
+if ARGV[5] ~= nil and ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'scope', ARGV[5]) end
 return 'decided'
+`;
+
+/**
+ * Attach a grant id to an approved approval once, keeping it (and its jti index) until the later
+ * of its expiry and the grant's. KEYS: ap:ID. ARGV: grantId, untilMs, nowMs, px (from nowMs to the
+ * new expiry, with the skew margin), the apj: prefix.
+ */
+export const APPROVAL_ATTACH_GRANT_SCRIPT = `
+local v = redis.call('HMGET', KEYS[1], 'status', 'exp', 'grant', 'jti')
+if not v[1] then return 'no' end
+if tonumber(ARGV[3]) >= tonumber(v[2]) then return 'no' end
+if v[1] ~= 'approved' or (v[3] and v[3] ~= '') then return 'no' end
+local exp = math.max(tonumber(v[2]), tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], 'grant', ARGV[1], 'exp', string.format('%.0f', exp))
+if exp > tonumber(v[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PEXPIRE', ARGV[5] .. v[4], ARGV[4])
+end
+return 'attached'
 `;
 
 /**
@@ -494,6 +514,7 @@ export const AUDIT_HEAD_RECORD_SHA = sha1(AUDIT_HEAD_RECORD_SCRIPT);
 export const AUDIT_HEAD_READ_SHA = sha1(AUDIT_HEAD_READ_SCRIPT);
 export const APPROVAL_READ_SHA = sha1(APPROVAL_READ_SCRIPT);
 export const APPROVAL_DECIDE_SHA = sha1(APPROVAL_DECIDE_SCRIPT);
+export const APPROVAL_ATTACH_GRANT_SHA = sha1(APPROVAL_ATTACH_GRANT_SCRIPT);
 export const CHALLENGE_PUT_SHA = sha1(CHALLENGE_PUT_SCRIPT);
 export const CHALLENGE_TAKE_SHA = sha1(CHALLENGE_TAKE_SCRIPT);
 export const COUNTER_SHA = sha1(COUNTER_SCRIPT);

@@ -106,9 +106,12 @@ import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.j
 import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import {
+  checkAttachGrant,
   checkNewApproval,
   counterAccepted,
+  decidedScope,
   MAX_CHALLENGES_PER_APPROVAL,
+  type ApprovalDecision,
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalStore,
@@ -637,20 +640,24 @@ export class SqliteLedger implements ConfirmStore {
   }
 
   /** {@link ApprovalStore.decideApproval}: one `UPDATE … WHERE status = 'pending' … RETURNING`. */
-  async decideApproval(
-    id: string,
-    decision: { status: 'approved' | 'declined'; approver: string; credentialId: string },
-    nowMs: number,
-  ): Promise<DecideOutcome> {
+  async decideApproval(id: string, decision: ApprovalDecision, nowMs: number): Promise<DecideOutcome> {
     finiteMs('nowMs', nowMs);
+    const scope = decidedScope(decision) ?? null;
     return this.#approvalOp((st) => {
-      const row = st.decide.get(decision.status, decision.approver, decision.credentialId, nowMs, id, nowMs);
+      const row = st.decide.get(decision.status, decision.approver, decision.credentialId, nowMs, scope, id, nowMs);
       if (row !== undefined) return 'decided';
       const existing = st.approvalState.get(id);
       if (existing === undefined) return 'unknown';
       if (nowMs >= existing.expires_at_ms) return 'expired';
       return 'already-decided';
     });
+  }
+
+  /** {@link ApprovalStore.attachGrant}: one `UPDATE … WHERE status = 'approved' AND grant_id IS NULL …`. */
+  async attachGrant(id: string, grantId: string, untilMs: number, nowMs: number): Promise<boolean> {
+    checkAttachGrant(grantId, untilMs);
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((st) => st.attachGrant.run(grantId, untilMs, id, nowMs).changes === 1);
   }
 
   /**
@@ -846,7 +853,9 @@ CREATE TABLE IF NOT EXISTS ${APPROVALS} (
   status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'declined')),
   decided_at_ms INTEGER NOT NULL DEFAULT 0,
   approver TEXT NOT NULL DEFAULT '',
-  credential_id TEXT NOT NULL DEFAULT ''
+  credential_id TEXT NOT NULL DEFAULT '',
+  scope TEXT,
+  grant_id TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS ${APPROVALS}_expiry ON ${APPROVALS} (expires_at_ms);
 CREATE TABLE IF NOT EXISTS ${CHALLENGES} (
@@ -872,14 +881,27 @@ interface ApprovalRow {
   decided_at_ms: number;
   approver: string;
   credential_id: string;
+  scope: string | null;
+  grant_id: string | null;
 }
+
+/**
+ * Columns added to the approvals table after its first release, each with its type: a file made
+ * before them gets them (`ALTER TABLE … ADD COLUMN`, NULL in existing rows) when its approval
+ * statements are first prepared.
+ */
+const APPROVAL_ADDED_COLUMNS: ReadonlyArray<readonly [string, string]> = [
+  ['scope', 'TEXT'],
+  ['grant_id', 'TEXT'],
+];
 
 interface ApprovalStatements {
   insertApproval: Statement<[string, string, string, string, number], unknown>;
   sweepApprovals: Statement<[number], unknown>;
   approvalById: Statement<[string, number], ApprovalRow>;
   approvalByJti: Statement<[string, number], ApprovalRow>;
-  decide: Statement<[string, string, string, number, string, number], { id: string }>;
+  decide: Statement<[string, string, string, number, string | null, string, number], { id: string }>;
+  attachGrant: Statement<[string, number, string, number], unknown>;
   approvalState: Statement<[string], { expires_at_ms: number }>;
   insertChallenge: Statement<[string, string, number], unknown>;
   sweepChallenges: Statement<[number], unknown>;
@@ -892,8 +914,17 @@ interface ApprovalStatements {
 }
 
 function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
-  db.transaction(() => db.exec(APPROVAL_SCHEMA)).immediate();
-  const columns = 'id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id';
+  db.transaction(() => {
+    db.exec(APPROVAL_SCHEMA);
+    // A file made before a column was added gets it here (in the same write transaction, so two processes never both add it).
+    const have = new Set(
+      (db.prepare(`PRAGMA table_info(${APPROVALS})`).all() as Array<{ name: string }>).map((c) => c.name),
+    );
+    for (const [name, type] of APPROVAL_ADDED_COLUMNS)
+      if (!have.has(name)) db.exec(`ALTER TABLE ${APPROVALS} ADD COLUMN ${name} ${type}`);
+  }).immediate();
+  const columns =
+    'id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id, scope, grant_id';
   return {
     insertApproval: db.prepare(
       `INSERT INTO ${APPROVALS} (id, jti, principal, view, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
@@ -902,8 +933,12 @@ function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
     approvalById: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE id = ? AND expires_at_ms > ?`),
     approvalByJti: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE jti = ? AND expires_at_ms > ?`),
     decide: db.prepare(
-      `UPDATE ${APPROVALS} SET status = ?, approver = ?, credential_id = ?, decided_at_ms = ?
+      `UPDATE ${APPROVALS} SET status = ?, approver = ?, credential_id = ?, decided_at_ms = ?, scope = ?
         WHERE id = ? AND status = 'pending' AND expires_at_ms > ? RETURNING id`,
+    ),
+    attachGrant: db.prepare(
+      `UPDATE ${APPROVALS} SET grant_id = ?, expires_at_ms = max(expires_at_ms, ?)
+        WHERE id = ? AND status = 'approved' AND grant_id IS NULL AND expires_at_ms > ?`,
     ),
     approvalState: db.prepare(`SELECT expires_at_ms FROM ${APPROVALS} WHERE id = ?`),
     insertChallenge: db.prepare(`INSERT INTO ${CHALLENGES} (challenge, approval_id, expires_at_ms) VALUES (?, ?, ?)`),
@@ -940,6 +975,8 @@ function toRecord(row: ApprovalRow | undefined): ApprovalRecord | undefined {
     decidedAtMs: row.decided_at_ms,
     approver: row.approver,
     credentialId: row.credential_id,
+    ...(row.scope === 'call' || row.scope === 'grant' ? { scope: row.scope } : {}),
+    ...(typeof row.grant_id === 'string' && row.grant_id !== '' ? { grantId: row.grant_id } : {}),
   };
 }
 

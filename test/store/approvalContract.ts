@@ -87,6 +87,76 @@ export function approvalStoreContract(name: string, makeStore: MakeStore): void 
       );
     });
 
+    it('keeps the scope the page chose with an approval (call or grant); none while pending, when declined, or when not given', async () => {
+      const s = await make();
+      const [call, grant, none, declined] = [approval(), approval(), approval(), approval()];
+      for (const a of [call, grant, none, declined]) await s.openApproval(a, t0);
+      expect((await s.approvalById(call.id, t0 + 1))?.scope).toBeUndefined();
+      const approve = { status: 'approved' as const, approver: 'ann', credentialId: 'c1' };
+      expect(await s.decideApproval(call.id, { ...approve, scope: 'call' }, t0 + 2)).toBe('decided');
+      expect(await s.decideApproval(grant.id, { ...approve, scope: 'grant' }, t0 + 2)).toBe('decided');
+      expect(await s.decideApproval(none.id, approve, t0 + 2)).toBe('decided');
+      // A decline keeps no scope, whatever it is given.
+      expect(
+        await s.decideApproval(
+          declined.id,
+          { status: 'declined', approver: '', credentialId: '', scope: 'grant' },
+          t0 + 2,
+        ),
+      ).toBe('decided');
+      expect((await s.approvalById(call.id, t0 + 3))?.scope).toBe('call');
+      expect((await s.approvalByJti(grant.jti, t0 + 3))?.scope).toBe('grant');
+      expect(await s.approvalById(none.id, t0 + 3)).not.toHaveProperty('scope');
+      expect(await s.approvalById(declined.id, t0 + 3)).not.toHaveProperty('scope');
+      // A second decision cannot change the scope either.
+      expect(await s.decideApproval(call.id, { ...approve, scope: 'grant' }, t0 + 4)).toBe('already-decided');
+      expect((await s.approvalById(call.id, t0 + 5))?.scope).toBe('call');
+    });
+
+    it('attaches a grant id to an approved approval once and keeps it readable until the grant expires; pending, declined, unknown or expired approvals take none', async () => {
+      const s = await make();
+      const a = approval({ expiresAtMs: t0 + 10_000 });
+      await s.openApproval(a, t0);
+      expect(await s.attachGrant(a.id, 'grant-1', t0 + 60_000, t0 + 1)).toBe(false); // pending
+      expect(await s.approvalById(a.id, t0 + 2)).not.toHaveProperty('grantId');
+      await s.decideApproval(a.id, { status: 'approved', approver: 'ann', credentialId: 'c1', scope: 'grant' }, t0 + 3);
+      expect(await s.attachGrant(a.id, 'grant-1', t0 + 60_000, t0 + 4)).toBe(true);
+      expect(await s.attachGrant(a.id, 'grant-2', t0 + 90_000, t0 + 5)).toBe(false); // once
+      const r = await s.approvalById(a.id, t0 + 30_000); // past the approval's own expiry
+      expect(r).toMatchObject({ grantId: 'grant-1', scope: 'grant', status: 'approved', expiresAtMs: t0 + 60_000 });
+      expect((await s.approvalByJti(a.jti, t0 + 59_999))?.grantId).toBe('grant-1');
+      expect(await s.approvalById(a.id, t0 + 60_000)).toBeUndefined();
+      // An earlier grant expiry never shortens the approval (control of the max).
+      const b = approval({ expiresAtMs: t0 + 10_000 });
+      await s.openApproval(b, t0);
+      await s.decideApproval(b.id, { status: 'approved', approver: 'ann', credentialId: 'c1', scope: 'grant' }, t0 + 1);
+      expect(await s.attachGrant(b.id, 'grant-b', t0 + 5_000, t0 + 2)).toBe(true);
+      expect(await s.approvalById(b.id, t0 + 9_999)).toMatchObject({ grantId: 'grant-b', expiresAtMs: t0 + 10_000 });
+      const declined = approval();
+      await s.openApproval(declined, t0);
+      await s.decideApproval(declined.id, { status: 'declined', approver: '', credentialId: '' }, t0 + 1);
+      expect(await s.attachGrant(declined.id, 'grant-3', t0 + 60_000, t0 + 2)).toBe(false);
+      expect(await s.attachGrant(newId(), 'grant-4', t0 + 60_000, t0 + 2)).toBe(false);
+      const late = approval({ expiresAtMs: t0 + 1_000 });
+      await s.openApproval(late, t0);
+      await s.decideApproval(late.id, { status: 'approved', approver: 'ann', credentialId: 'c1' }, t0 + 1);
+      expect(await s.attachGrant(late.id, 'grant-5', t0 + 60_000, t0 + 1_000)).toBe(false);
+      await expect(s.attachGrant(a.id, '', t0 + 60_000, t0)).rejects.toBeInstanceOf(RangeError);
+    });
+
+    it('gives exactly one of 16 concurrent attaches of a grant id', async () => {
+      const s = await make();
+      const a = approval();
+      await s.openApproval(a, t0);
+      await s.decideApproval(a.id, { status: 'approved', approver: 'ann', credentialId: 'c1', scope: 'grant' }, t0 + 1);
+      const outcomes = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => s.attachGrant(a.id, `grant-${i}`, t0 + TTL + 60_000, t0 + 2)),
+      );
+      expect(outcomes.filter((o) => o)).toHaveLength(1);
+      const winner = outcomes.indexOf(true);
+      expect((await s.approvalById(a.id, t0 + 3))?.grantId).toBe(`grant-${winner}`);
+    });
+
     it('gives exactly one decided to 16 concurrent decisions', async () => {
       const s = await make();
       const a = approval();

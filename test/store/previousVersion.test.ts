@@ -148,6 +148,60 @@ describe('a store written by the previous version (f150933)', () => {
     }
   });
 
+  it('SQLite: an old approvals table gains the scope and grant_id columns on first use (its rows and other columns unchanged); its approval reads as before, then takes a grant id; a new approval keeps its scope', async () => {
+    const path = join(dir, 'ledger-scope.sqlite');
+    copyFileSync(join(FIXTURES, 'ledger.sqlite'), path);
+    const columnsOf = (): string[] => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return (db.prepare('PRAGMA table_info(mcp_confirm_approvals)').all() as Array<{ name: string }>).map(
+          (c) => c.name,
+        );
+      } finally {
+        db.close();
+      }
+    };
+    const before = columnsOf();
+    expect(before).not.toContain('scope');
+    expect(before).not.toContain('grant_id');
+    const store = new SqliteLedger({ path });
+    try {
+      await readsThePreviousRecords(store);
+      expect(columnsOf()).toEqual([...before, 'scope', 'grant_id']);
+      const later = FIXTURE.nowMs + 6_000;
+      expect(await store.attachGrant(FIXTURE.approval.id, 'grant-of-old', FIXTURE.expiresAtMs + 60_000, later)).toBe(
+        true,
+      );
+      expect(await store.approvalById(FIXTURE.approval.id, FIXTURE.expiresAtMs + 1)).toMatchObject({
+        grantId: 'grant-of-old',
+        approver: FIXTURE.approver.approver,
+      });
+      const fresh = {
+        id: 'bmV3LWFwcHJvdmFsLWluLWFuLW9sZC1maWxl',
+        jti: 'new-approval-in-an-old-file-000000',
+        principal: 'local',
+        view: '{}',
+      };
+      await store.openApproval({ ...fresh, expiresAtMs: later + 60_000 }, later);
+      await store.decideApproval(
+        fresh.id,
+        { status: 'approved', approver: 'ann', credentialId: 'c', scope: 'grant' },
+        later,
+      );
+      expect((await store.approvalById(fresh.id, later + 1))?.scope).toBe('grant');
+    } finally {
+      await store.close();
+    }
+    // Opened again (the columns are there now): nothing is added twice, and the records read back.
+    const again = new SqliteLedger({ path });
+    try {
+      expect((await again.approvalById(FIXTURE.approval.id, FIXTURE.nowMs + 7_000))?.grantId).toBe('grant-of-old');
+      expect(columnsOf()).toEqual([...before, 'scope', 'grant_id']);
+    } finally {
+      await again.close();
+    }
+  });
+
   it('Redis: the current store reads the keys in the previous layout (restored with their TTLs), refuses its spent confirmation, spends its outstanding one once, reads its approval and audit head', async () => {
     const url = process.env['REDIS_URL'];
     if (!url)
@@ -179,6 +233,13 @@ describe('a store written by the previous version (f150933)', () => {
       const store = await RedisLedger.open({ url, namespace });
       try {
         await readsThePreviousRecords(store);
+        // The old approval hash takes a grant id, and it and its jti index are kept until the grant's expiry.
+        const ttlBefore = await raw.pTTL(`${prefix}ap:${FIXTURE.approval.id}`);
+        const later = FIXTURE.nowMs + 6_000;
+        expect(await store.attachGrant(FIXTURE.approval.id, 'grant-of-old', later + 3_600_000, later)).toBe(true);
+        expect((await store.approvalByJti(FIXTURE.approval.jti, later + 1))?.grantId).toBe('grant-of-old');
+        expect(await raw.pTTL(`${prefix}ap:${FIXTURE.approval.id}`)).toBeGreaterThan(ttlBefore + 3_000_000);
+        expect(await raw.pTTL(`${prefix}apj:${FIXTURE.approval.jti}`)).toBeGreaterThan(ttlBefore + 3_000_000);
       } finally {
         await store.close();
       }
