@@ -234,7 +234,8 @@ export class PasskeyApproval {
   }
 
   /**
-   * Opens a pending approval for a `jti` (one per `jti`, with a fresh random id).
+   * Opens a pending approval for a `jti` (one per `jti`, with a fresh random id). With `notify`,
+   * queues `approval.requested` (never waiting for it) and watches for its expiry.
    *
    * @throws {RangeError} when the `jti` already has one.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.

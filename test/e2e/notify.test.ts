@@ -327,6 +327,61 @@ describe('--notify over stdio (real CLI, real Chromium)', { timeout: 180_000 }, 
   });
 });
 
+describe('mcp-confirm proxy --notify (real CLI, fixture upstream)', { timeout: 180_000 }, () => {
+  it("sends the proxied tool's approval request: the tool's name and the link, never an argument value", async () => {
+    const std = await receiver();
+    const ntfy = await receiver();
+    const upstreamDir = join(dir, 'upstream');
+    mkdirSync(upstreamDir, { recursive: true });
+    const transport = new InPlaceStdioTransport({
+      command: process.execPath,
+      args: [
+        MAIN,
+        'proxy',
+        '--approval',
+        'passkey',
+        '--approvers',
+        approversPath,
+        '--approval-wait',
+        '0',
+        '--notify',
+        `standard:${std.url}`,
+        '--notify',
+        `ntfy:${ntfy.url}`,
+        '--notify-secret-file',
+        secretFile,
+        '--',
+        process.execPath,
+        resolve(import.meta.dirname, 'fixtures/upstream.mjs'),
+        upstreamDir,
+      ],
+      stderr: 'pipe',
+    });
+    let err = '';
+    transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
+    const client = new Client(
+      { name: 'notify-proxy-test', version: '0.0.0' },
+      {
+        capabilities: { elicitation: { form: {} } },
+        versionNegotiation: { mode: { pin: '2026-07-28' } },
+        inputRequired: { autoFulfill: false },
+      },
+    );
+    await client.connect(transport);
+    cleanups.push(() => client.close().catch(() => {}));
+    const r1 = round1(await callTool(client, { name: 'write_note', arguments: { text: 'PROXIED-ARGUMENT-VALUE' } }));
+    await until(() => std.received.length >= 1 && ntfy.received.length >= 1);
+    expect(verified(std, 0)).toMatchObject({
+      type: 'approval.requested',
+      data: { tool: 'write_note', url: r1.url, audience: 'mcp-confirm' },
+    });
+    expect(ntfy.received[0]!.headers).toMatchObject({ click: r1.url, priority: 'high' });
+    for (const rx of [std, ntfy]) expect(rx.received[0]!.body).not.toContain('PROXIED-ARGUMENT-VALUE');
+    await stderrSays(() => err, 'notify 2 channels');
+    expect(err).not.toContain('SECRET');
+  });
+});
+
 describe('--notify flags (real CLI)', { timeout: 180_000 }, () => {
   const run = (args: string[], env: Record<string, string> = {}) =>
     runProcess(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env } });
@@ -449,7 +504,20 @@ describe(
       return { approval, keys, call: (path: string, extra = {}) => connected.call('delete_file', { path }, extra) };
     }
 
-    it('a channel that hangs: round 1 completes while the receiver holds the request; the delivery times out and is reported', async () => {
+    it('a channel that hangs: round 1 is answered while the receiver holds the request unanswered (nothing sent, failed or dropped yet)', async () => {
+      const rx = await receiver(() => 'hang');
+      // The attempt's deadline only guards against a hang of the test itself; closing aborts the attempt.
+      const notifier = new Notifier({ channels: [parseNotifySpec(`slack:${rx.url}`)], log: () => {} });
+      const lib = await library(notifier);
+      file('hang.txt');
+      expect((await lib.call('hang.txt')).kind).toBe('input_required');
+      await until(() => rx.received.length === 1);
+      expect(notifier.counters().slack).toEqual({ sent: 0, failed: 0, dropped: 0, retried: 0 });
+      await notifier.close(0);
+      expect(notifier.counters().slack).toMatchObject({ sent: 0, dropped: 1 });
+    });
+
+    it('a channel that never answers within the attempt deadline: the call completes, the delivery times out and is reported', async () => {
       const rx = await receiver(() => 'hang');
       const lines: string[] = [];
       const notifier = new Notifier({
@@ -460,16 +528,14 @@ describe(
       });
       cleanups.push(() => notifier.close(0));
       const lib = await library(notifier);
-      file('hang.txt');
-      const r1 = await lib.call('hang.txt');
-      expect(r1.kind).toBe('input_required');
-      // The call is done; the receiver has the request and never answers it.
-      await until(() => rx.received.length === 1);
+      file('timeout.txt');
+      expect((await lib.call('timeout.txt')).kind).toBe('input_required');
       await until(() => lines.length === 1);
       expect(lines).toEqual([
         `notify slack ${rx.origin}: gave up on an event after 1 attempt(s): no answer within 500 ms`,
       ]);
       expect(notifier.counters().slack).toMatchObject({ sent: 0, failed: 1 });
+      expect(rx.received.length).toBeLessThanOrEqual(1);
     });
 
     it('a receiver answering 500 then 200: retried with the same webhook-id, both attempts verify, delivered once', async () => {
