@@ -66,12 +66,13 @@ export const PAGE_JS = `'use strict';
   // cause. Never a name: the page does not list approvers (anyone holding the link can read it).
   const likely = {
     approve: 'this browser or device may have no passkey enrolled for this server: use the device you enrolled, or enrol this one',
+    deny: 'this browser or device may have no passkey enrolled for this server: use the device you enrolled',
     authorise: "this browser or device may have no enrolled approver's passkey for this server: authorise the enrolment on a device enrolled here",
   };
   const refusedBy = (e, step) => {
     const name = e && e.name ? e.name : 'error';
     const why = name === 'NotAllowedError' && likely[step] ? ': ' + likely[step] + ' (or the prompt was cancelled, timed out or could not verify you)' : '';
-    show('refused', 'the passkey gave no answer (' + name + ')' + why + '; nothing was approved');
+    show('refused', 'the passkey gave no answer (' + name + ')' + why + (step === 'deny' ? '; nothing was denied' : '; nothing was approved'));
   };
 
   // Both approve buttons run the same ceremony; the button's scope (this call, or also the offered grant) goes beside the assertion.
@@ -97,10 +98,19 @@ export const PAGE_JS = `'use strict';
     at.textContent = kind + (r.body.message ? ': ' + r.body.message : '');
     at.className = 'outcome ' + kind;
   });
+  // With notifications on (data-passkey="required"), Deny runs the passkey ceremony too, over a challenge of its own.
   const deny = document.getElementById('deny');
   if (deny) deny.addEventListener('click', async () => {
     busy(true);
-    const r = await post('/deny');
+    if (deny.dataset.passkey !== 'required') {
+      const r = await post('/deny');
+      return show(r.body.outcome || 'refused', r.body.message);
+    }
+    const o = await post('/deny/options');
+    if (!o.ok) return show(o.body.outcome || 'refused', o.body.message);
+    let a;
+    try { a = await assertion(o.body.options); } catch (e) { return refusedBy(e, 'deny'); }
+    const r = await post('/deny', a);
     show(r.body.outcome || 'refused', r.body.message);
   });
   const enroll = document.getElementById('enroll');

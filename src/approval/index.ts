@@ -4,7 +4,14 @@
  *
  * @module
  */
-export { PasskeyApproval, type PasskeyApprovalOptions } from './passkey.js';
+export { PasskeyApproval, type PasskeyApprovalOptions, type ApprovalNotifyOptions } from './passkey.js';
+export { parseNotifySpec, NotifyChannel, type NotifyKind, type NotifySpecOptions } from '../notify/spec.js';
+export { Notifier, type NotifierOptions, type NotifyCounts } from '../notify/notifier.js';
+export type {
+  ApprovalNotice,
+  ApprovalNoticeType,
+  ApprovalDecision as ApprovalNoticeDecision,
+} from '../notify/notice.js';
 export type { ApprovalView, ApprovalEvent, GrantRevokedOnPage } from './page.js';
 export { CHALLENGE_TTL_MS } from './webauthn.js';
 export { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';

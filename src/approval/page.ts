@@ -13,7 +13,11 @@
  *   assertion (exact origin with port, RP ID, challenge, user verified) against the approvers
  *   allowed for the principal, moves the signature counter forward atomically, then has the
  *   approval recorded approved with the approver's name and credential id.
- * - `POST /approve/ID/deny`: has it recorded declined.
+ * - `POST /approve/ID/deny`: has it recorded declined. With {@link PageOptions.denyNeedsPasskey}
+ *   (notifications on: the link may reach people who are not approvers), only with a WebAuthn
+ *   assertion of an approver allowed for the principal, over a challenge from
+ *   `POST /approve/ID/deny/options` (kept apart from the approve challenges, so an assertion made
+ *   to deny never approves, nor one made to approve denies).
  * - `POST /approve/ID/revoke`: revokes the grant the approved call created (the id attached to
  *   the approval record, never one the request names), then reports it ({@link PageOptions.revoked}).
  * - `GET /assets/page.js`, `GET /assets/page.css`: the script and style (`html.ts`).
@@ -69,7 +73,8 @@ export interface ApprovalView {
 /** Something worth a line on stderr. Never carries secrets. */
 export type ApprovalEvent =
   | { type: 'approval-approved'; approver: string; scope?: ApprovalScope }
-  | { type: 'approval-declined' }
+  /** Denied on the page; `approver` when Deny needed a passkey ({@link PageOptions.denyNeedsPasskey}). */
+  | { type: 'approval-declined'; approver?: string }
   | { type: 'approval-refused'; reason: string }
   /** The grant `grant` (its id) was revoked on the page. */
   | { type: 'grant-revoked'; grant: string };
@@ -110,6 +115,12 @@ export interface PageOptions {
   now: () => number;
   /** Records a decision once (at the time of the call), and wakes whoever waits for it; the store's outcome. */
   decide: (id: string, decision: PageDecision) => Promise<DecideOutcome>;
+  /**
+   * Deny needs an enrolled approver's passkey, as approving does (with notifications: a link sent
+   * to a channel must not let whoever reads it veto). Defaults to `false` (anyone holding the link
+   * may deny).
+   */
+  denyNeedsPasskey?: boolean;
   /** Diagnostics (stderr); must not throw. */
   emit: (event: ApprovalEvent) => void;
   /** Told of each grant revoked on the page, after the store revoked it (e.g. to write its audit line); awaited; must not throw. */
@@ -146,6 +157,7 @@ export class ApprovalPage {
   readonly #decide: PageOptions['decide'];
   readonly #emit: PageOptions['emit'];
   readonly #revoked: PageOptions['revoked'];
+  readonly #denyNeedsPasskey: boolean;
 
   constructor(options: PageOptions) {
     this.#store = options.store;
@@ -157,6 +169,7 @@ export class ApprovalPage {
     this.#decide = options.decide;
     this.#emit = options.emit;
     this.#revoked = options.revoked;
+    this.#denyNeedsPasskey = options.denyNeedsPasskey === true;
   }
 
   /** Whether a request path belongs to the page (`/approve`, `/approve/…`, `/assets/page.js`, `/assets/page.css`). */
@@ -210,7 +223,7 @@ export class ApprovalPage {
       const asset = assetAt(path);
       if (asset !== undefined) return { status: 200, ...asset };
     }
-    const m = /^\/approve\/([^/]+)(\/options|\/assertion|\/deny|\/revoke)?$/.exec(path);
+    const m = /^\/approve\/([^/]+)(\/options|\/assertion|\/deny\/options|\/deny|\/revoke)?$/.exec(path);
     if (m === null) return text(404, 'not found');
     const id = m[1]!;
     const action = m[2];
@@ -229,7 +242,8 @@ export class ApprovalPage {
         message: 'this approval is unknown or has expired; nothing was approved',
       });
     if (action === '/options') return this.#options(id);
-    if (action === '/deny') return this.#deny(id);
+    if (action === '/deny/options') return this.#denyOptions(id);
+    if (action === '/deny') return this.#denyNeedsPasskey ? this.#denyWithPasskey(id, body.value) : this.#deny(id);
     if (action === '/revoke') return this.#revoke(id);
     return this.#assertion(id, body.value);
   }
@@ -277,16 +291,16 @@ ${
   record.status !== 'pending'
     ? `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>${grantHtml(record, offered)}`
     : offered === undefined
-      ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button">Deny</button></div>
+      ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <p id="outcome" class="outcome" role="status"></p>
-<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it.</p>`
-      : `<div class="actions"><button id="approve" type="button">Approve this call</button><button id="deny" type="button">Deny</button></div>
+<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it.</p>${this.#denyNote()}`
+      : `<div class="actions"><button id="approve" type="button">Approve this call</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <div class="grant-offer">
 <button id="approve-grant" type="button" aria-describedby="grant">Approve and allow similar calls</button>
 <p class="grant" id="grant">${questionHtml(offered)}</p>
 </div>
 <p id="outcome" class="outcome" role="status"></p>
-<p class="note">Either button asks your passkey (with user verification). The tool call then runs once, when the client retries it; with "Approve and allow similar calls" that retry also creates the grant above, and the calls it covers then run without asking until it ends. This page can revoke it.</p>`
+<p class="note">Either button asks your passkey (with user verification). The tool call then runs once, when the client retries it; with "Approve and allow similar calls" that retry also creates the grant above, and the calls it covers then run without asking until it ends. This page can revoke it.</p>${this.#denyNote()}`
 }`;
     return html(200, layout('Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main));
   }
@@ -317,6 +331,76 @@ ${
     const nowMs = this.#now();
     await this.#store.putChallenge(challenge, id, Math.min(nowMs + CHALLENGE_TTL_MS, record.expiresAtMs), nowMs);
     return json(200, { options: await authenticationOptions(this.#rpId, challenge, allowed) });
+  }
+
+  /** The Deny button's attribute telling the script to ask the passkey first (with {@link PageOptions.denyNeedsPasskey}). */
+  #denyAttrs(): string {
+    return this.#denyNeedsPasskey ? ' data-passkey="required"' : '';
+  }
+
+  /** The note saying Deny asks a passkey too (with {@link PageOptions.denyNeedsPasskey}). */
+  #denyNote(): string {
+    return this.#denyNeedsPasskey
+      ? '\n<p class="note" id="deny-note">Denying asks your passkey too: this link may have been sent to others through a notification channel.</p>'
+      : '';
+  }
+
+  /** The challenge key of a Deny: apart from the approve challenges of the same approval (`:` is not in an id). */
+  static #denyKey(id: string): string {
+    return `deny:${id}`;
+  }
+
+  /** `POST /approve/ID/deny/options`: a single-use challenge for denying with a passkey, and the allowed credentials. */
+  async #denyOptions(id: string): Promise<Answer> {
+    if (!this.#denyNeedsPasskey) return text(404, 'not found');
+    const record = await this.#pending(id);
+    if (!isRecord(record)) return record;
+    const allowed = approversFor(this.#approvers, record.principal);
+    if (allowed.length === 0) return this.#refuse(403, 'no approver is allowed for this principal');
+    const challenge = newChallenge();
+    const nowMs = this.#now();
+    await this.#store.putChallenge(
+      challenge,
+      ApprovalPage.#denyKey(id),
+      Math.min(nowMs + CHALLENGE_TTL_MS, record.expiresAtMs),
+      nowMs,
+    );
+    return json(200, { options: await authenticationOptions(this.#rpId, challenge, allowed) });
+  }
+
+  /**
+   * `POST /approve/ID/deny` with {@link PageOptions.denyNeedsPasskey}: the same checks as approving
+   * (a challenge issued to deny this approval, taken once; an approver allowed for the principal;
+   * signature, exact origin, RP ID, user verification; the counter moved forward), then declined.
+   */
+  async #denyWithPasskey(id: string, body: Record<string, unknown>): Promise<Answer> {
+    const refuse = (status: number, reason: string): Answer => {
+      this.#emit({ type: 'approval-refused', reason });
+      return json(status, { outcome: 'refused', message: `${reason}; nothing was denied` });
+    };
+    const challenge = claimedChallenge(body);
+    if (challenge === undefined || !CHALLENGE_RE.test(challenge))
+      return refuse(400, "denying needs an enrolled approver's passkey (notifications are on)");
+    const challengeFor = await this.#store.takeChallenge(challenge, this.#now());
+    if (challengeFor !== ApprovalPage.#denyKey(id))
+      return refuse(403, 'the assertion was not made to deny this approval (unknown, used or expired challenge)');
+    const record = await this.#pending(id);
+    if (!isRecord(record)) return record;
+    const approver = approversFor(this.#approvers, record.principal).find((a) => a.credentialId === body.id);
+    if (approver === undefined) return refuse(403, 'this passkey is not an approver for this principal');
+    let newCounter: number | undefined;
+    try {
+      newCounter = await verifyAssertion(body, { origin: this.#origin, rpId: this.#rpId, challenge }, approver);
+    } catch (e) {
+      return refuse(403, `the passkey assertion did not verify (${libraryReason(e)})`);
+    }
+    if (newCounter === undefined) return refuse(403, 'the passkey assertion did not verify');
+    if (!(await this.#store.advanceCounter(approver.credentialId, newCounter, approver.counter)))
+      return refuse(403, 'the signature counter did not move forward (a replayed assertion or a cloned authenticator)');
+    const outcome = await this.#decide(id, { status: 'declined', approver: '', credentialId: '' });
+    if (outcome !== 'decided') return refuse(409, 'this approval was already decided or has expired');
+    this.#emit({ type: 'approval-declined', approver: approver.name });
+    return json(200, { outcome: 'denied', message: `denied by ${approver.name}; nothing will be done` });
   }
 
   async #deny(id: string): Promise<Answer> {

@@ -7,7 +7,9 @@
  * ({@link PasskeyApproval.waitForDecision}). Round 2 redeems an approved record (see
  * `createConfirmation`): approving requires a WebAuthn assertion with user verification (W3C Web
  * Authentication Level 3, §7.2; `webauthn.ts`) from an enrolled approver allowed for the calling
- * principal.
+ * principal. With `notify` ({@link PasskeyApprovalOptions.notify}), each approval opened and its
+ * outcome (approved, declined, or expired, seen by the process that opened it) go to notification
+ * channels (`../notify/`) in the background, and Deny on the page needs a passkey too.
  *
  * > [!WARNING]
  * > Trust boundary: this protects against everything that speaks MCP or HTTP
@@ -31,6 +33,9 @@ import {
 } from './page.js';
 import { parsePublicUrl } from './publicUrl.js';
 import type { ApprovalRecord, DecideOutcome } from '../store/approvalStore.js';
+import type { ApprovalDecision as NoticeDecision, ApprovalNotice } from '../notify/notice.js';
+import { Notifier } from '../notify/notifier.js';
+import type { NotifyChannel } from '../notify/spec.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 import { ConfigError } from '../errors.js';
@@ -66,6 +71,27 @@ export interface PasskeyApprovalOptions {
   pollIntervalMs?: number;
   /** Diagnostics (stderr). Defaults to none. */
   onEvent?: (event: ApprovalEvent) => void;
+  /**
+   * Notifications (`src/notify/`, docs/notifications.md): each approval opened is sent to the
+   * channels as `approval.requested`, and its outcome as `approval.decided` (`approved`, `declined`,
+   * or `expired`). Given channels (from `parseNotifySpec`), the approval makes a {@link Notifier}
+   * (reporting on stderr) and closes it with itself; given a `Notifier`, you close it. Or
+   * {@link ApprovalNotifyOptions}, to include the question too. Delivery never blocks or fails a
+   * call. With at least one channel, Deny on the page also needs an enrolled approver's passkey
+   * (a link sent to a channel must not let whoever reads it veto). Defaults to none.
+   */
+  notify?: Notifier | readonly NotifyChannel[] | ApprovalNotifyOptions;
+}
+
+/** The long form of {@link PasskeyApprovalOptions.notify}. */
+export interface ApprovalNotifyOptions {
+  /** The channels (a `Notifier` is made and closed with the approval), or your `Notifier` (you close it). */
+  to: Notifier | readonly NotifyChannel[];
+  /**
+   * Send the question as the guard rendered it (`ApprovalNotice.question`). A channel is often a
+   * third party, and the question names what is about to be changed. Defaults to `false`.
+   */
+  includeQuestion?: boolean;
 }
 
 /** A new random id: 24 bytes (192 bits), base64url. */
@@ -93,8 +119,21 @@ export class PasskeyApproval {
   readonly #revokedListeners = new Set<(event: GrantRevokedOnPage) => Promise<void> | void>();
   readonly #page: ApprovalPage;
   #listener: LoopbackListener | undefined;
+  /** The notifier of `notify` (undefined without channels), whether this approval made it (and closes it), and the question's inclusion. */
+  readonly #notifier: Notifier | undefined;
+  readonly #ownsNotifier: boolean;
+  readonly #includeQuestion: boolean;
+  /** How each confirmation (by audience) tags a principal, for the notices ({@link PasskeyApproval.tagPrincipals}). */
+  readonly #taggers = new Map<string, (principal: string) => string>();
+  /** The expiry checks of the approvals this process opened, by id (cleared when decided here or closed). */
+  readonly #expiryTimers = new Map<string, NodeJS.Timeout>();
 
-  private constructor(options: PasskeyApprovalOptions, listener: LoopbackListener | undefined, origin: string) {
+  private constructor(
+    options: PasskeyApprovalOptions,
+    listener: LoopbackListener | undefined,
+    origin: string,
+    notify: NotifySetup,
+  ) {
     this.store = options.store;
     this.#now = options.now ?? Date.now;
     this.#poll = options.pollIntervalMs ?? 250;
@@ -113,6 +152,9 @@ export class PasskeyApproval {
       }
     };
     this.#decided.setMaxListeners(0);
+    this.#notifier = notify.notifier;
+    this.#ownsNotifier = notify.owned;
+    this.#includeQuestion = notify.includeQuestion;
     this.#page = new ApprovalPage({
       store: this.store,
       approvers: options.approvers,
@@ -122,6 +164,7 @@ export class PasskeyApproval {
       behindPublicUrl: listener === undefined,
       now: this.#now,
       decide: (id, decision) => this.#record(id, decision),
+      denyNeedsPasskey: this.#notifier !== undefined,
       emit: this.#emit,
       revoked: async (event) => {
         for (const listener of [...this.#revokedListeners]) {
@@ -142,6 +185,8 @@ export class PasskeyApproval {
    *
    * @throws {RangeError} when `waitSeconds` is not a whole number from 0 to 3,600, or `port` is given
    *   with `publicUrl`.
+   * @throws {TypeError} when `notify` is not a `Notifier`, an array of `NotifyChannel`s (from
+   *   `parseNotifySpec`) or `{ to, includeQuestion }` of one of those.
    * @throws {ConfigError} `ERR_CONFIG_RP_ID` when the approvers were enrolled for another RP ID (the
    *   message names them); `ERR_CONFIG_PUBLIC_URL` when `publicUrl` is not an http(s) origin with a
    *   DNS host name; `ERR_CONFIG_LISTEN` naming the address when either loopback address is taken.
@@ -153,6 +198,7 @@ export class PasskeyApproval {
     const wait = options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
     if (!Number.isSafeInteger(wait) || wait < 0 || wait > 3_600)
       throw new RangeError('waitSeconds must be a whole number of seconds from 0 to 3600');
+    const notify = notifySetup(options.notify);
     const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
     const rpId = publicUrl?.hostname ?? 'localhost';
     if (options.approvers.rpId !== rpId) {
@@ -168,7 +214,7 @@ export class PasskeyApproval {
         throw new RangeError(
           'port is for the loopback listener; with publicUrl the page is served by your HTTP server',
         );
-      return new PasskeyApproval(options, undefined, publicUrl.origin);
+      return new PasskeyApproval(options, undefined, publicUrl.origin, notify);
     }
     let self: PasskeyApproval | undefined;
     const listener = await listenLoopback(options.port ?? 0, (req, res) => {
@@ -178,7 +224,7 @@ export class PasskeyApproval {
       }
       void self.handle(req, res);
     });
-    self = new PasskeyApproval(options, listener, listener.origin);
+    self = new PasskeyApproval(options, listener, listener.origin, notify);
     return self;
   }
 
@@ -188,7 +234,8 @@ export class PasskeyApproval {
   }
 
   /**
-   * Opens a pending approval for a `jti` (one per `jti`, with a fresh random id).
+   * Opens a pending approval for a `jti` (one per `jti`, with a fresh random id). With `notify`,
+   * queues `approval.requested` (never waiting for it) and watches for its expiry.
    *
    * @throws {RangeError} when the `jti` already has one.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
@@ -208,7 +255,50 @@ export class PasskeyApproval {
       },
       nowMs,
     );
-    return { id, url: this.urlFor(id) };
+    const url = this.urlFor(id);
+    if (this.#notifier !== undefined) {
+      this.#notice('approval.requested', {
+        id,
+        principal: input.principal,
+        view: input.view,
+        expiresAtMs: input.expiresAtMs,
+      });
+      this.#watchExpiry(id, input.expiresAtMs);
+    }
+    return { id, url };
+  }
+
+  /**
+   * Records the approval `id` declined, once (as the page's Deny does, without its checks): for a
+   * client that declined or cancelled, so the page shows it denied. Wakes whoever waits for it
+   * and, with `notify`, sends `approval.decided` (`declined`).
+   *
+   * @returns the store's outcome; only `'decided'` recorded it.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
+   */
+  decline(id: string): Promise<DecideOutcome> {
+    return this.#record(id, { status: 'declined', approver: '', credentialId: '' });
+  }
+
+  /**
+   * Says how the confirmation of `audience` tags a principal (`createConfirmation` gives
+   * `KeyRing.principalTag` under its sealing key: the tag its audit trail writes), so that a
+   * notice about an approval of that audience carries the tag, never the principal. Without one
+   * for its audience, an approval's notices are not sent. A second call for one audience replaces
+   * the first.
+   *
+   * @returns a function that forgets it.
+   */
+  tagPrincipals(audience: string, tag: (principal: string) => string): () => void {
+    this.#taggers.set(audience, tag);
+    return () => {
+      if (this.#taggers.get(audience) === tag) this.#taggers.delete(audience);
+    };
+  }
+
+  /** The notifier of `notify` (its `counters()` for `/metrics`), or `undefined` without channels. */
+  get notifier(): Notifier | undefined {
+    return this.#notifier;
   }
 
   /**
@@ -279,11 +369,17 @@ export class PasskeyApproval {
     };
   }
 
-  /** Stops the listener. Idempotent. */
+  /**
+   * Stops the listener and the expiry checks; closes the notifier this approval made from channels
+   * (letting its queues drain for up to 5 s; a `Notifier` you gave is yours to close). Idempotent.
+   */
   async close(): Promise<void> {
     const l = this.#listener;
     this.#listener = undefined;
+    for (const timer of this.#expiryTimers.values()) clearTimeout(timer);
+    this.#expiryTimers.clear();
     await l?.close();
+    if (this.#ownsNotifier) await this.#notifier?.close();
   }
 
   /**
@@ -312,7 +408,112 @@ export class PasskeyApproval {
   /** Records the page's decision on the approval `id` (once), then wakes whoever waits for it in this process. */
   async #record(id: string, decision: PageDecision): Promise<DecideOutcome> {
     const outcome = await this.store.decideApproval(id, decision, this.#now());
-    if (outcome === 'decided') this.#decided.emit(id);
+    if (outcome === 'decided') {
+      this.#decided.emit(id);
+      if (this.#notifier !== undefined) await this.#noticeDecided(id, decision.status);
+    }
     return outcome;
   }
+
+  /** Sends `approval.decided` for the approval `id` just decided here, read back from the store. */
+  async #noticeDecided(id: string, status: 'approved' | 'declined'): Promise<void> {
+    const timer = this.#expiryTimers.get(id);
+    if (timer !== undefined) clearTimeout(timer);
+    this.#expiryTimers.delete(id);
+    try {
+      const record = await this.store.approvalById(id, this.#now());
+      if (record === undefined || record.status !== status) return;
+      this.#notice('approval.decided', record, status, status === 'approved' ? [record.approver] : undefined);
+    } catch {
+      // A notice never changes or fails a decision.
+    }
+  }
+
+  /**
+   * At the expiry of an approval this process opened: `approval.decided` (`expired`) when it is
+   * still pending (read as of just before its expiry, when no decision can come any more). A
+   * process that ends first sends none.
+   */
+  #watchExpiry(id: string, expiresAtMs: number): void {
+    const timer = setTimeout(
+      () => {
+        this.#expiryTimers.delete(id);
+        void this.store
+          .approvalById(id, expiresAtMs - 1)
+          .then((record) => {
+            if (record?.status === 'pending') this.#notice('approval.decided', record, 'expired');
+          })
+          .catch(() => {});
+      },
+      Math.max(0, expiresAtMs - this.#now()),
+    );
+    timer.unref();
+    this.#expiryTimers.set(id, timer);
+  }
+
+  /**
+   * Queues one notice (never throws, never waits): from what the page shows (`view`, an
+   * {@link ApprovalView} or its stored JSON text), the principal's tag by the confirmation of its
+   * audience, the question only with `includeQuestion`. Never the principal, a value, a state or a token.
+   */
+  #notice(
+    type: ApprovalNotice['type'],
+    approval: { id: string; principal: string; view: ApprovalView | string; expiresAtMs: number },
+    decision?: NoticeDecision,
+    approvers?: string[],
+  ): void {
+    const notifier = this.#notifier;
+    if (notifier === undefined) return;
+    try {
+      const view = typeof approval.view === 'string' ? (JSON.parse(approval.view) as ApprovalView) : approval.view;
+      const tag = this.#taggers.get(view.audience);
+      if (tag === undefined) return;
+      notifier.notify({
+        type,
+        approvalId: approval.id,
+        url: this.urlFor(approval.id),
+        tool: view.tool,
+        audience: view.audience,
+        expiresAtMs: approval.expiresAtMs,
+        principalTag: tag(approval.principal),
+        ...(this.#includeQuestion ? { question: view.question } : {}),
+        ...(decision === undefined ? {} : { decision }),
+        ...(approvers === undefined ? {} : { approvers }),
+      });
+    } catch {
+      // A notice never changes or fails a call or a decision.
+    }
+  }
+}
+
+/** What {@link PasskeyApprovalOptions.notify} amounts to. */
+interface NotifySetup {
+  /** The notifier, when it has at least one channel. */
+  notifier: Notifier | undefined;
+  /** Made here from channels (so closed with the approval). */
+  owned: boolean;
+  includeQuestion: boolean;
+}
+
+/**
+ * Reads {@link PasskeyApprovalOptions.notify}: channels become a new {@link Notifier} (reporting on stderr).
+ *
+ * @throws {TypeError} unless it is absent, a `Notifier`, an array of `NotifyChannel`s, or `{ to, includeQuestion }` of one of those.
+ */
+function notifySetup(notify: PasskeyApprovalOptions['notify']): NotifySetup {
+  if (notify === undefined) return { notifier: undefined, owned: false, includeQuestion: false };
+  const long = !(notify instanceof Notifier) && !Array.isArray(notify);
+  const to: unknown = long ? (notify as Partial<ApprovalNotifyOptions> | null)?.to : notify;
+  if (!(to instanceof Notifier) && !Array.isArray(to))
+    throw new TypeError(
+      'notify must be a Notifier, an array of NotifyChannel (from parseNotifySpec), or { to, includeQuestion }',
+    );
+  const owned = Array.isArray(to);
+  // The Notifier checks the channels (a TypeError for anything not from parseNotifySpec).
+  const notifier = owned ? new Notifier({ channels: to as readonly NotifyChannel[] }) : (to as Notifier);
+  return {
+    notifier: notifier.channels.length > 0 ? notifier : undefined,
+    owned,
+    includeQuestion: long && (notify as ApprovalNotifyOptions).includeQuestion === true,
+  };
 }

@@ -1,15 +1,18 @@
 /**
  * The approval flags shared by `mcp-confirm` (serving `delete_file`) and `mcp-confirm proxy`:
  * `--approval form|passkey`, `--approvers`, `--approval-port`, `--approval-wait` and `--public-url`,
- * one set of rules and messages for both (README, "Passkey approval"). Free of the WebAuthn and
- * HTTP server modules, so parsing loads neither.
+ * and the notification flags of passkey approval (`--notify SPEC`, repeatable,
+ * `--notify-secret-file PATH`, `--notify-include-question`; docs/notifications.md), one set of
+ * rules and messages for both (README, "Passkey approval"). Free of the WebAuthn and HTTP server
+ * modules, so parsing loads neither.
  *
  * @module
  */
 import { allowedHostnames } from '../http/bind.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
-import { asUsageError, UsageError } from './common.js';
+import { parseNotifySpec, type NotifyChannel } from '../notify/spec.js';
+import { asUsageError, UsageError, type FlagValues } from './common.js';
 import type { HttpSpec } from './httpArgs.js';
 
 /** The `parseArgs` option table of the approval flags (`--public-url` is also `approvers enroll`'s). */
@@ -19,9 +22,12 @@ export const APPROVAL_OPTIONS = {
   'public-url': { type: 'string' },
   'approval-port': { type: 'string' },
   'approval-wait': { type: 'string' },
+  notify: { type: 'string', multiple: true },
+  'notify-secret-file': { type: 'string' },
+  'notify-include-question': { type: 'boolean' },
 } as const;
 
-type ApprovalValues = { [K in keyof typeof APPROVAL_OPTIONS]?: string | undefined };
+type ApprovalValues = FlagValues<typeof APPROVAL_OPTIONS>;
 
 /** How a human approves, as the flags ask. */
 export interface ApprovalFlags {
@@ -34,6 +40,10 @@ export interface ApprovalFlags {
   approvalWaitSeconds: number;
   /** `--public-url` (with `--http` and passkey approval): the page's origin; its host name is the RP ID. */
   publicUrl: URL | undefined;
+  /** `--notify SPEC` (repeatable, passkey approval only): the notification channels, read and checked (none when not given). */
+  notify: NotifyChannel[];
+  /** `--notify-include-question`: the notices carry the rendered question. */
+  notifyIncludeQuestion: boolean;
 }
 
 /**
@@ -72,9 +82,15 @@ export function checkedPublicUrl(text: string): URL {
  *   `--approvers`, `--approval-port`, `--approval-wait` or `--public-url` without passkey;
  *   `--public-url` over stdio; `--approval-port` with `--http`; `--http` passkey without
  *   `--public-url`; a public URL that is not an http(s) origin with a DNS host name, or whose
- *   host is not an allowed host; a port or wait out of range.
+ *   host is not an allowed host; a port or wait out of range; the notification flags as
+ *   {@link parseNotifyFlags} refuses them.
+ * @param env - where `--notify KIND:$NAME` URLs are read. Defaults to the process environment.
  */
-export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | undefined): ApprovalFlags {
+export function parseApprovalFlags(
+  values: ApprovalValues,
+  http: HttpSpec | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): ApprovalFlags {
   const approval = values.approval ?? 'form';
   if (approval !== 'form' && approval !== 'passkey')
     throw new UsageError(`--approval must be form or passkey, got ${JSON.stringify(approval)}`);
@@ -128,5 +144,50 @@ export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | unde
         ? DEFAULT_APPROVAL_WAIT_SECONDS
         : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
     publicUrl,
+    ...parseNotifyFlags(values, approval, env),
   };
+}
+
+/**
+ * `--notify SPEC` (repeatable), `--notify-secret-file PATH` (the secret of every `standard:` channel
+ * without its own) and `--notify-include-question`, each channel read with `parseNotifySpec` (its
+ * `$NAME` URL from `env`, its secret file read now). A refusal names the flag and the channel by
+ * kind and origin (or `$NAME`), never a URL's path or query, nor a secret.
+ *
+ * @throws {UsageError} for any of them without `--approval passkey` (`--notify needs --approval
+ *   passkey`), `--notify-secret-file` or `--notify-include-question` without `--notify`, and a
+ *   channel `parseNotifySpec` refuses (`ERR_CONFIG_NOTIFY`, as `--notify …`).
+ */
+export function parseNotifyFlags(
+  values: Pick<ApprovalValues, 'notify' | 'notify-secret-file' | 'notify-include-question'>,
+  approval: 'form' | 'passkey',
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<ApprovalFlags, 'notify' | 'notifyIncludeQuestion'> {
+  const specs = values.notify ?? [];
+  const secretFile = values['notify-secret-file'];
+  const includeQuestion = values['notify-include-question'] === true;
+  if (approval !== 'passkey') {
+    const given = [
+      specs.length > 0 ? '--notify' : undefined,
+      secretFile !== undefined ? '--notify-secret-file' : undefined,
+      values['notify-include-question'] !== undefined ? '--notify-include-question' : undefined,
+    ].filter((f) => f !== undefined);
+    if (given.length > 0)
+      throw new UsageError(
+        `${given.join(', ')} need${given.length === 1 ? 's' : ''} --approval passkey (a notification carries the approval page's link; only the passkey on the page approves)`,
+      );
+  }
+  if (specs.length === 0 && (secretFile !== undefined || values['notify-include-question'] !== undefined))
+    throw new UsageError('--notify-secret-file and --notify-include-question need --notify SPEC');
+  const notify: NotifyChannel[] = [];
+  for (const spec of specs) {
+    try {
+      notify.push(
+        parseNotifySpec(spec, { env, ...(secretFile !== undefined ? { defaultSecretFile: secretFile } : {}) }),
+      );
+    } catch (e) {
+      throw asUsageError(e);
+    }
+  }
+  return { notify, notifyIncludeQuestion: includeQuestion };
 }

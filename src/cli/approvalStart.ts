@@ -3,7 +3,8 @@
  * `delete_file`) and `mcp-confirm proxy` alike: over stdio its own listener on localhost
  * (`--approval-port`), over `--http` no listener of its own (the HTTP server routes `/approve/…` and
  * `/assets/…` to it) with the origin and RP ID of `--public-url`. Loaded only with `--approval
- * passkey`, so a form-mode server never loads the WebAuthn library.
+ * passkey`, so a form-mode server never loads the WebAuthn library. With `--notify`, the page's
+ * approvals go to the channels through one `Notifier` reporting on the command's stderr.
  *
  * @module
  */
@@ -11,6 +12,7 @@ import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
 import { loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { describePrincipal } from '../principals.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
+import { Notifier } from '../notify/notifier.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
 import { asUsageError, UsageError } from './common.js';
 import type { ApprovalFlags } from './approvalArgs.js';
@@ -78,11 +80,22 @@ export async function startPasskeyApproval(
     const approvers = await loadApproversForServer(flags.approvers, options.forbiddenDirs);
     const unusable = unusableApproversWarning(approvers, options.authIssuer);
     if (unusable !== undefined) options.warn(unusable);
+    // --notify: one notifier for the page's approvals; its reports (channels by kind and origin only) on stderr.
+    const notify =
+      flags.notify.length === 0
+        ? {}
+        : {
+            notify: {
+              to: new Notifier({ channels: flags.notify, log: options.warn }),
+              includeQuestion: flags.notifyIncludeQuestion,
+            },
+          };
     const common = {
       store: options.store,
       approvers,
       waitSeconds: flags.approvalWaitSeconds,
       onEvent: options.onEvent,
+      ...notify,
     };
     if (flags.publicUrl !== undefined) {
       if (flags.publicUrl.protocol === 'http:' && !isLocalhostName(flags.publicUrl.hostname)) {

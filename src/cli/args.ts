@@ -61,6 +61,7 @@ export const USAGE = `Usage:
               [--approval form|passkey] [--approvers PATH] [--approval-port PORT]
               [--approval-wait SECONDS] [--grants same-directory|subtree] [--grant-max-uses N]
               [--grant-max-seconds SECONDS] [--plans]
+              [--notify SPEC ... [--notify-secret-file PATH] [--notify-include-question]]
       Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
   mcp-confirm --root DIR ... --http HOST:PORT [HTTP options] --approval passkey --approvers PATH
               --public-url URL [--approval-wait SECONDS]
@@ -101,6 +102,13 @@ Options:
                     approve for over --http with --auth-issuer. Default: local (stdio, or --http without tokens).
   --approval-wait SECONDS  How long a retry waits for the page's decision (0 to 3600). Default: ${DEFAULT_APPROVAL_WAIT_SECONDS}
                            (below the 60 s request timeout of the MCP SDKs' clients).
+  --notify SPEC     (with --approval passkey; repeatable) Send each approval request and its outcome to
+                    a channel: standard:URL (a signed Standard Webhooks event), slack:URL, ntfy:URL;
+                    URL is https://… or $NAME (read from the environment: a channel URL is a secret).
+                    The channel carries the page's link, never an approval; Deny then needs a passkey too.
+  --notify-secret-file PATH  The Standard Webhooks secret (whsec_…) of standard: channels without their own
+                    (standard;secret-file=PATH:URL).
+  --notify-include-question  Send the rendered question too (default: the tool, server and link only).
   --grants MATCHER  Offer a grant in each question: "this call, or calls like it, for a while".
                     same-directory: any file directly in the approved file's directory; subtree: in it
                     or below it (the directory pinned by device and inode). Default: no grants.

@@ -9,6 +9,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_AUDIENCE, MAX_TTL_SECONDS } from '../defaults.js';
 import { ConfigError } from '../errors.js';
 import type { KeyRing } from '../state/keyRing.js';
+import type { PasskeyApproval } from '../approval/passkey.js';
 
 /**
  * The sentence the command line's servers append to an `ERR_CONFIRM_UNKNOWN` refusal from a memory
@@ -30,6 +31,7 @@ const FLAG_OF: Partial<Record<ConfigError['code'], string>> = {
   ERR_CONFIG_BIND_ADDRESS: '--http',
   ERR_CONFIG_ALLOWED_HOSTS: '--allowed-hosts',
   ERR_CONFIG_JWKS: '--auth-jwks',
+  ERR_CONFIG_NOTIFY: '--notify',
 };
 
 /**
@@ -42,8 +44,11 @@ const FLAG_OF: Partial<Record<ConfigError['code'], string>> = {
 export function configMessage(error: ConfigError, publicUrl?: URL): string {
   const { code, message, subject, value } = error;
   const flag = FLAG_OF[code];
-  if (flag !== undefined && subject !== undefined && message.startsWith(subject))
-    return `${flag}${message.slice(subject.length)}`;
+  if (flag !== undefined && subject !== undefined && message.startsWith(subject)) {
+    const said = `${flag}${message.slice(subject.length)}`;
+    // A standard channel's default secret file is the command line's --notify-secret-file.
+    return code === 'ERR_CONFIG_NOTIFY' ? said.replace(', or a default)', ', or --notify-secret-file PATH)') : said;
+  }
   switch (code) {
     case 'ERR_CONFIG_APPROVERS_MISSING':
       return `${message} (enrol one with: mcp-confirm approvers enroll --approvers ${value} --name NAME)`;
@@ -195,4 +200,13 @@ export async function readKeyFile(path: string | undefined): Promise<KeyRing | u
     );
   }
   return ring;
+}
+
+/**
+ * The serving line's words for notifications (`, notify 2 channels`), after the approval's; `''`
+ * without `--notify`. Counts only: a channel's URL is a secret.
+ */
+export function notifyWords(approval: Pick<PasskeyApproval, 'notifier'> | undefined): string {
+  const n = approval?.notifier?.channels.length ?? 0;
+  return n === 0 ? '' : `, notify ${n} channel${n === 1 ? '' : 's'}`;
 }

@@ -161,8 +161,9 @@ async function serve(command: ServeCommand): Promise<void> {
     (announced ??= (async (): Promise<void> => {
       await reportLeftovers();
       const { keys, approval } = runtime;
+      const { notifyWords } = await import('./common.js');
       log(
-        `serving delete_file over stdio; roots: ${roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}${standingText(command)}`,
+        `serving delete_file over stdio; roots: ${roots.list.map((r) => JSON.stringify(r.realPath)).join(', ')}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}; keys ${keys ? keys.kids.join(',') : 'random per process'}; approval ${approval ? `passkey, page on ${approval.origin}${notifyWords(approval)}` : 'form'}${standingText(command)}`,
       );
     })().catch((e: unknown) => {
       log(e instanceof Error ? e.message : String(e));

@@ -16,7 +16,7 @@ import { renderValue } from '../prompt/render.js';
 import { checkGrantsAsked, EMPTY_POLICY, grantSubject, parsePolicy, type Policy } from '../proxy/policy.js';
 import { createProxy } from '../proxy/server.js';
 import { shownUrl, Upstream } from '../proxy/upstream.js';
-import { asUsageError, UsageError } from './common.js';
+import { asUsageError, notifyWords, UsageError } from './common.js';
 import type { ProxyCommand } from './proxyArgs.js';
 import { eventLogger, openRuntime } from './runtime.js';
 
@@ -127,7 +127,7 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
   const handle = serveStdio(factory, { onerror: (error) => log(error.message) });
   runtime.runUntilStopped({ input: true, end: () => handle.close().catch(() => {}) }, closeUpstream);
   log(
-    `serving ${served} over stdio; ${details}; approval ${approval ? `passkey, page on ${approval.origin}` : 'form'}`,
+    `serving ${served} over stdio; ${details}; approval ${approval ? `passkey, page on ${approval.origin}${notifyWords(approval)}` : 'form'}`,
   );
   return -1;
 }

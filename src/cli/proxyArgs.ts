@@ -18,6 +18,7 @@ export const PROXY_USAGE = `Usage:
                     [--upstream-id NAME]
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
                     [--approval-port PORT | --public-url URL] [--approval-wait SECONDS]
+                    [--notify SPEC ... [--notify-secret-file PATH] [--notify-include-question]]
                     [--http HOST:PORT [--auth-issuer URL --auth-jwks PATH|URL] [--resource URL]
                      [--allowed-hosts LIST] [--drain-seconds N]]
                     ( [--] COMMAND [ARG ...] | --upstream-url URL [--upstream-header 'NAME: VALUE' ...] )
@@ -62,7 +63,8 @@ Options:
                             a larger call is refused (ERR_CONFIRM_BAD_ARGUMENT), nothing forwarded.
                             1 to 1073741824. Default: ${DEFAULT_MAX_ARGUMENT_BYTES} (1 MiB).
   --audience, --ttl, --key-file, --ledger, --audit, --approval, --approvers, --approval-port,
-  --public-url, --approval-wait, --http, --auth-issuer, --auth-jwks, --resource, --allowed-hosts,
+  --public-url, --approval-wait, --notify, --notify-secret-file, --notify-include-question, --http,
+  --auth-issuer, --auth-jwks, --resource, --allowed-hosts,
   --drain-seconds           As for serving delete_file (mcp-confirm --help). --approval passkey with
                             --http needs --public-url URL: the approval page is served on the --http
                             listener at URL/approve/….`;

@@ -3,7 +3,8 @@
  * `mcp-confirm proxy …` (`proxy.ts`), which differ only in what they serve:
  *
  * - {@link openRuntime} opens what serving needs from the serving flags (`servingArgs.ts`): the
- *   key ring, the store, the audit trail, the passkey approval page, and over HTTP the metrics; it
+ *   key ring, the store, the audit trail, the passkey approval page (with `--notify`, its
+ *   notifier, closed after it), and over HTTP the metrics; it
  *   hands out the confirmation options and one `close()`.
  * - {@link Runtime.runUntilStopped} and {@link Runtime.serveHttp} serve until SIGINT, SIGTERM or
  *   (stdio) the end of stdin, then end the serving (over HTTP: stop accepting and drain in-flight
@@ -83,7 +84,7 @@ export function eventLogger(
         case 'grant-revoked':
           return log(`approval page: grant ${render(event.grant)} revoked`);
         case 'approval-declined':
-          return log('approval page: denied');
+          return log(`approval page: denied${event.approver !== undefined ? ` by ${render(event.approver)}` : ''}`);
         case 'approval-refused':
           return log(`approval page: refused: ${event.reason}`);
       }
@@ -224,6 +225,12 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
         authIssuer: flags.http?.auth?.issuer,
       });
       approval = page;
+      // --notify: the notifier the page sends through drains (up to 5 s) after the page has closed.
+      const notifier = page.notifier;
+      if (notifier !== undefined) {
+        closers.push(() => notifier.close());
+        if (metrics) metrics.notifyCounts = () => notifier.counters();
+      }
       closers.push(() => page.close());
     }
   } catch (e) {

@@ -15,7 +15,7 @@ import { healthResponse, metricsResponse, ServerMetrics } from '../http/metrics.
 import type { Ledger } from '../store/ledger.js';
 import type { HttpSpec } from './httpArgs.js';
 import type { PasskeyApproval } from '../approval/passkey.js';
-import { asUsageError, toUsageError, UsageError } from './common.js';
+import { asUsageError, notifyWords, toUsageError, UsageError } from './common.js';
 
 export { jwtPrincipal as principal };
 
@@ -129,7 +129,7 @@ export async function serveHttp(spec: HttpSpec, factory: () => McpServer, ops: H
   if (!spec.auth)
     log('warning: no --auth-issuer/--auth-jwks: every caller is the same principal "local" (loopback only)');
   const approval = ops.approval
-    ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})`
+    ? `passkey, page at ${ops.approval.origin}/approve/… (RP ID ${ops.approval.rpId})${notifyWords(ops.approval)}`
     : 'form';
   log(
     `serving ${ops.served} over Streamable HTTP at http://${spec.bind.urlHost}:${port}${MCP_PATH}; resource ${resource.href}; auth ${spec.auth ? `issuer ${JSON.stringify(spec.auth.issuer)}` : 'none'}; ${ops.details !== undefined ? `${ops.details}; ` : ''}approval ${approval}`,

@@ -8,7 +8,7 @@
 import { DEFAULT_TTL_SECONDS } from '../defaults.js';
 import { APPROVAL_OPTIONS, parseApprovalFlags, type ApprovalFlags } from './approvalArgs.js';
 import { AUDIT_OPTIONS, parseAuditFlag } from './auditArgs.js';
-import { checkAudience, toUsageError, wholeSeconds } from './common.js';
+import { checkAudience, toUsageError, wholeSeconds, type FlagValues } from './common.js';
 import { HTTP_OPTIONS, parseHttpSpec, type HttpSpec } from './httpArgs.js';
 
 /** The ledger a command serves with when `--ledger` is not given. */
@@ -40,11 +40,11 @@ export interface ServingFlags {
   http: HttpSpec | undefined;
   /** `--audit PATH`: the audit trail's path prefix (undefined: no trail). */
   audit: string | undefined;
-  /** `--approval` and its flags (`--approvers`, `--approval-port`, `--approval-wait`, `--public-url`). */
+  /** `--approval` and its flags (`--approvers`, `--approval-port`, `--approval-wait`, `--public-url`, `--notify`…). */
   approval: ApprovalFlags;
 }
 
-type ServingValues = { [K in keyof typeof SERVING_OPTIONS]?: string | undefined };
+type ServingValues = FlagValues<typeof SERVING_OPTIONS>;
 
 /**
  * Validates the serving flags, in this order: `--ttl`, `--audience`, `--http` and its auth flags,

@@ -477,6 +477,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       // A diagnostics sink must never change the outcome.
     }
   };
+  // Notices about this audience's approvals carry the principal's tag exactly as the audit trail writes it.
+  approval?.tagPrincipals(audience, (principal) => KeyRing.principalTag(keys.sealing, principal));
   // A grant revoked on the approval page: its `grant-revoked` line (written after the revocation,
   // which it never undoes), by the confirmation whose audience the page showed.
   if (approval && audit)

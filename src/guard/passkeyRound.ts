@@ -198,10 +198,8 @@ export function passkeyRound<A, F>(options: {
       // Decline, cancel or anything else: spend, nothing done; the page shows it as denied.
       await store.spend(claims.jti, now());
       const record = await approval.store.approvalByJti(claims.jti, now()).catch(() => undefined);
-      if (record?.status === 'pending')
-        await approval.store
-          .decideApproval(record.id, { status: 'declined', approver: '', credentialId: '' }, now())
-          .catch(() => {});
+      // Through the approval, which wakes its waiters and sends the outcome to its notification channels.
+      if (record?.status === 'pending') await approval.decline(record.id).catch(() => {});
       return { kind: 'not-confirmed', answer };
     }
     // 1. Wait for the page's decision (up to the approval's wait); reading it changes nothing.

@@ -13,6 +13,11 @@
  * - `mcp_confirm_ledger_seconds{op, result}`: ledger latency histogram
  *   (`op` = issue or spend; `result` = ok or error);
  * - `mcp_confirm_http_legacy_sessions`: open 2025-era sessions;
+ * - with notifications (`--notify`), `mcp_confirm_notify_events_total{channel, outcome}`: the
+ *   notifier's events per channel kind (`standard`, `slack`, `ntfy`) by `outcome` = `sent`
+ *   (accepted by the channel), `failed` (given up after its retries, or refused) or `dropped`
+ *   (never sent: a full queue, or cut off on close), and `mcp_confirm_notify_retries_total{channel}`
+ *   (attempts after the first), read from `Notifier.counters()` at each scrape;
  * - the process metrics `prom-client` collects by default (`process_*`, `nodejs_*`).
  *
  * @module
@@ -22,6 +27,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ConfirmEvent } from '../guard/confirmation.js';
 import { wrapStore, type ConfirmStore } from '../store/confirmStore.js';
 import type { Ledger } from '../store/ledger.js';
+import type { NotifyCounts } from '../notify/notifier.js';
+import type { NotifyKind } from '../notify/spec.js';
 
 /** The metrics of one server and the hooks that feed them. */
 export class ServerMetrics {
@@ -43,8 +50,43 @@ export class ServerMetrics {
   /** Reads the number of open 2025-era sessions (set once the app exists). */
   legacySessions: () => number = () => 0;
 
+  /** Reads the notifier's counts (`Notifier.counters()`), set with `--notify`; `undefined` without notifications. */
+  notifyCounts: () => Record<NotifyKind, NotifyCounts> | undefined = () => undefined;
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    // The notifier's own counters are monotonic: each scrape adds what they gained since the last.
+    const counts = (): Record<NotifyKind, NotifyCounts> | undefined => this.notifyCounts();
+    const seen = new Map<string, number>();
+    const gained = (key: string, value: number): number => {
+      const before = seen.get(key) ?? 0;
+      seen.set(key, Math.max(before, value));
+      return Math.max(0, value - before);
+    };
+    new Counter({
+      name: 'mcp_confirm_notify_events_total',
+      help: 'Notification events per channel kind, by outcome: sent, failed (given up) or dropped (never sent).',
+      labelNames: ['channel', 'outcome'] as const,
+      registers: [this.registry],
+      collect() {
+        const now = counts();
+        if (now === undefined) return;
+        for (const [channel, c] of Object.entries(now))
+          for (const outcome of ['sent', 'failed', 'dropped'] as const)
+            this.inc({ channel, outcome }, gained(`${channel}/${outcome}`, c[outcome]));
+      },
+    });
+    new Counter({
+      name: 'mcp_confirm_notify_retries_total',
+      help: 'Notification delivery attempts after the first, per channel kind.',
+      labelNames: ['channel'] as const,
+      registers: [this.registry],
+      collect() {
+        const now = counts();
+        if (now === undefined) return;
+        for (const [channel, c] of Object.entries(now)) this.inc({ channel }, gained(`${channel}/retried`, c.retried));
+      },
+    });
     const sessions = (): number => this.legacySessions();
     new Gauge({
       name: 'mcp_confirm_http_legacy_sessions',
