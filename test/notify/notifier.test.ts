@@ -80,13 +80,15 @@ describe('Notifier: a receiver that hangs', () => {
 
   it('reports a channel that never answers as failed, with the deadline as the reason (control of the one above)', async () => {
     const rx = await receiver(() => 'hang');
-    const { n, lines } = notifier([channel('slack', rx.url)], { attemptTimeoutMs: 100, retries: 1 });
+    // 1 s, as above: a shorter deadline can pass on a loaded machine before the receiver has read the
+    // request, so the notifier's own counts (two attempts, one retry) are what this asserts.
+    const { n, lines } = notifier([channel('slack', rx.url)], { attemptTimeoutMs: 1000, retries: 1 });
     n.notify(requested());
     await n.idle();
-    expect(rx.received).toHaveLength(2);
+    expect(rx.received.length).toBeLessThanOrEqual(2);
     expect(n.counters().slack).toEqual({ sent: 0, failed: 1, dropped: 0, retried: 1 });
     expect(lines).toEqual([
-      `notify slack ${rx.origin}: gave up on an event after 2 attempt(s): no answer within 100 ms`,
+      `notify slack ${rx.origin}: gave up on an event after 2 attempt(s): no answer within 1000 ms`,
     ]);
     await n.close();
   });
