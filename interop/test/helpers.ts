@@ -172,7 +172,7 @@ function modes(elicitation: unknown): string[] {
 
 /** Reads the era and the declared elicitation modes from what a client sent (its last `tools/call`). */
 export function factsOf(seen: Seen[]): ClientFacts {
-  const client = seen.filter((s) => s.from === 'client').map((s) => s);
+  const client = seen.filter((s) => s.from === 'client');
   const calls = client.filter((s) => s.msg.method === 'tools/call');
   const call = calls[calls.length - 1];
   const discovered = client.some((s) => s.msg.method === 'server/discover');
@@ -180,7 +180,8 @@ export function factsOf(seen: Seen[]): ClientFacts {
   if (modern === '2026-07-28') {
     return { era: modern, elicitation: modes(call!.msg.params._meta?.[CAPS]?.elicitation), discovered };
   }
-  const init = client.find((s) => s.msg.method === 'initialize');
+  // The last handshake (a bridge may open a probe session of its own first).
+  const init = client.filter((s) => s.msg.method === 'initialize').pop();
   const initId = init?.msg.id;
   const answer = seen.find((s) => s.from === 'server' && s.msg.id === initId && s.msg.result?.protocolVersion);
   return {
@@ -331,6 +332,18 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv = pr
       res({ code, stdout, stderr });
     });
   });
+}
+
+/** The Inspector's bin, as `npx mcp-inspector` runs it. */
+export const INSPECTOR = join(INTEROP, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+
+/** Runs `mcp-inspector --cli TARGET… --method tools/call --tool-name delete_file --tool-arg path=PATH`, its catalog kept in the scratch dir. */
+export function inspectorCall(s: Scratch, target: string[], path: string, extra: string[] = []): Promise<Finished> {
+  return run(
+    process.execPath,
+    [INSPECTOR, '--cli', ...target, '--method', 'tools/call', '--tool-name', 'delete_file', '--tool-arg', `path=${path}`, ...extra],
+    { ...process.env, MCP_CATALOG_PATH: s.path('inspector-catalog.json') },
+  );
 }
 
 /** The text of a tool result's content, joined. */
