@@ -14,9 +14,10 @@
  * hang into a failure.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -371,3 +372,40 @@ export async function refusalText(call: () => Promise<unknown>): Promise<string>
 /** The form answer a person gives: yes, or no. */
 export const YES = { action: 'accept' as const, content: { confirmed: true } };
 export const NO = { action: 'decline' as const };
+
+/** A free TCP port on 127.0.0.1 (listened on, then closed), for a server whose URL must be known before it starts. */
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createTcpServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** An issuer of RS256 access tokens (RFC 9068 `at+jwt`) whose JWK set is written to a file for `--auth-jwks`. */
+export interface TokenIssuer {
+  issuer: string;
+  jwksPath: string;
+  /** A token of `sub` for `audience`, valid for an hour. */
+  token(sub: string, audience: string): string;
+}
+
+/** A token issuer for `--auth-issuer` / `--auth-jwks`, signing with `node:crypto` (RFC 7515 §3.1, RS256). */
+export function tokenIssuer(s: Scratch, issuer = 'https://auth.interop.test'): TokenIssuer {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const jwksPath = s.path('jwks.json');
+  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+  const b64 = (o: unknown): string => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return {
+    issuer,
+    jwksPath,
+    token(sub, audience) {
+      const nowS = Math.floor(Date.now() / 1000);
+      const input = `${b64({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })}.${b64({ iss: issuer, sub, aud: audience, iat: nowS - 5, exp: nowS + 3600, scope: 'mcp' })}`;
+      return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+    },
+  };
+}
