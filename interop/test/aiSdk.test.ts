@@ -132,7 +132,12 @@ describe('the AI SDK client with passkey approval over stdio', () => {
     const s = scratch();
     s.file('keep.txt');
     const approvers = approversFile(s);
-    const { client } = await connect('stdio', s, { elicitation: {} }, ['--approval', 'passkey', '--approvers', approvers]);
+    const { client } = await connect('stdio', s, { elicitation: {} }, [
+      '--approval',
+      'passkey',
+      '--approvers',
+      approvers,
+    ]);
     const asked: string[] = [];
     client.onElicitationRequest(ElicitationRequestSchema, async (req) => {
       asked.push(String(req.params.message));

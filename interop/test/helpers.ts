@@ -15,7 +15,16 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -147,7 +156,10 @@ export function stdioServer(s: Scratch, extra: string[] = []): StdioServer {
         ? readFileSync(log, 'utf8')
             .split('\n')
             .filter((l) => l.startsWith('> ') || l.startsWith('< '))
-            .map((l) => ({ from: l.startsWith('> ') ? ('client' as const) : ('server' as const), msg: JSON.parse(l.slice(2)) }))
+            .map((l) => ({
+              from: l.startsWith('> ') ? ('client' as const) : ('server' as const),
+              msg: JSON.parse(l.slice(2)),
+            }))
         : [],
   };
 }
@@ -342,14 +354,26 @@ export const INSPECTOR = join(INTEROP, 'node_modules/@modelcontextprotocol/inspe
 export function inspectorCall(s: Scratch, target: string[], path: string, extra: string[] = []): Promise<Finished> {
   return run(
     process.execPath,
-    [INSPECTOR, '--cli', ...target, '--method', 'tools/call', '--tool-name', 'delete_file', '--tool-arg', `path=${path}`, ...extra],
+    [
+      INSPECTOR,
+      '--cli',
+      ...target,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'delete_file',
+      '--tool-arg',
+      `path=${path}`,
+      ...extra,
+    ],
     { ...process.env, MCP_CATALOG_PATH: s.path('inspector-catalog.json') },
   );
 }
 
 /** The text of a tool result's content, joined. */
-export function textOf(result: { content?: unknown }): string {
-  const content = Array.isArray(result.content) ? result.content : [];
+export function textOf(result: unknown): string {
+  const content = (result as { content?: unknown } | null)?.content;
+  if (!Array.isArray(content)) return '';
   return content.map((c: { type?: string; text?: string }) => (c.type === 'text' ? c.text : '')).join('\n');
 }
 
@@ -397,7 +421,10 @@ export interface TokenIssuer {
 export function tokenIssuer(s: Scratch, issuer = 'https://auth.interop.test'): TokenIssuer {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwksPath = s.path('jwks.json');
-  writeFileSync(jwksPath, JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+  writeFileSync(
+    jwksPath,
+    JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+  );
   const b64 = (o: unknown): string => Buffer.from(JSON.stringify(o)).toString('base64url');
   return {
     issuer,

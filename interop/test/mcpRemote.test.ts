@@ -52,7 +52,10 @@ async function connect(
   // The relay records what the local client and mcp-remote say to each other.
   const local = stdioServer(s);
   const log = local.args[1]!;
-  const client = new Client({ name: 'desktop-like', version: '1.0.0' }, { capabilities: elicitation ? { elicitation } : {} });
+  const client = new Client(
+    { name: 'desktop-like', version: '1.0.0' },
+    { capabilities: elicitation ? { elicitation } : {} },
+  );
   const asked: Asked[] = [];
   if (elicitation) {
     client.setRequestHandler(ElicitRequestSchema, async (req) => {
@@ -142,7 +145,13 @@ describe('mcp-remote with passkey approval (a local client declaring form and UR
   it('fault: --protocol auto cannot relay the URL-mode elicitation: the call fails, the person is never asked, nothing deleted', async () => {
     const s = scratch();
     s.file('keep.txt');
-    const { call, asked, upstream } = await connect(s, ['--protocol', 'auto'], { form: {}, url: {} }, () => NO, passkeyArgs(s));
+    const { call, asked, upstream } = await connect(
+      s,
+      ['--protocol', 'auto'],
+      { form: {}, url: {} },
+      () => NO,
+      passkeyArgs(s),
+    );
     const text = await refusalText(() => call('keep.txt'));
     expect(text).not.toContain('Deleted');
     expect(asked).toEqual([]);
