@@ -98,46 +98,39 @@ describe.each(['stdio', 'http'] as const)('the AI SDK client over %s', (kind) =>
   });
 });
 
-describe('the AI SDK client with passkey approval over stdio', () => {
-  it('fault: declaring URL elicitation is sent as given, but a URL-mode question throws "Only form elicitation is supported"; nothing deleted', async () => {
+describe('the AI SDK client with passkey approval over --http (where it always speaks 2026-07-28)', () => {
+  const passkeyArgs = (s: Scratch): string[] => [
+    '--approval',
+    'passkey',
+    '--approvers',
+    approversFile(s),
+    '--public-url',
+    'http://localhost:9',
+  ];
+
+  it('fault: declaring URL elicitation is sent as given, but the URL-mode question throws "Only form elicitation is supported"; nothing deleted', async () => {
     const s = scratch();
     s.file('keep.txt');
-    const approvers = approversFile(s);
-    const { client, seen } = await connect('stdio', s, { elicitation: { form: {}, url: {} } }, [
-      '--approval',
-      'passkey',
-      '--approvers',
-      approvers,
-    ]);
+    const { client, seen } = await connect('http', s, { elicitation: { form: {}, url: {} } }, passkeyArgs(s));
     const asked: string[] = [];
     client.onElicitationRequest(ElicitationRequestSchema, async (req) => {
       asked.push(String(req.params.message));
       return NO;
     });
     const text = await refusalText(() => client.callTool({ name: 'delete_file', arguments: { path: 'keep.txt' } }));
-    const facts = factsOf(seen());
-    if (facts.era === '2026-07-28') {
-      expect(text).toContain('Only form elicitation is supported');
-      expect(asked).toEqual([]);
-    } else {
-      // The stdio fallback to 2025-11-25 (see above): the SDK's legacy elicitation/create push with mode url
-      // reaches the handler's schema check instead, which has no url mode either.
-      expect(text).not.toContain('Deleted');
-    }
-    expect(facts.elicitation).toEqual(['form', 'url']);
+    expect(text).toContain('Only form elicitation is supported');
+    expect(asked).toEqual([]);
+    expect(factsOf(seen())).toEqual({ era: '2026-07-28', elicitation: ['form', 'url'], discovered: true });
+    // The server did ask in URL mode: the approval page's link was in the embedded request.
+    const asking = seen().find((m) => m.from === 'server' && m.msg.result?.resultType === 'input_required');
+    expect(asking?.msg.result.inputRequests.confirm.params.mode).toBe('url');
     expect(s.exists('keep.txt')).toBe(true);
   });
 
   it('control: declaring form only, the same server asks a form question whose message carries the approval page; no keeps the file', async () => {
     const s = scratch();
     s.file('keep.txt');
-    const approvers = approversFile(s);
-    const { client } = await connect('stdio', s, { elicitation: {} }, [
-      '--approval',
-      'passkey',
-      '--approvers',
-      approvers,
-    ]);
+    const { client } = await connect('http', s, { elicitation: {} }, passkeyArgs(s));
     const asked: string[] = [];
     client.onElicitationRequest(ElicitationRequestSchema, async (req) => {
       asked.push(String(req.params.message));
@@ -146,7 +139,7 @@ describe('the AI SDK client with passkey approval over stdio', () => {
     const no = await client.callTool({ name: 'delete_file', arguments: { path: 'keep.txt' } });
     expect(textOf(no)).toMatch(/nothing was deleted/i);
     expect(asked).toHaveLength(1);
-    expect(asked[0]).toMatch(/http:\/\/localhost:\d+\/approve\//);
+    expect(asked[0]).toMatch(/http:\/\/localhost:9\/approve\//);
     expect(s.exists('keep.txt')).toBe(true);
   });
 });
