@@ -51,7 +51,8 @@ async function pendingOf(call: () => Promise<unknown>): Promise<Pending> {
   let meta: Pending['meta'];
   try {
     const r = (await call()) as { isError?: boolean; content?: unknown; _meta?: Record<string, any> };
-    expect(r.isError).toBe(true);
+    // Mastra's onToolError: 'return' hands back the raw result; every client that keeps the flag must show it set.
+    if (r && typeof r === 'object' && 'isError' in r) expect(r.isError).toBe(true);
     text = textOf(r);
     meta = r._meta?.[META_KEY];
   } catch (e) {
