@@ -35,8 +35,8 @@ export const DEADLINE_MS = 90_000;
 
 /** The repository root (the interop folder's parent). */
 export const REPO = resolve(import.meta.dirname, '../..');
-/** The built CLI every test serves. */
-export const MAIN = join(REPO, 'dist/cli/main.js');
+/** The built CLI every test serves: this checkout's, or another build's `dist/cli/main.js` named by `MCP_CONFIRM_CLI`. */
+export const MAIN = process.env.MCP_CONFIRM_CLI ? resolve(process.env.MCP_CONFIRM_CLI) : join(REPO, 'dist/cli/main.js');
 /** The stdio relay that records both directions. */
 export const TAP = join(import.meta.dirname, 'fixtures/stdioTap.mjs');
 /** The interop folder's own packages (where the clients' binaries live). */
