@@ -1,6 +1,7 @@
 /**
  * The approval flags shared by `mcp-confirm` (serving `delete_file`) and `mcp-confirm proxy`:
- * `--approval form|passkey`, `--approvers`, `--approval-port`, `--approval-wait` and `--public-url`,
+ * `--approval form|passkey`, `--approvers`, `--approval-port`, `--approval-wait`, `--public-url` and
+ * `--approvers-required`,
  * one set of rules and messages for both (README, "Passkey approval"). Free of the WebAuthn and
  * HTTP server modules, so parsing loads neither.
  *
@@ -8,6 +9,7 @@
  */
 import { allowedHostnames } from '../http/bind.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
+import { MAX_APPROVALS_REQUIRED } from '../store/approvalStore.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
 import { asUsageError, UsageError } from './common.js';
 import type { HttpSpec } from './httpArgs.js';
@@ -19,6 +21,7 @@ export const APPROVAL_OPTIONS = {
   'public-url': { type: 'string' },
   'approval-port': { type: 'string' },
   'approval-wait': { type: 'string' },
+  'approvers-required': { type: 'string' },
 } as const;
 
 type ApprovalValues = { [K in keyof typeof APPROVAL_OPTIONS]?: string | undefined };
@@ -34,6 +37,11 @@ export interface ApprovalFlags {
   approvalWaitSeconds: number;
   /** `--public-url` (with `--http` and passkey approval): the page's origin; its host name is the RP ID. */
   publicUrl: URL | undefined;
+  /**
+   * `--approvers-required N`: how many distinct approvers must approve each call on the page
+   * (1 to 16; default 1). The proxy's policy may ask more per tool (`quorum`), never fewer.
+   */
+  approversRequired: number;
 }
 
 /**
@@ -92,6 +100,8 @@ export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | unde
   ) {
     throw new UsageError('--approvers, --approval-port, --approval-wait and --public-url need --approval passkey');
   }
+  if (approval === 'form' && values['approvers-required'] !== undefined)
+    throw new UsageError('--approvers-required needs --approval passkey (a quorum of enrolled approvers on the page)');
   let publicUrl: URL | undefined;
   if (approval === 'passkey' && http === undefined && values['public-url'] !== undefined) {
     throw new UsageError(
@@ -128,5 +138,9 @@ export function parseApprovalFlags(values: ApprovalValues, http: HttpSpec | unde
         ? DEFAULT_APPROVAL_WAIT_SECONDS
         : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
     publicUrl,
+    approversRequired:
+      values['approvers-required'] === undefined
+        ? 1
+        : wholeNumber('--approvers-required', values['approvers-required'], 1, MAX_APPROVALS_REQUIRED),
   };
 }

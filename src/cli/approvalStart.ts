@@ -8,7 +8,7 @@
  * @module
  */
 import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
-import { loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
+import { checkApproversRequired, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { describePrincipal } from '../principals.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
 import { isLocalhostName } from '../approval/publicUrl.js';
@@ -31,6 +31,8 @@ export interface ApprovalStartOptions {
    * start-up when no approver could approve any call this server will see.
    */
   authIssuer?: string | undefined;
+  /** A per-tool quorum (the proxy's policy); defaults to `--approvers-required` for every call. */
+  quorum?: { forTool: (tool: string) => number; largest: number } | undefined;
 }
 
 /**
@@ -65,7 +67,8 @@ export function unusableApproversWarning(approvers: ApproversFile, authIssuer: s
  * @param flags - from {@link parseApprovalFlags} with `approval: 'passkey'`.
  * @throws {UsageError} (exit 2) when the ledger cannot hold approvals, the approvers file is
  *   missing, empty, unsafe, inside a forbidden directory or enrolled for another RP ID (naming the
- *   approvers), or the loopback port cannot be bound.
+ *   approvers), a principal has fewer approvers than the quorum (`--approvers-required`, or the
+ *   largest of the proxy policy's `quorum`), or the loopback port cannot be bound.
  */
 export async function startPasskeyApproval(
   flags: ApprovalFlags,
@@ -78,11 +81,27 @@ export async function startPasskeyApproval(
     const approvers = await loadApproversForServer(flags.approvers, options.forbiddenDirs);
     const unusable = unusableApproversWarning(approvers, options.authIssuer);
     if (unusable !== undefined) options.warn(unusable);
+    // A quorum the approvers cannot meet would refuse every call: a start-up error instead.
+    const quorum = options.quorum;
+    if (quorum !== undefined) {
+      try {
+        checkApproversRequired(approvers, quorum.largest);
+      } catch (e) {
+        throw asUsageError(e, '--policy quorum: ');
+      }
+    } else if (flags.approversRequired > 1) {
+      try {
+        checkApproversRequired(approvers, flags.approversRequired);
+      } catch (e) {
+        throw asUsageError(e, '--approvers-required: ');
+      }
+    }
     const common = {
       store: options.store,
       approvers,
       waitSeconds: flags.approvalWaitSeconds,
       onEvent: options.onEvent,
+      approversRequired: quorum?.forTool ?? flags.approversRequired,
     };
     if (flags.publicUrl !== undefined) {
       if (flags.publicUrl.protocol === 'http:' && !isLocalhostName(flags.publicUrl.hostname)) {
