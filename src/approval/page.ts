@@ -473,7 +473,7 @@ function quorumHtml(record: ApprovalRecord): string {
   const so = names.length === 0 ? 'none yet' : `by ${names.join(', ')}`;
   const need =
     record.status === 'pending'
-      ? ` Each of ${required} distinct approvers approves with their own passkey; one Deny ends it.`
+      ? ` ${required} distinct approvers must approve, each with their own passkey; one Deny ends it.`
       : '';
   return `
 <p class="quorum" id="quorum"><strong id="quorum-count">${names.length} of ${required} approvals</strong> (${so}).${need}</p>`;
