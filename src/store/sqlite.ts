@@ -625,7 +625,8 @@ export class SqliteLedger implements ConfirmStore {
     const required = requiredOf(approval);
     await this.#approvalOp((st, db) => {
       const open = (): void => {
-        st.sweepApprovals.run(nowMs);
+        // Expired approvals go, and with them their quorum rows.
+        if (st.sweepApprovals.run(nowMs).changes > 0) st.sweepQuorums.run();
         try {
           st.insertApproval.run(approval.id, approval.jti, approval.principal, approval.view, approval.expiresAtMs);
         } catch (error) {
@@ -686,7 +687,7 @@ export class SqliteLedger implements ConfirmStore {
       db
         .transaction((): CountOutcome => {
           const row = st.voteState.get(id);
-          if (row === undefined) return 'unknown';
+          if (row === undefined || row.status === null) return 'unknown';
           const { outcome, write } = applyVote(
             {
               status: row.status as ApprovalStatus,
@@ -699,10 +700,10 @@ export class SqliteLedger implements ConfirmStore {
           );
           if (write === undefined) return outcome;
           const list = JSON.stringify(write.approvals);
-          if (write.approved === undefined) st.setApprovals.run(list, id);
-          else {
+          st.setApprovals.run(list, id);
+          if (write.approved !== undefined) {
             const a = write.approved;
-            st.approveCounted.run(list, a.approver, a.credentialId, nowMs, a.scope ?? null, id);
+            st.approveCounted.run(a.approver, a.credentialId, nowMs, a.scope ?? null, id);
           }
           return outcome;
         })
@@ -899,6 +900,8 @@ export class SqliteLedger implements ConfirmStore {
 const APPROVALS = 'mcp_confirm_approvals';
 const CHALLENGES = 'mcp_confirm_challenges';
 const COUNTERS = 'mcp_confirm_counters';
+/** A quorum's size and its counted approvals, one row per approval that has either (its own table: the approvals table is unchanged). */
+const QUORUMS = 'mcp_confirm_approval_quorums';
 
 const APPROVAL_SCHEMA = `
 CREATE TABLE IF NOT EXISTS ${APPROVALS} (
@@ -926,6 +929,11 @@ CREATE TABLE IF NOT EXISTS ${COUNTERS} (
   credential_id TEXT NOT NULL PRIMARY KEY,
   counter INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ${QUORUMS} (
+  id TEXT NOT NULL PRIMARY KEY,
+  approvals_required INTEGER NOT NULL DEFAULT 1,
+  approvals TEXT
+) WITHOUT ROWID;
 `;
 
 interface ApprovalRow {
@@ -952,9 +960,6 @@ interface ApprovalRow {
 const APPROVAL_ADDED_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ['scope', 'TEXT'],
   ['grant_id', 'TEXT'],
-  // A quorum: how many distinct approvers must approve (NULL for one), and those counted so far (JSON).
-  ['approvals_required', 'INTEGER'],
-  ['approvals', 'TEXT'],
 ];
 
 interface ApprovalStatements {
@@ -964,12 +969,13 @@ interface ApprovalStatements {
   approvalByJti: Statement<[string, number], ApprovalRow>;
   decide: Statement<[string, string, string, number, string | null, string, number, string], { id: string }>;
   setRequired: Statement<[number, string], unknown>;
+  sweepQuorums: Statement<[], unknown>;
   voteState: Statement<
     [string],
     { status: string; expires_at_ms: number; approvals_required: number | null; approvals: string | null }
   >;
   setApprovals: Statement<[string, string], unknown>;
-  approveCounted: Statement<[string, string, string, number, string | null, string], unknown>;
+  approveCounted: Statement<[string, string, number, string | null, string], unknown>;
   attachGrant: Statement<[string, number, string, number], unknown>;
   approvalState: Statement<[string], { expires_at_ms: number }>;
   insertChallenge: Statement<[string, string, number], unknown>;
@@ -993,24 +999,32 @@ function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
       if (!have.has(name)) db.exec(`ALTER TABLE ${APPROVALS} ADD COLUMN ${name} ${type}`);
   }).immediate();
   const columns =
-    'id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id, scope, grant_id, approvals_required, approvals';
+    'a.id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id, scope, grant_id, approvals_required, approvals';
+  // Every read of an approval brings its quorum row along (none: one approver, nothing counted).
+  const joined = `${APPROVALS} a LEFT JOIN ${QUORUMS} q ON q.id = a.id`;
   return {
     insertApproval: db.prepare(
       `INSERT INTO ${APPROVALS} (id, jti, principal, view, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
     ),
     sweepApprovals: db.prepare(`DELETE FROM ${APPROVALS} WHERE expires_at_ms <= ?`),
-    approvalById: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE id = ? AND expires_at_ms > ?`),
-    approvalByJti: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE jti = ? AND expires_at_ms > ?`),
+    sweepQuorums: db.prepare(
+      `DELETE FROM ${QUORUMS} WHERE NOT EXISTS (SELECT 1 FROM ${APPROVALS} a WHERE a.id = ${QUORUMS}.id)`,
+    ),
+    approvalById: db.prepare(`SELECT ${columns} FROM ${joined} WHERE a.id = ? AND expires_at_ms > ?`),
+    approvalByJti: db.prepare(`SELECT ${columns} FROM ${joined} WHERE jti = ? AND expires_at_ms > ?`),
     decide: db.prepare(
       `UPDATE ${APPROVALS} SET status = ?, approver = ?, credential_id = ?, decided_at_ms = ?, scope = ?
         WHERE id = ? AND status = 'pending' AND expires_at_ms > ?
-          AND (? = 'declined' OR coalesce(approvals_required, 1) <= 1) RETURNING id`,
+          AND (? = 'declined' OR NOT EXISTS
+            (SELECT 1 FROM ${QUORUMS} q WHERE q.id = ${APPROVALS}.id AND q.approvals_required > 1)) RETURNING id`,
     ),
-    setRequired: db.prepare(`UPDATE ${APPROVALS} SET approvals_required = ? WHERE id = ?`),
-    voteState: db.prepare(`SELECT status, expires_at_ms, approvals_required, approvals FROM ${APPROVALS} WHERE id = ?`),
-    setApprovals: db.prepare(`UPDATE ${APPROVALS} SET approvals = ? WHERE id = ?`),
+    setRequired: db.prepare(`INSERT INTO ${QUORUMS} (approvals_required, id) VALUES (?, ?)`),
+    voteState: db.prepare(`SELECT status, expires_at_ms, approvals_required, approvals FROM ${joined} WHERE a.id = ?`),
+    setApprovals: db.prepare(
+      `INSERT INTO ${QUORUMS} (approvals, id) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET approvals = excluded.approvals`,
+    ),
     approveCounted: db.prepare(
-      `UPDATE ${APPROVALS} SET approvals = ?, status = 'approved', approver = ?, credential_id = ?, decided_at_ms = ?, scope = ?
+      `UPDATE ${APPROVALS} SET status = 'approved', approver = ?, credential_id = ?, decided_at_ms = ?, scope = ?
         WHERE id = ?`,
     ),
     attachGrant: db.prepare(
