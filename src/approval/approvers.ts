@@ -9,7 +9,9 @@
  *                    "counter": 0, "transports": ["internal"], "principals": ["local"],
  *                    "enrolledAt": "2026-11-30T12:00:00.000Z" } ] }
  * ```
- * Written with mode 0600 (write to a temporary file in the same directory, then rename).
+ * Written with mode 0600 (write to a temporary file in the same directory, then rename). A file
+ * enrolled with a quorum also records it (`"approversRequired": N`, absent for 1): enrolling a
+ * further approver then needs the passkeys of N existing approvers (`enroll.ts`).
  *
  * @module
  */
@@ -17,6 +19,8 @@ import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { dirname, join, relative, isAbsolute, sep } from 'node:path';
 import { ConfigError } from '../errors.js';
+import { MAX_APPROVALS_REQUIRED } from '../store/approvalStore.js';
+import { describePrincipal } from '../principals.js';
 
 /** One enrolled approver. */
 export interface Approver {
@@ -42,6 +46,11 @@ export interface ApproversFile {
   /** The WebAuthn RP ID the credentials were made for (`localhost` over stdio; the `--public-url` host name over HTTP). */
   rpId: string;
   approvers: Approver[];
+  /**
+   * How many existing approvers' passkeys enrolling another one needs (2 to
+   * {@link MAX_APPROVALS_REQUIRED}), as recorded by an enrolment with a quorum. Absent: 1.
+   */
+  approversRequired?: number;
 }
 
 /** A {@link ConfigError} `ERR_CONFIG_APPROVERS_FILE`: the approvers file at `path` cannot be used; the message names it and why. */
@@ -84,6 +93,9 @@ function parse(text: string, path: string): ApproversFile {
       `approvers file ${path} is not an mcp-confirm approvers file ({"version":1,"rpId":…,"approvers":[…]})`,
     );
   }
+  const n = o.approversRequired;
+  if (n !== undefined && (!Number.isSafeInteger(n) || n < 1 || n > MAX_APPROVALS_REQUIRED))
+    throw fileError(path, `approvers file ${path} has an approversRequired that is not 1 to ${MAX_APPROVALS_REQUIRED}`);
   for (const a of o.approvers as unknown[]) {
     const ap = a as Partial<Approver> | null;
     const ok =
@@ -190,4 +202,32 @@ export async function writeApprovers(path: string, file: ApproversFile): Promise
 /** The approvers allowed to approve a call of `principal`. */
 export function approversFor(file: ApproversFile, principal: string): Approver[] {
   return file.approvers.filter((a) => a.principals.includes(principal));
+}
+
+/**
+ * Checks that a quorum of `required` distinct approvers can be met: every principal the file's
+ * approvers are enrolled for has at least `required` of them. 1 always passes.
+ *
+ * @param file - the approvers, as loaded.
+ * @param required - the quorum, a whole number from 1 to {@link MAX_APPROVALS_REQUIRED}.
+ * @throws {RangeError} when `required` is out of range.
+ * @throws {ConfigError} `ERR_CONFIG_APPROVERS_REQUIRED` naming the first principal with fewer
+ *   approvers and how many it has (its `value` is that principal, as the pages describe it).
+ */
+export function checkApproversRequired(file: ApproversFile, required: number): void {
+  if (!Number.isSafeInteger(required) || required < 1 || required > MAX_APPROVALS_REQUIRED)
+    throw new RangeError(`approversRequired must be a whole number from 1 to ${MAX_APPROVALS_REQUIRED}`);
+  if (required === 1) return;
+  const principals = [...new Set(file.approvers.flatMap((a) => a.principals))];
+  for (const p of principals.length > 0 ? principals : ['local']) {
+    const have = approversFor(file, p).length;
+    if (have < required) {
+      const who = describePrincipal(p);
+      throw new ConfigError(
+        'ERR_CONFIG_APPROVERS_REQUIRED',
+        `${required} distinct approvers must approve each call, but the principal ${who} has ${have} enrolled approver${have === 1 ? '' : 's'}; enrol more, or require fewer`,
+        { value: who },
+      );
+    }
+  }
 }

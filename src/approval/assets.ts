@@ -123,6 +123,8 @@ export const PAGE_JS = `'use strict';
       try { a = await assertion(o.body.options); } catch (e) { return refusedBy(e, 'authorise'); }
       const r = await post('/authenticate', a);
       if (!r.ok) return show(r.body.outcome || 'refused', r.body.message);
+      // A quorum: this approver was counted; the next one confirms on their own device.
+      if (r.body.outcome === 'counted') return show('counted', r.body.message);
       o = await post('/options');
       if (!o.ok) return show(o.body.outcome || 'refused', o.body.message);
     }
@@ -168,6 +170,8 @@ button#deny { background: transparent; color: inherit; border-color: currentColo
 button:disabled { opacity: .5; cursor: default; }
 .outcome { font-weight: 600; min-height: 1.5rem; }
 .outcome.approved, .outcome.enrolled { color: #15803d; }
+.outcome.counted, .outcome.authorized { color: #1d4ed8; }
+.quorum { margin: .8rem 0 0; padding: .6rem 1rem; border-left: 4px solid #1d4ed8; background: rgba(29, 78, 216, .08); }
 .outcome.denied, .outcome.refused, .outcome.expired { color: #b91c1c; }
 .outcome.revoked, .outcome.ended { color: #15803d; }
 .note { font-size: .9rem; opacity: .8; }

@@ -6,6 +6,14 @@
  * (mode 0600; never a private key) and stops. When the file already holds
  * approvers, the page first asks for an existing approver's passkey.
  *
+ * With a quorum of N > 1 (`approversRequired`, or the N the file records from an earlier enrolment
+ * with a quorum, whichever is larger) one existing approver is not enough: the page asks for the
+ * passkeys of N distinct existing approvers (distinct names and credentials; each opens the same
+ * link on their own device), N for each principal the new approver gets, or all of that
+ * principal's approvers while it has fewer than N. Only then does the next press of
+ * "Enrol passkey" register the new passkey, and the file records N, so a later enrolment without
+ * the option still needs N. One person holding one passkey cannot enrol a second name alone.
+ *
  * The ceremonies' checks are in `webauthn.ts`, the listener in `listener.ts`, the page's frame in
  * `html.ts`; the challenges and counters of one enrolment live in a `MemoryLedger`.
  *
@@ -16,7 +24,15 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConfigError } from '../errors.js';
 import { MemoryLedger } from '../store/memory.js';
-import { checkApproverName, readApprovers, writeApprovers, type Approver, type ApproversFile } from './approvers.js';
+import {
+  approversFor,
+  checkApproverName,
+  readApprovers,
+  writeApprovers,
+  type Approver,
+  type ApproversFile,
+} from './approvers.js';
+import { MAX_APPROVALS_REQUIRED } from '../store/approvalStore.js';
 import { describePrincipal } from '../principals.js';
 import { assetAt, escapeHtml, layout } from './html.js';
 import { hostMatches, hostnameMatches, listenLoopback, originMatches, readJson, send, sendJson } from './listener.js';
@@ -63,6 +79,13 @@ export interface EnrollOptions {
   onUrl: (url: string, port: number) => void;
   /** Diagnostics (stderr). */
   onLog?: (line: string) => void;
+  /**
+   * A quorum: how many distinct existing approvers must confirm this enrolment with their passkeys
+   * (1 to 16), per principal of the new approver (all of a principal's approvers while it has
+   * fewer). The larger of this and the file's recorded `approversRequired` applies, and is recorded
+   * in the file when above 1. Defaults to 1 (one existing approver, as without a quorum).
+   */
+  approversRequired?: number;
 }
 
 /**
@@ -74,8 +97,8 @@ export interface EnrollOptions {
  *   `ERR_CONFIG_RP_ID` (the file was made for another RP ID), `ERR_CONFIG_APPROVER_EXISTS` (`name`
  *   exists without `replace`), `ERR_CONFIG_LISTEN` (the port is taken), `ERR_CONFIG_ENROLL_TIMEOUT`
  *   (no registration arrived within `timeoutSeconds`).
- * @throws {RangeError} when `principals` is empty or holds an empty string, or `timeoutSeconds` is
- *   not a whole number from 1 to 86,400.
+ * @throws {RangeError} when `principals` is empty or holds an empty string, `timeoutSeconds` is
+ *   not a whole number from 1 to 86,400, or `approversRequired` not one from 1 to 16.
  */
 export async function enrollApprover(options: EnrollOptions): Promise<Approver> {
   const name = checkApproverName(options.name);
@@ -88,7 +111,11 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   if (!Number.isSafeInteger(timeoutSeconds) || timeoutSeconds <= 0 || timeoutSeconds > 86_400) {
     throw new RangeError('timeoutSeconds must be a whole number of seconds from 1 to 86400');
   }
+  const asked = options.approversRequired ?? 1;
+  if (!Number.isSafeInteger(asked) || asked < 1 || asked > MAX_APPROVALS_REQUIRED)
+    throw new RangeError(`approversRequired must be a whole number from 1 to ${MAX_APPROVALS_REQUIRED}`);
   const existing: ApproversFile = await readApprovers(options.approversPath, RP_ID);
+  const quorum = Math.max(asked, existing.approversRequired ?? 1);
   if (existing.rpId !== RP_ID) {
     throw new ConfigError(
       'ERR_CONFIG_RP_ID',
@@ -106,8 +133,19 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
   const log = options.onLog ?? (() => {});
   const secret = randomBytes(24).toString('base64url');
   const challenges = new MemoryLedger();
-  // With approvers already enrolled, one of them must approve this enrolment first.
+  // With approvers already enrolled, one of them (with a quorum, enough distinct ones) must approve this enrolment first.
   let authorized = existing.approvers.length === 0;
+  const authorisers: Approver[] = [];
+  /** With a quorum: how many more distinct approvers must confirm (0: enough). */
+  const stillNeeded = (): number => {
+    let most = authorisers.length === 0 ? 1 : 0;
+    for (const p of principals) {
+      const needed = Math.min(quorum, approversFor(existing, p).length);
+      const have = authorisers.filter((a) => a.principals.includes(p)).length;
+      most = Math.max(most, needed - have);
+    }
+    return most;
+  };
   let registering = false;
   let finish!: (result: { ok: true; approver: Approver } | { ok: false; error: ConfigError }) => void;
   const finished = new Promise<{ ok: true; approver: Approver } | { ok: false; error: ConfigError }>(
@@ -156,7 +194,13 @@ export async function enrollApprover(options: EnrollOptions): Promise<Approver> 
 <dt>May approve for</dt><dd>${principals.map((p) => escapeHtml(describePrincipal(p))).join('<br>')}</dd>
 <dt>Approvers file</dt><dd><code>${escapeHtml(options.approversPath)}</code></dd>
 </dl>
-${existing.approvers.length > 0 ? '<p class="note">This file already holds approvers: one of them must first confirm with their passkey.</p>' : ''}
+${
+  existing.approvers.length === 0
+    ? ''
+    : quorum > 1
+      ? `<p class="note" id="quorum">This file requires ${quorum} distinct existing approvers to confirm first, each with their own passkey: each opens this link on their device and presses "Enrol passkey". The new passkey is then created by the press after the last one.</p>`
+      : '<p class="note">This file already holds approvers: one of them must first confirm with their passkey.</p>'
+}
 <div class="actions"><button id="enroll" type="button">Enrol passkey</button></div>
 <p id="outcome" class="outcome" role="status"></p>`;
       return send(
@@ -203,6 +247,28 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
       } catch (e) {
         return refuse(res, 403, `the passkey assertion did not verify (${libraryReason(e)})`);
       }
+      if (quorum > 1) {
+        if (authorized) return refuse(res, 409, 'this enrolment is already authorized');
+        if (authorisers.some((a) => a.name === approver.name || a.credentialId === approver.credentialId))
+          return refuse(
+            res,
+            409,
+            `${approver.name} has already confirmed this enrolment: another approver must confirm it with their own passkey`,
+          );
+        authorisers.push(approver);
+        const left = stillNeeded();
+        const names = authorisers.map((a) => a.name).join(', ');
+        if (left > 0) {
+          log(`enrolment confirmed by approver ${approver.name}; ${left} more needed`);
+          return sendJson(res, 200, {
+            outcome: 'counted',
+            message: `confirmed by ${names}; ${left} more existing approver${left === 1 ? '' : 's'} must confirm on their own device`,
+          });
+        }
+        authorized = true;
+        log(`enrolment authorized by approvers ${names}`);
+        return sendJson(res, 200, { outcome: 'authorized', message: `authorized by ${names}` });
+      }
       authorized = true;
       log(`enrolment authorized by approver ${approver.name}`);
       return sendJson(res, 200, { outcome: 'authorized', message: `authorized by ${approver.name}` });
@@ -233,10 +299,12 @@ ${existing.approvers.length > 0 ? '<p class="note">This file already holds appro
         registering = false;
         return refuse(res, 409, 'this passkey is already enrolled');
       }
+      const recorded = Math.max(quorum, current.approversRequired ?? 1);
       await writeApprovers(options.approversPath, {
         version: 1,
         rpId: RP_ID,
         approvers: [...current.approvers.filter((a) => a.name !== name), approver],
+        ...(recorded > 1 ? { approversRequired: recorded } : {}),
       });
       res.once('finish', () => finish({ ok: true, approver }));
       sendJson(res, 200, { outcome: 'enrolled', message: `passkey of ${name} saved; you can close this page` });

@@ -21,6 +21,7 @@ export {
   readApprovers,
   writeApprovers,
   approversFor,
+  checkApproversRequired,
   type Approver,
   type ApproversFile,
 } from './approvers.js';
@@ -30,7 +31,11 @@ export { parsePublicUrl } from './publicUrl.js';
 export { ConfigError, type ConfigErrorCode } from '../errors.js';
 export {
   isApprovalStore,
+  MAX_APPROVALS_REQUIRED,
   type ApprovalStore,
+  type ApprovalVote,
+  type CountedApproval,
+  type CountOutcome,
   type ApprovalRecord,
   type ApprovalScope,
   type ApprovalDecision,

@@ -13,7 +13,10 @@
  *   assertion (exact origin with port, RP ID, challenge, user verified) against the approvers
  *   allowed for the principal, moves the signature counter forward atomically, then has the
  *   approval recorded approved with the approver's name and credential id.
- * - `POST /approve/ID/deny`: has it recorded declined. With {@link PageOptions.denyNeedsPasskey}
+ *   With a quorum (the record's `approvalsRequired` N > 1), each verified assertion is counted
+ *   instead (`PageOptions.count`): an approver counts once (by name and credential), the page shows
+ *   `K of N approvals` with who approved so far, and the N-th distinct approver approves it.
+ * - `POST /approve/ID/deny`: has it recorded declined (with a quorum too: one Deny ends it). With {@link PageOptions.denyNeedsPasskey}
  *   (notifications on: the link may reach people who are not approvers), only with a WebAuthn
  *   assertion of an approver allowed for the principal, over a challenge from
  *   `POST /approve/ID/deny/options` (kept apart from the approve challenges, so an assertion made
@@ -48,7 +51,14 @@ import {
   newChallenge,
   verifyAssertion,
 } from './webauthn.js';
-import type { ApprovalRecord, ApprovalScope, ApprovalStore, DecideOutcome } from '../store/approvalStore.js';
+import type {
+  ApprovalRecord,
+  ApprovalScope,
+  ApprovalStore,
+  ApprovalVote,
+  CountOutcome,
+  DecideOutcome,
+} from '../store/approvalStore.js';
 import type { GrantStore } from '../store/grantStore.js';
 import { renderValue } from '../prompt/render.js';
 import { jwtPrincipalParts } from '../principals.js';
@@ -73,6 +83,8 @@ export interface ApprovalView {
 /** Something worth a line on stderr. Never carries secrets. */
 export type ApprovalEvent =
   | { type: 'approval-approved'; approver: string; scope?: ApprovalScope }
+  /** With a quorum: `approver`'s approval was counted, `approvals` of `required` so far (not yet approved). */
+  | { type: 'approval-counted'; approver: string; approvals: number; required: number }
   /** Denied on the page; `approver` when Deny needed a passkey ({@link PageOptions.denyNeedsPasskey}). */
   | { type: 'approval-declined'; approver?: string }
   | { type: 'approval-refused'; reason: string }
@@ -121,6 +133,11 @@ export interface PageOptions {
    * may deny).
    */
   denyNeedsPasskey?: boolean;
+  /**
+   * Counts one approver's approval of a quorum (at the time of the call), and wakes whoever waits
+   * when it completes it; the store's outcome. Defaults to the store's `countApproval`.
+   */
+  count?: (id: string, vote: ApprovalVote) => Promise<CountOutcome>;
   /** Diagnostics (stderr); must not throw. */
   emit: (event: ApprovalEvent) => void;
   /** Told of each grant revoked on the page, after the store revoked it (e.g. to write its audit line); awaited; must not throw. */
@@ -155,6 +172,7 @@ export class ApprovalPage {
   readonly #behindPublicUrl: boolean;
   readonly #now: () => number;
   readonly #decide: PageOptions['decide'];
+  readonly #count: NonNullable<PageOptions['count']>;
   readonly #emit: PageOptions['emit'];
   readonly #revoked: PageOptions['revoked'];
   readonly #denyNeedsPasskey: boolean;
@@ -167,6 +185,7 @@ export class ApprovalPage {
     this.#behindPublicUrl = options.behindPublicUrl;
     this.#now = options.now;
     this.#decide = options.decide;
+    this.#count = options.count ?? ((id, vote) => options.store.countApproval(id, vote, options.now()));
     this.#emit = options.emit;
     this.#revoked = options.revoked;
     this.#denyNeedsPasskey = options.denyNeedsPasskey === true;
@@ -282,7 +301,7 @@ export class ApprovalPage {
 <dt>Tool</dt><dd>${questionHtml(renderValue(view.tool, UNCUT))}</dd>
 <dt>Time left</dt><dd id="time-left" data-seconds="${Math.max(0, Math.floor((record.expiresAtMs - nowMs) / 1000))}">${minutes(record.expiresAtMs - nowMs)}</dd>
 </dl>
-<p class="question" id="question">${questionHtml(view.question)}</p>
+<p class="question" id="question">${questionHtml(view.question)}</p>${quorumHtml(record)}
 <h2>Every value, uncut</h2>
 <ul class="values" id="values">
 ${values}
@@ -293,7 +312,7 @@ ${
     : offered === undefined
       ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <p id="outcome" class="outcome" role="status"></p>
-<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it.</p>${this.#denyNote()}`
+<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it${(record.approvalsRequired ?? 1) > 1 ? ` after ${record.approvalsRequired} distinct approvers have approved` : ''}.</p>${this.#denyNote()}`
       : `<div class="actions"><button id="approve" type="button">Approve this call</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <div class="grant-offer">
 <button id="approve-grant" type="button" aria-describedby="grant">Approve and allow similar calls</button>
@@ -477,6 +496,10 @@ ${
     // 5. Only then: approved, once, with who approved and what (this call, or also the offered grant).
     const offered = typeof (JSON.parse(record.view) as ApprovalView).grant === 'string';
     const scope: ApprovalScope = chosen === 'grant' && offered ? 'grant' : 'call';
+    // With a quorum this approver is counted (once), and only the last of N distinct ones approves.
+    const required = record.approvalsRequired ?? 1;
+    if (required > 1)
+      return this.#counted(id, { approver: approver.name, credentialId: approver.credentialId, scope }, required);
     const outcome = await this.#decide(id, {
       status: 'approved',
       approver: approver.name,
@@ -493,6 +516,51 @@ ${
           : `approved by ${approver.name}; the tool call runs once when the client retries it`,
     });
   }
+
+  /** Counts one verified approver's approval of a quorum of `required`, and answers what it did. */
+  async #counted(id: string, vote: ApprovalVote, required: number): Promise<Answer> {
+    const outcome = await this.#count(id, vote);
+    if (outcome === 'already-counted')
+      return this.#refuse(
+        409,
+        `${vote.approver} has already approved this call: another approver must approve it with their own passkey`,
+      );
+    if (outcome !== 'approved' && outcome !== 'counted')
+      return this.#refuse(409, 'this approval was already decided or has expired');
+    const now = await this.#store.approvalById(id, this.#now());
+    const approvals = now?.approvals ?? [];
+    const names = approvals.map((a) => a.approver).join(', ');
+    if (outcome === 'counted') {
+      this.#emit({ type: 'approval-counted', approver: vote.approver, approvals: approvals.length, required });
+      return json(200, {
+        outcome: 'counted',
+        message: `${approvals.length} of ${required} approvals (by ${names}): the call waits for ${required - approvals.length} more approver${required - approvals.length === 1 ? '' : 's'}, each with their own passkey`,
+      });
+    }
+    const scope = now?.scope ?? 'call';
+    this.#emit({ type: 'approval-approved', approver: names, scope });
+    return json(200, {
+      outcome: 'approved',
+      message: `${required} of ${required} approvals: approved by ${names}; the tool call runs once when the client retries it${scope === 'grant' ? ', and the grant is created then (reload this page to see it and revoke it)' : ''}`,
+    });
+  }
+}
+
+/**
+ * The line of a quorum's page: `K of N approvals`, and who approved so far (escaped). Empty
+ * without a quorum.
+ */
+function quorumHtml(record: ApprovalRecord): string {
+  const required = record.approvalsRequired ?? 1;
+  if (required <= 1) return '';
+  const names = (record.approvals ?? []).map((a) => escapeHtml(a.approver));
+  const so = names.length === 0 ? 'none yet' : `by ${names.join(', ')}`;
+  const need =
+    record.status === 'pending'
+      ? ` ${required} distinct approvers must approve, each with their own passkey; one Deny ends it.`
+      : '';
+  return `
+<p class="quorum" id="quorum"><strong id="quorum-count">${names.length} of ${required} approvals</strong> (${so}).${need}</p>`;
 }
 
 /** One request of the page, whatever server carried it. */

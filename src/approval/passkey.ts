@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ApproversFile } from './approvers.js';
+import { checkApproversRequired, type ApproversFile } from './approvers.js';
 import { listenLoopback, send, type LoopbackListener } from './listener.js';
 import {
   ApprovalPage,
@@ -32,7 +32,7 @@ import {
   type PageDecision,
 } from './page.js';
 import { parsePublicUrl } from './publicUrl.js';
-import type { ApprovalRecord, DecideOutcome } from '../store/approvalStore.js';
+import type { ApprovalRecord, ApprovalVote, CountOutcome, DecideOutcome } from '../store/approvalStore.js';
 import type { ApprovalDecision as NoticeDecision, ApprovalNotice } from '../notify/notice.js';
 import { Notifier } from '../notify/notifier.js';
 import type { NotifyChannel } from '../notify/spec.js';
@@ -71,6 +71,16 @@ export interface PasskeyApprovalOptions {
   pollIntervalMs?: number;
   /** Diagnostics (stderr). Defaults to none. */
   onEvent?: (event: ApprovalEvent) => void;
+  /**
+   * A quorum: how many distinct enrolled approvers (distinct names and credentials) allowed for the
+   * calling principal must approve a call on the page before it acts, a whole number from 1 to
+   * `MAX_APPROVALS_REQUIRED` (16); one Deny still ends it. A number applies to every call, and
+   * {@link PasskeyApproval.start} checks it against the approvers
+   * (`checkApproversRequired`); a function is asked per tool name when each approval opens (the
+   * proxy's per-tool quorum), and its caller checks its largest value against the approvers
+   * before starting. Defaults to 1 (one approver, as without this option).
+   */
+  approversRequired?: number | ((tool: string) => number);
   /**
    * Notifications (`src/notify/`, docs/notifications.md): each approval opened is sent to the
    * channels as `approval.requested`, and its outcome as `approval.decided` (`approved`, `declined`,
@@ -118,6 +128,7 @@ export class PasskeyApproval {
   readonly #decided = new EventEmitter();
   readonly #revokedListeners = new Set<(event: GrantRevokedOnPage) => Promise<void> | void>();
   readonly #page: ApprovalPage;
+  readonly #required: (tool: string) => number;
   #listener: LoopbackListener | undefined;
   /** The notifier of `notify` (undefined without channels), whether this approval made it (and closes it), and the question's inclusion. */
   readonly #notifier: Notifier | undefined;
@@ -155,6 +166,8 @@ export class PasskeyApproval {
     this.#notifier = notify.notifier;
     this.#ownsNotifier = notify.owned;
     this.#includeQuestion = notify.includeQuestion;
+    const required = options.approversRequired ?? 1;
+    this.#required = typeof required === 'number' ? () => required : required;
     this.#page = new ApprovalPage({
       store: this.store,
       approvers: options.approvers,
@@ -165,6 +178,7 @@ export class PasskeyApproval {
       now: this.#now,
       decide: (id, decision) => this.#record(id, decision),
       denyNeedsPasskey: this.#notifier !== undefined,
+      count: (id, vote) => this.#count(id, vote),
       emit: this.#emit,
       revoked: async (event) => {
         for (const listener of [...this.#revokedListeners]) {
@@ -189,7 +203,10 @@ export class PasskeyApproval {
    *   `parseNotifySpec`) or `{ to, includeQuestion }` of one of those.
    * @throws {ConfigError} `ERR_CONFIG_RP_ID` when the approvers were enrolled for another RP ID (the
    *   message names them); `ERR_CONFIG_PUBLIC_URL` when `publicUrl` is not an http(s) origin with a
-   *   DNS host name; `ERR_CONFIG_LISTEN` naming the address when either loopback address is taken.
+   *   DNS host name; `ERR_CONFIG_LISTEN` naming the address when either loopback address is taken;
+   *   `ERR_CONFIG_APPROVERS_REQUIRED` when a numeric `approversRequired` exceeds the approvers
+   *   enrolled for a principal.
+   * @throws {RangeError} when a numeric `approversRequired` is not a whole number from 1 to 16.
    * @example
    * const approval = await PasskeyApproval.start({ store, approvers: await loadApproversForServer(path, roots) });
    * const confirmation = await createConfirmation({ approval }); // its jtis in approval.store too
@@ -198,6 +215,8 @@ export class PasskeyApproval {
     const wait = options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
     if (!Number.isSafeInteger(wait) || wait < 0 || wait > 3_600)
       throw new RangeError('waitSeconds must be a whole number of seconds from 0 to 3600');
+    if (typeof options.approversRequired === 'number')
+      checkApproversRequired(options.approvers, options.approversRequired);
     const notify = notifySetup(options.notify);
     const publicUrl = options.publicUrl === undefined ? undefined : parsePublicUrl(String(options.publicUrl));
     const rpId = publicUrl?.hostname ?? 'localhost';
@@ -236,8 +255,11 @@ export class PasskeyApproval {
   /**
    * Opens a pending approval for a `jti` (one per `jti`, with a fresh random id). With `notify`,
    * queues `approval.requested` (never waiting for it) and watches for its expiry.
+   * Opens a pending approval for a `jti` (one per `jti`, with a fresh random id), needing the
+   * approvals of `approversRequired` distinct approvers for its tool (`view.tool`).
    *
-   * @throws {RangeError} when the `jti` already has one.
+   * @throws {RangeError} when the `jti` already has one, or the quorum for its tool is not a whole
+   *   number from 1 to 16.
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
    */
   async open(
@@ -252,6 +274,7 @@ export class PasskeyApproval {
         principal: input.principal,
         view: JSON.stringify(input.view),
         expiresAtMs: input.expiresAtMs,
+        ...this.#quorum(input.view.tool),
       },
       nowMs,
     );
@@ -403,6 +426,19 @@ export class PasskeyApproval {
   /** Answers one request of the page (`node:http`, the stdio loopback listener). */
   handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     return this.#page.handle(req, res);
+  }
+
+  /** The quorum of a tool's approvals, as a new approval's `approvalsRequired` (none for 1). */
+  #quorum(tool: string): { approvalsRequired?: number } {
+    const n = this.#required(tool);
+    return n === 1 ? {} : { approvalsRequired: n };
+  }
+
+  /** Counts one approver's approval of a quorum; when it completes it, wakes whoever waits for it in this process. */
+  async #count(id: string, vote: ApprovalVote): Promise<CountOutcome> {
+    const outcome = await this.store.countApproval(id, vote, this.#now());
+    if (outcome === 'approved') this.#decided.emit(id);
+    return outcome;
   }
 
   /** Records the page's decision on the approval `id` (once), then wakes whoever waits for it in this process. */

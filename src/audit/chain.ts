@@ -89,8 +89,16 @@ export interface AuditDecision {
   code: string | null;
   /** How many states were refused (only `states-refused`). */
   count: number | null;
-  /** With passkey approval: the enrolled approver whose passkey approved (only `confirmed`), else `null`. */
+  /**
+   * With passkey approval: the enrolled approver whose passkey approved (only `confirmed`), else
+   * `null`. With a quorum: every approver's name, joined by `, ` in the order they approved.
+   */
   approver: string | null;
+  /**
+   * With a quorum (N > 1 approvers): every approver's name, in the order they approved, only on
+   * the `confirmed` line (absent from every other line, and without a quorum).
+   */
+  approvers?: string[];
   /** The grant's or plan's id, only on the grant and plan lines (absent from every other line). */
   grant?: string;
 }

@@ -1,7 +1,7 @@
 /**
  * The approval flags shared by `mcp-confirm` (serving `delete_file`) and `mcp-confirm proxy`:
- * `--approval form|passkey`, `--approvers`, `--approval-port`, `--approval-wait` and `--public-url`,
- * and the notification flags of passkey approval (`--notify SPEC`, repeatable,
+ * `--approval form|passkey`, `--approvers`, `--approval-port`, `--approval-wait`, `--public-url` and
+ * `--approvers-required`, and the notification flags of passkey approval (`--notify SPEC`, repeatable,
  * `--notify-secret-file PATH`, `--notify-include-question`; docs/notifications.md), one set of
  * rules and messages for both (README, "Passkey approval"). Free of the WebAuthn and HTTP server
  * modules, so parsing loads neither.
@@ -10,6 +10,7 @@
  */
 import { allowedHostnames } from '../http/bind.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
+import { MAX_APPROVALS_REQUIRED } from '../store/approvalStore.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
 import { parseNotifySpec, type NotifyChannel } from '../notify/spec.js';
 import { asUsageError, UsageError, type FlagValues } from './common.js';
@@ -25,6 +26,7 @@ export const APPROVAL_OPTIONS = {
   notify: { type: 'string', multiple: true },
   'notify-secret-file': { type: 'string' },
   'notify-include-question': { type: 'boolean' },
+  'approvers-required': { type: 'string' },
 } as const;
 
 type ApprovalValues = FlagValues<typeof APPROVAL_OPTIONS>;
@@ -44,6 +46,11 @@ export interface ApprovalFlags {
   notify: NotifyChannel[];
   /** `--notify-include-question`: the notices carry the rendered question. */
   notifyIncludeQuestion: boolean;
+  /**
+   * `--approvers-required N`: how many distinct approvers must approve each call on the page
+   * (1 to 16; default 1). The proxy's policy may ask more per tool (`quorum`), never fewer.
+   */
+  approversRequired: number;
 }
 
 /**
@@ -108,6 +115,8 @@ export function parseApprovalFlags(
   ) {
     throw new UsageError('--approvers, --approval-port, --approval-wait and --public-url need --approval passkey');
   }
+  if (approval === 'form' && values['approvers-required'] !== undefined)
+    throw new UsageError('--approvers-required needs --approval passkey (a quorum of enrolled approvers on the page)');
   let publicUrl: URL | undefined;
   if (approval === 'passkey' && http === undefined && values['public-url'] !== undefined) {
     throw new UsageError(
@@ -145,6 +154,10 @@ export function parseApprovalFlags(
         : wholeNumber('--approval-wait', values['approval-wait'], 0, 3_600),
     publicUrl,
     ...parseNotifyFlags(values, approval, env),
+    approversRequired:
+      values['approvers-required'] === undefined
+        ? 1
+        : wholeNumber('--approvers-required', values['approvers-required'], 1, MAX_APPROVALS_REQUIRED),
   };
 }
 

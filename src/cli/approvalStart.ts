@@ -9,7 +9,7 @@
  * @module
  */
 import { isConfirmStore, type ConfirmStore } from '../store/confirmStore.js';
-import { loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
+import { checkApproversRequired, loadApproversForServer, type ApproversFile } from '../approval/approvers.js';
 import { describePrincipal } from '../principals.js';
 import { PasskeyApproval, type ApprovalEvent } from '../approval/passkey.js';
 import { Notifier } from '../notify/notifier.js';
@@ -33,6 +33,8 @@ export interface ApprovalStartOptions {
    * start-up when no approver could approve any call this server will see.
    */
   authIssuer?: string | undefined;
+  /** A per-tool quorum (the proxy's policy); defaults to `--approvers-required` for every call. */
+  quorum?: { forTool: (tool: string) => number; largest: number } | undefined;
 }
 
 /**
@@ -67,7 +69,8 @@ export function unusableApproversWarning(approvers: ApproversFile, authIssuer: s
  * @param flags - from {@link parseApprovalFlags} with `approval: 'passkey'`.
  * @throws {UsageError} (exit 2) when the ledger cannot hold approvals, the approvers file is
  *   missing, empty, unsafe, inside a forbidden directory or enrolled for another RP ID (naming the
- *   approvers), or the loopback port cannot be bound.
+ *   approvers), a principal has fewer approvers than the quorum (`--approvers-required`, or the
+ *   largest of the proxy policy's `quorum`), or the loopback port cannot be bound.
  */
 export async function startPasskeyApproval(
   flags: ApprovalFlags,
@@ -80,6 +83,21 @@ export async function startPasskeyApproval(
     const approvers = await loadApproversForServer(flags.approvers, options.forbiddenDirs);
     const unusable = unusableApproversWarning(approvers, options.authIssuer);
     if (unusable !== undefined) options.warn(unusable);
+    // A quorum the approvers cannot meet would refuse every call: a start-up error instead.
+    const quorum = options.quorum;
+    if (quorum !== undefined) {
+      try {
+        checkApproversRequired(approvers, quorum.largest);
+      } catch (e) {
+        throw asUsageError(e, '--policy quorum: ');
+      }
+    } else if (flags.approversRequired > 1) {
+      try {
+        checkApproversRequired(approvers, flags.approversRequired);
+      } catch (e) {
+        throw asUsageError(e, '--approvers-required: ');
+      }
+    }
     // --notify: one notifier for the page's approvals; its reports (channels by kind and origin only) on stderr.
     const notify =
       flags.notify.length === 0
@@ -96,6 +114,7 @@ export async function startPasskeyApproval(
       waitSeconds: flags.approvalWaitSeconds,
       onEvent: options.onEvent,
       ...notify,
+      approversRequired: quorum?.forTool ?? flags.approversRequired,
     };
     if (flags.publicUrl !== undefined) {
       if (flags.publicUrl.protocol === 'http:' && !isLocalhostName(flags.publicUrl.hostname)) {

@@ -55,6 +55,7 @@ export async function runApprovers(command: ApproversCommand): Promise<number> {
           ...(command.publicUrl !== undefined ? { publicUrl: command.publicUrl } : {}),
           principals: command.principals,
           timeoutSeconds: command.timeoutSeconds,
+          ...(command.approversRequired > 1 ? { approversRequired: command.approversRequired } : {}),
           onUrl: (url, port) => {
             process.stdout.write(`${url}\n`);
             const where = command.publicUrl

@@ -6,6 +6,7 @@
  */
 import { DEFAULT_ENROLL_TIMEOUT_SECONDS } from '../defaults.js';
 import { jwtPrincipalFor } from '../principals.js';
+import { MAX_APPROVALS_REQUIRED } from '../store/approvalStore.js';
 import { APPROVAL_OPTIONS, checkedPublicUrl, wholeNumber } from './approvalArgs.js';
 import { UsageError, type FlagValues } from './common.js';
 
@@ -22,6 +23,8 @@ export interface ApproversEnrollCommand {
   publicUrl: URL | undefined;
   /** The principal strings the approver may approve for (`local` without `--principal`). */
   principals: string[];
+  /** `--approvers-required N`: how many existing approvers must confirm (1 when not given; the file's recorded N applies too). */
+  approversRequired: number;
 }
 
 /** `mcp-confirm approvers list|remove`. */
@@ -39,6 +42,7 @@ export const APPROVERS_ENROLL_OPTIONS = {
   replace: { type: 'boolean' },
   'public-url': APPROVAL_OPTIONS['public-url'],
   principal: { type: 'string', multiple: true },
+  'approvers-required': APPROVAL_OPTIONS['approvers-required'],
 } as const;
 
 /** The option table of `approvers list`. */
@@ -73,7 +77,7 @@ function approversPath(values: { approvers?: string }): string {
  *
  * @param principals - the `--principal ISS SUB` pairs, in the order given.
  * @throws {UsageError} without `--approvers` or `--name`; for an ISS that is not an http(s) URL, an
- *   empty or ill-formed SUB, a bad `--port`, `--timeout` or `--public-url`.
+ *   empty or ill-formed SUB, a bad `--port`, `--timeout`, `--public-url` or `--approvers-required`.
  */
 export function parseApproversEnroll(
   values: FlagValues<typeof APPROVERS_ENROLL_OPTIONS>,
@@ -109,6 +113,10 @@ export function parseApproversEnroll(
     replace: values.replace ?? false,
     publicUrl: values['public-url'] === undefined ? undefined : checkedPublicUrl(values['public-url']),
     principals: tags.length > 0 ? [...new Set(tags)] : ['local'],
+    approversRequired:
+      values['approvers-required'] === undefined
+        ? 1
+        : wholeNumber('--approvers-required', values['approvers-required'], 1, MAX_APPROVALS_REQUIRED),
   };
 }
 

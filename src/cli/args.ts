@@ -60,14 +60,14 @@ export const USAGE = `Usage:
               [--key-file PATH] [--ledger memory|sqlite:PATH|redis://HOST:PORT[/DB]]
               [--approval form|passkey] [--approvers PATH] [--approval-port PORT]
               [--approval-wait SECONDS] [--grants same-directory|subtree] [--grant-max-uses N]
-              [--grant-max-seconds SECONDS] [--plans]
+              [--grant-max-seconds SECONDS] [--plans] [--approvers-required N]
               [--notify SPEC ... [--notify-secret-file PATH] [--notify-include-question]]
       Serve the confirmed delete_file tool over stdio (MCP 2026-07-28 and 2025-11-25).
   mcp-confirm --root DIR ... --http HOST:PORT [HTTP options] --approval passkey --approvers PATH
               --public-url URL [--approval-wait SECONDS]
       The same over Streamable HTTP, the approval page on the same listener at URL/approve/….
   mcp-confirm approvers enroll --approvers PATH --name NAME [--port PORT] [--timeout SECONDS] [--replace]
-              [--public-url URL] [--principal ISS SUB ...]
+              [--public-url URL] [--principal ISS SUB ...] [--approvers-required N]
       Enrol a passkey: prints the enrolment page's URL (with a one-time secret) as the first line.
   mcp-confirm approvers list --approvers PATH
   mcp-confirm approvers remove --approvers PATH --name NAME
@@ -109,6 +109,10 @@ Options:
   --notify-secret-file PATH  The Standard Webhooks secret (whsec_…) of standard: channels without their own
                     (standard;secret-file=PATH:URL).
   --notify-include-question  Send the rendered question too (default: the tool, server and link only).
+  --approvers-required N  (--approval passkey; approvers enroll) A quorum: N distinct enrolled approvers
+                    (1 to 16) must approve each call on the page; one Deny ends it. Fewer than N
+                    approvers for a principal is a start-up error. For approvers enroll: enrolling
+                    another approver needs N existing approvers' passkeys (kept in the file). Default: 1.
   --grants MATCHER  Offer a grant in each question: "this call, or calls like it, for a while".
                     same-directory: any file directly in the approved file's directory; subtree: in it
                     or below it (the directory pinned by device and inode). Default: no grants.

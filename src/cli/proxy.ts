@@ -13,7 +13,15 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createConfirmation } from '../guard/confirmation.js';
 import { PLAN_TOOL } from '../guard/planSpec.js';
 import { renderValue } from '../prompt/render.js';
-import { checkGrantsAsked, EMPTY_POLICY, grantSubject, parsePolicy, type Policy } from '../proxy/policy.js';
+import {
+  checkGrantsAsked,
+  EMPTY_POLICY,
+  grantSubject,
+  largestQuorum,
+  parsePolicy,
+  quorumFor,
+  type Policy,
+} from '../proxy/policy.js';
 import { createProxy } from '../proxy/server.js';
 import { shownUrl, Upstream } from '../proxy/upstream.js';
 import { asUsageError, notifyWords, UsageError } from './common.js';
@@ -60,7 +68,17 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
       `--policy ${command.policyPath}: ${grantSubject(PLAN_TOOL)}: with --plans, ${PLAN_TOOL} is the proxy's own tool, which approves plans and is never granted`,
     );
   // Tool and approver names in diagnostics are untrusted text: rendered like the question's.
-  const runtime = await openRuntime(command, { log, events: eventLogger(log, 'forwarded', renderValue) });
+  // Passkey approval: each tool's quorum is the largest of the policy's matching globs, never below --approvers-required.
+  const floor = command.approval.approversRequired;
+  if ((policy.quorum?.length ?? 0) > 0 && command.approval.approval !== 'passkey')
+    throw new UsageError(`--policy ${command.policyPath}: quorum needs --approval passkey`);
+  const runtime = await openRuntime(command, {
+    log,
+    events: eventLogger(log, 'forwarded', renderValue),
+    ...((policy.quorum?.length ?? 0) > 0
+      ? { quorum: { forTool: (tool: string) => quorumFor(policy, tool, floor), largest: largestQuorum(policy, floor) } }
+      : {}),
+  });
   const { approval } = runtime;
   // With --plans, a later call looks for an unused slot of an approved plan before it is asked.
   const confirmation = await createConfirmation({ ...(await runtime.confirmationOptions()), plans: command.plans });

@@ -19,6 +19,7 @@ export const PROXY_USAGE = `Usage:
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
                     [--approval-port PORT | --public-url URL] [--approval-wait SECONDS]
                     [--notify SPEC ... [--notify-secret-file PATH] [--notify-include-question]]
+                    [--approvers-required N]
                     [--http HOST:PORT [--auth-issuer URL --auth-jwks PATH|URL] [--resource URL]
                      [--allowed-hosts LIST] [--drain-seconds N]]
                     ( [--] COMMAND [ARG ...] | --upstream-url URL [--upstream-header 'NAME: VALUE' ...] )
@@ -46,6 +47,9 @@ Options:
                             like it (MATCHER: exact, any, same-directory, subtree, at-most; an argument
                             not named is exact; maxUses default 20, maxSeconds default 900). The path
                             matchers compare the text of paths only: they pin no directory.
+                            "quorum": {"GLOB": N} (with --approval passkey): N distinct approvers
+                            must approve a matching tool's call; the largest matching glob applies,
+                            never below --approvers-required.
   --confirm-unnamed         Ask for every tool the policy does not name, whatever its annotations.
   --plans                   Add the tool confirm_plan: an agent lists several calls of confirmed tools,
                             the human approves them with one question, and each listed call is then
@@ -63,8 +67,8 @@ Options:
                             a larger call is refused (ERR_CONFIRM_BAD_ARGUMENT), nothing forwarded.
                             1 to 1073741824. Default: ${DEFAULT_MAX_ARGUMENT_BYTES} (1 MiB).
   --audience, --ttl, --key-file, --ledger, --audit, --approval, --approvers, --approval-port,
-  --public-url, --approval-wait, --notify, --notify-secret-file, --notify-include-question, --http,
-  --auth-issuer, --auth-jwks, --resource, --allowed-hosts,
+  --public-url, --approval-wait, --approvers-required, --notify, --notify-secret-file,
+  --notify-include-question, --http, --auth-issuer, --auth-jwks, --resource, --allowed-hosts,
   --drain-seconds           As for serving delete_file (mcp-confirm --help). --approval passkey with
                             --http needs --public-url URL: the approval page is served on the --http
                             listener at URL/approve/….`;

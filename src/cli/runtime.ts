@@ -81,6 +81,10 @@ export function eventLogger(
           return log(
             `approval page: approved by ${render(event.approver)}${event.scope === 'grant' ? ', with similar calls' : ''}`,
           );
+        case 'approval-counted':
+          return log(
+            `approval page: approved by ${render(event.approver)}, ${event.approvals} of ${event.required} approvals; waiting for more`,
+          );
         case 'grant-revoked':
           return log(`approval page: grant ${render(event.grant)} revoked`);
         case 'approval-declined':
@@ -115,6 +119,12 @@ export interface RuntimeOptions {
    * business).
    */
   forbiddenDirs?: () => Promise<readonly string[]>;
+  /**
+   * The proxy's per-tool quorum (its policy's `quorum` over `--approvers-required`): the number of
+   * approvers a tool's calls need, and the largest any tool can need (checked against the approvers
+   * at start-up). Defaults to `--approvers-required` for every call.
+   */
+  quorum?: { forTool: (tool: string) => number; largest: number };
 }
 
 /** What serving needs, opened from the flags, with one {@link close}. */
@@ -223,6 +233,7 @@ export async function openRuntime(flags: ServingFlags, options: RuntimeOptions):
         onEvent: events.approval,
         warn: log,
         authIssuer: flags.http?.auth?.issuer,
+        ...(options.quorum !== undefined ? { quorum: options.quorum } : {}),
       });
       approval = page;
       // --notify: the notifier the page sends through drains (up to 5 s) after the page has closed.

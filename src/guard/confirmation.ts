@@ -599,7 +599,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     const record = async (
       event: AuditEventName,
       trail: Trail,
-      extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'approver' | 'grant'>> = {},
+      extra: Partial<Pick<AuditDecision, 'outcome' | 'code' | 'approver' | 'approvers' | 'grant'>> = {},
     ): Promise<void> => {
       if (!audit) return;
       await audit.record({
@@ -611,6 +611,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         count: null,
         approver: extra.approver ?? null,
         ...(extra.grant !== undefined ? { grant: extra.grant } : {}),
+        ...(extra.approvers !== undefined ? { approvers: extra.approvers } : {}),
       });
     };
     /** Writes a line whose failure must not change the answer (the action already happened, or it is a refusal anyway). */
@@ -704,12 +705,16 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       trail: Trail,
       approver?: string,
       granting?: Granting,
+      approvers?: string[],
     ): Promise<CallToolResult | InputRequiredResult> => {
-      // 5. Fail closed: the "confirmed" line (with the approver) is written before anything is done; if it cannot be, nothing is.
+      // 5. Fail closed: the "confirmed" line (with the approver, or with a quorum every approver) is written
+      // before anything is done; if it cannot be, nothing is.
       await record(
         'confirmed',
         trail,
-        approver === undefined ? { outcome: 'accept' } : { outcome: 'accept', approver },
+        approver === undefined
+          ? { outcome: 'accept' }
+          : { outcome: 'accept', approver, ...(approvers !== undefined ? { approvers } : {}) },
       );
       if (granting?.created === 'created') {
         try {
@@ -875,13 +880,16 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       hooks: PlanHooks<A, F>,
       created: { id: string; plan: NewPlan; outcome: 'created' | 'full' },
       approver?: string,
+      approvers?: string[],
     ): Promise<CallToolResult> => {
       void args;
       void ctx;
       await record(
         'confirmed',
         trail,
-        approver === undefined ? { outcome: 'accept' } : { outcome: 'accept', approver },
+        approver === undefined
+          ? { outcome: 'accept' }
+          : { outcome: 'accept', approver, ...(approvers !== undefined ? { approvers } : {}) },
       );
       if (created.outcome === 'full') throw hooks.full();
       await recordAfter('plan-approved', trail, {
@@ -991,8 +999,17 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
             planHooks,
             settled.spent as Awaited<ReturnType<NonNullable<typeof planning>>>,
             settled.approver,
+            settled.approvers,
           );
-        return confirmedAct(args, claims, ctx, trail, settled.approver, settled.spent as Granting | undefined);
+        return confirmedAct(
+          args,
+          claims,
+          ctx,
+          trail,
+          settled.approver,
+          settled.spent as Granting | undefined,
+          settled.approvers,
+        );
       }
       // 3. Spend the jti atomically before acting on the answer: accept, decline and cancel all use it up.
       // An accept that takes the offered grant (form: `scope: "grant"`), or approves a plan, creates it with the spend.

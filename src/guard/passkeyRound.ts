@@ -43,7 +43,13 @@ export type Settled =
    * The `jti` is spent and an enrolled approver approved on the page, in time: act. `spent`: what
    * the caller's `spendApproved` resolved to (`undefined` without one).
    */
-  | { kind: 'approved'; approver: string; spent?: unknown };
+  | {
+      kind: 'approved';
+      approver: string;
+      spent?: unknown;
+      /** With a quorum (N > 1 approvers): every approver's name, in the order they approved. Absent otherwise. */
+      approvers?: string[];
+    };
 
 /** One tool's passkey round, made by {@link passkeyRound}. */
 export interface PasskeyRound<A, F> {
@@ -220,7 +226,8 @@ export function passkeyRound<A, F>(options: {
       return { kind: 'not-confirmed', answer: notConfirmed('decline', options.nothingDone), on: 'page' };
     // 4. Approved, but too late to redeem: spent, nothing done.
     if (!redeemable) throw new ConfirmApprovalExpiredError();
-    return { kind: 'approved', approver: record.approver, spent };
+    const quorum = (record.approvalsRequired ?? 1) > 1 ? record.approvals?.map((a) => a.approver) : undefined;
+    return { kind: 'approved', approver: record.approver, spent, ...(quorum ? { approvers: quorum } : {}) };
   };
 
   return { open, settle };

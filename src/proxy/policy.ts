@@ -2,7 +2,7 @@
  * The proxy's policy: which upstream tools are asked, passed or denied.
  *
  * A policy is JSON: `{"confirm": [GLOB, …], "allow": [GLOB, …], "deny": [GLOB, …], "grants": {TOOL:
- * ENTRY, …}}`, every key optional, no other key. A glob matches a whole tool name, case-sensitively; `*` matches any run
+ * ENTRY, …}, "quorum": {GLOB: N, …}}`, every key optional, no other key. A glob matches a whole tool name, case-sensitively; `*` matches any run
  * of characters (none included) and `?` exactly one (one UTF-16 code unit); every other character
  * matches itself. Precedence: deny > confirm > allow. A tool the policy does not name follows the
  * spec's annotation defaults (MCP 2025-11-25 and 2026-07-28, schema `ToolAnnotations`:
@@ -15,6 +15,10 @@
  * S}`). A grant is only ever offered in a question, so an entry for a tool the lists deny or allow
  * is refused here; one for a tool they do not name but whose annotations let it pass is refused at
  * start-up, against the upstream's list ({@link checkGrantsAsked}).
+ *
+ * `quorum` names, per tool-name glob, how many distinct approvers must approve a call with passkey
+ * approval (a whole number from 1 to 16): a tool's quorum is the largest of the globs that match it,
+ * and never below the command line's `--approvers-required` ({@link quorumFor}).
  *
  * @module
  */
@@ -34,7 +38,15 @@ export interface Policy {
    * ever offered (the questions and forms are exactly those without grants).
    */
   readonly grants?: ReadonlyMap<string, GrantPolicy>;
+  /**
+   * How many distinct approvers must approve, per tool-name glob, in the file's order (1 to
+   * {@link MAX_QUORUM}); absent or empty: every tool needs the default ({@link quorumFor}).
+   */
+  readonly quorum?: ReadonlyArray<readonly [glob: string, approvers: number]>;
 }
+
+/** The largest quorum a policy may ask for: 16 (the stores' `MAX_APPROVALS_REQUIRED`). */
+export const MAX_QUORUM = 16;
 
 /** The empty policy: every tool follows the annotation defaults; no grants. */
 export const EMPTY_POLICY: Policy = { confirm: [], allow: [], deny: [] };
@@ -56,7 +68,7 @@ function policyError(message: string): ConfigError {
 }
 
 const LISTS = ['confirm', 'allow', 'deny'] as const;
-const KEYS: readonly string[] = [...LISTS, 'grants'];
+const KEYS: readonly string[] = [...LISTS, 'grants', 'quorum'];
 /** Most entries in `grants`. */
 const MAX_GRANT_ENTRIES = 1000;
 /** Longest glob, in UTF-16 code units. */
@@ -79,11 +91,15 @@ const MAX_GLOBS = 1000;
  */
 export function validatePolicy(value: unknown): Policy {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw policyError('the policy must be a JSON object with the keys confirm, allow, deny and grants (each optional)');
+    throw policyError(
+      'the policy must be a JSON object with the keys confirm, allow, deny, grants and quorum (each optional)',
+    );
   }
   for (const key of Object.keys(value)) {
     if (!KEYS.includes(key)) {
-      throw policyError(`unknown key ${JSON.stringify(key)}: the policy has only confirm, allow, deny and grants`);
+      throw policyError(
+        `unknown key ${JSON.stringify(key)}: the policy has only confirm, allow, deny, grants and quorum`,
+      );
     }
   }
   const out: Record<(typeof LISTS)[number], string[]> = { confirm: [], allow: [], deny: [] };
@@ -96,16 +112,55 @@ export function validatePolicy(value: unknown): Policy {
       const where = `${list}[${i}]`;
       if (typeof glob !== 'string')
         throw policyError(`${where} must be a string (a tool-name glob), got ${glob === null ? 'null' : typeof glob}`);
-      if (glob === '') throw policyError(`${where} is empty`);
-      if (glob.length > MAX_GLOB_LENGTH) throw policyError(`${where} is longer than ${MAX_GLOB_LENGTH} characters`);
-      if (!glob.isWellFormed()) throw policyError(`${where} is not well-formed UTF-16 (a lone surrogate)`);
-      if (/\p{Cc}/u.test(glob)) throw policyError(`${where} contains a control character`);
+      checkGlob(glob, where);
       out[list].push(glob);
     });
   }
   const grants = (value as Record<string, unknown>)['grants'];
-  if (grants === undefined) return out;
-  return { ...out, grants: validateGrants(grants, out) };
+  const quorum = (value as Record<string, unknown>)['quorum'];
+  return {
+    ...out,
+    ...(grants === undefined ? {} : { grants: validateGrants(grants, out) }),
+    ...(quorum === undefined ? {} : { quorum: validateQuorum(quorum) }),
+  };
+}
+
+/** Checks one glob found at `where`. @throws {ConfigError} `ERR_CONFIG_POLICY` naming `where`. */
+function checkGlob(glob: string, where: string): void {
+  if (glob === '') throw policyError(`${where} is empty`);
+  if (glob.length > MAX_GLOB_LENGTH) throw policyError(`${where} is longer than ${MAX_GLOB_LENGTH} characters`);
+  if (!glob.isWellFormed()) throw policyError(`${where} is not well-formed UTF-16 (a lone surrogate)`);
+  if (/\p{Cc}/u.test(glob)) throw policyError(`${where} contains a control character`);
+}
+
+/** Reads the `quorum` object: each key a glob (as in the lists), each value a whole number from 1 to {@link MAX_QUORUM}. */
+function validateQuorum(value: unknown): ReadonlyArray<readonly [string, number]> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw policyError('quorum must be an object of tool-name globs to numbers of approvers');
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > MAX_GLOBS) throw policyError(`quorum has more than ${MAX_GLOBS} globs`);
+  return entries.map(([glob, n]) => {
+    const where = `quorum[${JSON.stringify(glob)}]`;
+    checkGlob(glob, where);
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_QUORUM)
+      throw policyError(`${where} must be a whole number of approvers from 1 to ${MAX_QUORUM}`);
+    return [glob, n] as const;
+  });
+}
+
+/**
+ * A tool's quorum: the largest number of the policy's `quorum` globs that match `tool`, and never
+ * below `floor` (`--approvers-required`, 1 by default); `floor` when none matches.
+ */
+export function quorumFor(policy: Policy, tool: string, floor = 1): number {
+  let n = floor;
+  for (const [glob, k] of policy.quorum ?? []) if (k > n && globMatches(glob, tool)) n = k;
+  return n;
+}
+
+/** The largest quorum any tool can have under `policy` with `floor` (what the approvers must be able to meet). */
+export function largestQuorum(policy: Policy, floor = 1): number {
+  return Math.max(floor, ...(policy.quorum ?? []).map(([, k]) => k));
 }
 
 /**

@@ -11,6 +11,10 @@
  *   or a grant) or `declined`; decided once (a second decision is refused). An
  *   approved record may then have the id of the grant its call created attached,
  *   once ({@link ApprovalStore.attachGrant}), which keeps it until the grant's expiry.
+ *   An approval opened with `approvalsRequired` N > 1 (a quorum) is approved only through
+ *   {@link ApprovalStore.countApproval}: each call adds one approver's approval to its list
+ *   (`approvals`), counting an approver once (by name and by credential id), and the N-th turns
+ *   it `approved`, naming every approver; a decline still ends it at once.
  * - a **challenge** (WebAuthn, W3C Web Authentication Level 3, §13.4.3): issued for
  *   one approval `id`, taken at most once, refused after its expiry.
  * - a **signature counter** per credential id (§6.1.1): moved forward
@@ -61,7 +65,50 @@ export interface ApprovalRecord {
   scope?: ApprovalScope;
   /** The id of the grant the approved call created, once attached ({@link ApprovalStore.attachGrant}); absent before. */
   grantId?: string;
+  /**
+   * How many distinct approvers must approve (a quorum), 2 to {@link MAX_APPROVALS_REQUIRED}, as
+   * opened. Absent for one (every approval opened without `approvalsRequired`).
+   */
+  approvalsRequired?: number;
+  /**
+   * The approvals counted so far ({@link ApprovalStore.countApproval}), oldest first, each approver
+   * once. Absent while none was counted (and on every approval decided by `decideApproval`).
+   */
+  approvals?: CountedApproval[];
 }
+
+/** One approver's approval of a quorum, as counted by {@link ApprovalStore.countApproval}. */
+export interface CountedApproval {
+  /** The approver's name. */
+  approver: string;
+  /** The approver's credential id, base64url. */
+  credentialId: string;
+  /** Unix ms at which it was counted. */
+  atMs: number;
+  /** What this approver approved (their button); absent when none was given (read as `'call'`). */
+  scope?: ApprovalScope;
+}
+
+/** One approver's approval as given to {@link ApprovalStore.countApproval}. */
+export interface ApprovalVote {
+  /** The approver's name (non-empty; never contains a comma, see `checkApproverName`). */
+  approver: string;
+  /** The approver's credential id, base64url (non-empty). */
+  credentialId: string;
+  /** What this approver approved. Defaults to none (read as `'call'`). */
+  scope?: ApprovalScope;
+}
+
+/**
+ * The outcome of {@link ApprovalStore.countApproval}: `'approved'` (this approval completed the
+ * quorum: the record is now approved), `'counted'` (counted, more are needed), `'already-counted'`
+ * (this approver, by name or credential id, was counted before: nothing changed), or, changing
+ * nothing, `'already-decided'`, `'unknown'`, `'expired'`.
+ */
+export type CountOutcome = 'approved' | 'counted' | 'already-counted' | 'already-decided' | 'unknown' | 'expired';
+
+/** The most approvers an approval can require: 16. */
+export const MAX_APPROVALS_REQUIRED = 16;
 
 /** A decision as {@link ApprovalStore.decideApproval} records it. */
 export interface ApprovalDecision {
@@ -77,8 +124,13 @@ export interface ApprovalDecision {
 /** The outcome of {@link ApprovalStore.decideApproval}. Only `'decided'` recorded the decision. */
 export type DecideOutcome = 'decided' | 'already-decided' | 'unknown' | 'expired';
 
-/** A new approval as given to {@link ApprovalStore.openApproval}. */
-export type NewApproval = Pick<ApprovalRecord, 'id' | 'jti' | 'principal' | 'view' | 'expiresAtMs'>;
+/**
+ * A new approval as given to {@link ApprovalStore.openApproval}; `approvalsRequired` (a whole number
+ * from 1 to {@link MAX_APPROVALS_REQUIRED}) defaults to 1, which stores none.
+ */
+export type NewApproval = Pick<ApprovalRecord, 'id' | 'jti' | 'principal' | 'view' | 'expiresAtMs'> & {
+  approvalsRequired?: number;
+};
 
 /**
  * Most challenges one approval (or enrolment) `id` holds at once in an {@link ApprovalStore}:
@@ -107,12 +159,28 @@ export interface ApprovalStore {
   approvalByJti(jti: string, nowMs: number): Promise<ApprovalRecord | undefined>;
 
   /**
-   * Records the page's decision, once: only a pending, unexpired approval changes.
+   * Records the page's decision, once: only a pending, unexpired approval changes. An `approved`
+   * decision on an approval that requires more than one approver changes nothing and answers
+   * `'already-decided'` (a quorum is approved only by {@link countApproval}); `declined` ends it.
    *
    * @param decision - `approved` with `approver`, `credentialId` and optionally `scope`, or
    *   `declined` (both '', any `scope` ignored).
    */
   decideApproval(id: string, decision: ApprovalDecision, nowMs: number): Promise<DecideOutcome>;
+
+  /**
+   * Counts one approver's approval, atomically: only a pending, unexpired approval changes. An
+   * approver already in its `approvals` (the same name, or the same credential id) is not counted
+   * again. The approval whose count reaches `approvalsRequired` (1 when absent) turns the record
+   * `approved` at `nowMs`, with `approver` every counted name joined by `', '` (oldest first),
+   * `credentialId` their credential ids joined by `','`, and `scope` `'grant'` when every counted
+   * approval chose it, `'call'` when any chose a scope, else none.
+   *
+   * @returns a {@link CountOutcome}; of any number of concurrent calls at most one gets `'approved'`.
+   * @throws {RangeError} when `approver` or `credentialId` is empty.
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
+   */
+  countApproval(id: string, vote: ApprovalVote, nowMs: number): Promise<CountOutcome>;
 
   /**
    * Attaches the id of the grant an approved call created to its approval, once, and keeps the
@@ -162,6 +230,7 @@ export const APPROVAL_STORE_METHODS = [
   'approvalById',
   'approvalByJti',
   'decideApproval',
+  'countApproval',
   'attachGrant',
   'putChallenge',
   'takeChallenge',
@@ -192,6 +261,84 @@ export function checkNewApproval(a: NewApproval): void {
   }
   if (!Number.isFinite(a.expiresAtMs))
     throw new RangeError('approval expiresAtMs must be a finite number of milliseconds');
+  const n = a.approvalsRequired;
+  if (n !== undefined && (!Number.isSafeInteger(n) || n < 1 || n > MAX_APPROVALS_REQUIRED))
+    throw new RangeError(`approval approvalsRequired must be a whole number from 1 to ${MAX_APPROVALS_REQUIRED}`);
+}
+
+/** The `approvalsRequired` a store keeps for a new approval: `undefined` for 1 (or none). */
+export function requiredOf(a: NewApproval): number | undefined {
+  return a.approvalsRequired !== undefined && a.approvalsRequired > 1 ? a.approvalsRequired : undefined;
+}
+
+/** Checks a vote. @throws {RangeError} naming the bad field. */
+export function checkVote(vote: ApprovalVote): void {
+  if (typeof vote.approver !== 'string' || vote.approver === '')
+    throw new RangeError('vote approver must be a non-empty string');
+  if (typeof vote.credentialId !== 'string' || vote.credentialId === '')
+    throw new RangeError('vote credentialId must be a non-empty string');
+}
+
+/**
+ * One count of {@link ApprovalStore.countApproval} on a record already read (the stores run it
+ * inside their atomic step): the outcome, and the fields to write when it changes the record.
+ */
+export function applyVote(
+  record: Pick<ApprovalRecord, 'status' | 'expiresAtMs' | 'approvalsRequired' | 'approvals'>,
+  vote: ApprovalVote,
+  nowMs: number,
+): {
+  outcome: CountOutcome;
+  write?: {
+    approvals: CountedApproval[];
+    approved?: Pick<ApprovalRecord, 'approver' | 'credentialId'> & { scope?: ApprovalScope };
+  };
+} {
+  if (nowMs >= record.expiresAtMs) return { outcome: 'expired' };
+  if (record.status !== 'pending') return { outcome: 'already-decided' };
+  const soFar = record.approvals ?? [];
+  if (soFar.some((a) => a.approver === vote.approver || a.credentialId === vote.credentialId))
+    return { outcome: 'already-counted' };
+  const scope = vote.scope === 'call' || vote.scope === 'grant' ? vote.scope : undefined;
+  const approvals: CountedApproval[] = [
+    ...soFar,
+    { approver: vote.approver, credentialId: vote.credentialId, atMs: nowMs, ...(scope ? { scope } : {}) },
+  ];
+  if (approvals.length < (record.approvalsRequired ?? 1)) return { outcome: 'counted', write: { approvals } };
+  const scopes = approvals.map((a) => a.scope);
+  const decided: ApprovalScope | undefined = scopes.every((s) => s === 'grant')
+    ? 'grant'
+    : scopes.some((s) => s !== undefined)
+      ? 'call'
+      : undefined;
+  return {
+    outcome: 'approved',
+    write: {
+      approvals,
+      approved: {
+        approver: approvals.map((a) => a.approver).join(', '),
+        credentialId: approvals.map((a) => a.credentialId).join(','),
+        ...(decided ? { scope: decided } : {}),
+      },
+    },
+  };
+}
+
+/** Parses a stored list of counted approvals (JSON text); `undefined` for none. @throws {TypeError} when malformed. */
+export function parseApprovals(text: string | null | undefined): CountedApproval[] | undefined {
+  if (text === null || text === undefined || text === '') return undefined;
+  const list = JSON.parse(text) as unknown;
+  if (!Array.isArray(list)) throw new TypeError('approvals');
+  return list.map((a: Record<string, unknown>) => {
+    if (typeof a.approver !== 'string' || typeof a.credentialId !== 'string' || typeof a.atMs !== 'number')
+      throw new TypeError('approvals');
+    return {
+      approver: a.approver,
+      credentialId: a.credentialId,
+      atMs: a.atMs,
+      ...(a.scope === 'call' || a.scope === 'grant' ? { scope: a.scope } : {}),
+    };
+  });
 }
 
 /** Checks the arguments of {@link ApprovalStore.attachGrant}. @throws {RangeError} naming the bad one. */

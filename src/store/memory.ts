@@ -17,13 +17,18 @@
 import { ConfirmCapacityError } from '../errors.js';
 import {
   checkAttachGrant,
+  applyVote,
   checkNewApproval,
+  checkVote,
+  requiredOf,
   counterAccepted,
   decidedScope,
   MAX_CHALLENGES_PER_APPROVAL,
   type ApprovalDecision,
   type ApprovalRecord,
   type ApprovalStore,
+  type ApprovalVote,
+  type CountOutcome,
   type DecideOutcome,
   type NewApproval,
 } from './approvalStore.js';
@@ -283,7 +288,16 @@ export class MemoryLedger implements ConfirmStore {
       for (const [id, r] of this.#approvals) if (nowMs >= r.expiresAtMs) this.#dropApproval(id, r);
       if (this.#approvals.size >= this.maxTotal) throw new ConfirmCapacityError('total');
     }
-    const record: ApprovalRecord = { ...approval, status: 'pending', decidedAtMs: 0, approver: '', credentialId: '' };
+    const { approvalsRequired: _n, ...fields } = approval;
+    const required = requiredOf(approval);
+    const record: ApprovalRecord = {
+      ...fields,
+      status: 'pending',
+      decidedAtMs: 0,
+      approver: '',
+      credentialId: '',
+      ...(required !== undefined ? { approvalsRequired: required } : {}),
+    };
     this.#approvals.set(approval.id, record);
     this.#approvalOfJti.set(approval.jti, approval.id);
   }
@@ -296,7 +310,7 @@ export class MemoryLedger implements ConfirmStore {
       this.#dropApproval(id, r);
       return undefined;
     }
-    return { ...r };
+    return r.approvals === undefined ? { ...r } : { ...r, approvals: r.approvals.map((a) => ({ ...a })) };
   }
 
   /** {@link ApprovalStore.approvalByJti}. */
@@ -311,6 +325,7 @@ export class MemoryLedger implements ConfirmStore {
     if (r === undefined) return 'unknown';
     if (nowMs >= r.expiresAtMs) return 'expired';
     if (r.status !== 'pending') return 'already-decided';
+    if (decision.status === 'approved' && (r.approvalsRequired ?? 1) > 1) return 'already-decided';
     r.status = decision.status;
     r.approver = decision.approver;
     r.credentialId = decision.credentialId;
@@ -318,6 +333,24 @@ export class MemoryLedger implements ConfirmStore {
     const scope = decidedScope(decision);
     if (scope !== undefined) r.scope = scope;
     return 'decided';
+  }
+
+  /** {@link ApprovalStore.countApproval}. */
+  async countApproval(id: string, vote: ApprovalVote, nowMs: number): Promise<CountOutcome> {
+    checkVote(vote);
+    const r = this.#approvals.get(id);
+    if (r === undefined) return 'unknown';
+    const { outcome, write } = applyVote(r, vote, nowMs);
+    if (write === undefined) return outcome;
+    r.approvals = write.approvals;
+    if (write.approved !== undefined) {
+      r.status = 'approved';
+      r.decidedAtMs = nowMs;
+      r.approver = write.approved.approver;
+      r.credentialId = write.approved.credentialId;
+      if (write.approved.scope !== undefined) r.scope = write.approved.scope;
+    }
+    return outcome;
   }
 
   /** {@link ApprovalStore.attachGrant}. */

@@ -142,6 +142,9 @@ import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkAttachGrant,
   checkNewApproval,
+  checkVote,
+  parseApprovals,
+  requiredOf,
   counterAccepted,
   decidedScope,
   MAX_CHALLENGES_PER_APPROVAL,
@@ -149,6 +152,8 @@ import {
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalStore,
+  type ApprovalVote,
+  type CountOutcome,
   type DecideOutcome,
   type NewApproval,
 } from './approvalStore.js';
@@ -158,8 +163,12 @@ import { DeadlineError, DeadlineRunner, type RedisCommandClient } from './redisD
 import {
   APPROVAL_ATTACH_GRANT_SCRIPT,
   APPROVAL_ATTACH_GRANT_SHA,
+  APPROVAL_COUNT_SCRIPT,
+  APPROVAL_COUNT_SHA,
   APPROVAL_DECIDE_SCRIPT,
   APPROVAL_DECIDE_SHA,
+  APPROVAL_OPEN_QUORUM_SCRIPT,
+  APPROVAL_OPEN_QUORUM_SHA,
   APPROVAL_OPEN_SCRIPT,
   APPROVAL_OPEN_SHA,
   APPROVAL_READ_SCRIPT,
@@ -540,12 +549,24 @@ export class RedisLedger implements ConfirmStore {
     checkNewApproval(approval);
     finiteMs('nowMs', nowMs);
     const px = Math.max(1, Math.ceil(approval.expiresAtMs - nowMs) + this.clockSkewMs);
-    const reply = await this.#runner.script(
-      APPROVAL_OPEN_SHA,
-      APPROVAL_OPEN_SCRIPT,
-      [this.#prefix + 'ap:' + approval.id, this.#prefix + 'apj:' + approval.jti],
-      [approval.id, approval.jti, approval.principal, approval.view, String(approval.expiresAtMs), String(px)],
-    );
+    const required = requiredOf(approval);
+    const keys = [this.#prefix + 'ap:' + approval.id, this.#prefix + 'apj:' + approval.jti];
+    const args = [
+      approval.id,
+      approval.jti,
+      approval.principal,
+      approval.view,
+      String(approval.expiresAtMs),
+      String(px),
+    ];
+    // A quorum's size is written by the same script: no step ever sees the approval without it.
+    const reply =
+      required === undefined
+        ? await this.#runner.script(APPROVAL_OPEN_SHA, APPROVAL_OPEN_SCRIPT, keys, args)
+        : await this.#runner.script(APPROVAL_OPEN_QUORUM_SHA, APPROVAL_OPEN_QUORUM_SCRIPT, keys, [
+            ...args,
+            String(required),
+          ]);
     if (reply === 'opened') return;
     if (reply === 'duplicate') throw new RangeError('approval already opened');
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to openApproval') });
@@ -574,6 +595,33 @@ export class RedisLedger implements ConfirmStore {
     );
     if (reply === 'decided' || reply === 'already-decided' || reply === 'unknown' || reply === 'expired') return reply;
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to decideApproval') });
+  }
+
+  /** {@link ApprovalStore.countApproval}: one script (pending and unexpired, each approver once). */
+  async countApproval(id: string, vote: ApprovalVote, nowMs: number): Promise<CountOutcome> {
+    checkVote(vote);
+    finiteMs('nowMs', nowMs);
+    const reply = await this.#runner.script(
+      APPROVAL_COUNT_SHA,
+      APPROVAL_COUNT_SCRIPT,
+      [this.#prefix + 'ap:' + id],
+      [
+        vote.approver,
+        vote.credentialId,
+        String(nowMs),
+        vote.scope === 'call' || vote.scope === 'grant' ? vote.scope : '',
+      ],
+    );
+    if (
+      reply === 'approved' ||
+      reply === 'counted' ||
+      reply === 'already-counted' ||
+      reply === 'already-decided' ||
+      reply === 'unknown' ||
+      reply === 'expired'
+    )
+      return reply;
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to countApproval') });
   }
 
   /** {@link ApprovalStore.attachGrant}: one script (approved, unexpired, no grant yet; else nothing changes). */
@@ -830,6 +878,8 @@ export class RedisLedger implements ConfirmStore {
         credentialId: String(o.cred),
         ...(o.scope === 'call' || o.scope === 'grant' ? { scope: o.scope } : {}),
         ...(typeof o.grant === 'string' && o.grant !== '' ? { grantId: o.grant } : {}),
+        ...(typeof o.req === 'string' && Number(o.req) > 1 ? { approvalsRequired: Number(o.req) } : {}),
+        ...(typeof o.votes === 'string' && o.votes !== '' ? { approvals: parseApprovals(o.votes)! } : {}),
       };
       if (!Number.isFinite(record.expiresAtMs) || !Number.isFinite(record.decidedAtMs)) throw new TypeError('times');
     } catch (cause) {

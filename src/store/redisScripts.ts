@@ -408,6 +408,64 @@ return 'opened'
 `;
 
 /**
+ * Open an approval that needs several approvers (a quorum): as {@link APPROVAL_OPEN_SCRIPT}, with
+ * its size in `req`, in the same step. KEYS: ap:ID, apj:JTI. ARGV: id, jti, principal, view,
+ * expiresAtMs, px, approvalsRequired.
+ */
+export const APPROVAL_OPEN_QUORUM_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 'duplicate' end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'jti', ARGV[2], 'principal', ARGV[3], 'view', ARGV[4], 'exp', ARGV[5],
+  'status', 'pending', 'dec', '0', 'approver', '', 'cred', '', 'req', ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[6])
+return 'opened'
+`;
+
+/**
+ * Count one approver's approval (the rule of \`applyVote\` in approvalStore.ts). KEYS: ap:ID.
+ * ARGV: approver, credentialId, nowMs, scope ('' for none). The list of counted approvals is the
+ * hash field \`votes\` (JSON text); the count reaching \`req\` (1 when absent) approves.
+ */
+export const APPROVAL_COUNT_SCRIPT = `
+local v = redis.call('HMGET', KEYS[1], 'status', 'exp', 'req', 'votes')
+if not v[1] then return 'unknown' end
+if tonumber(ARGV[3]) >= tonumber(v[2]) then return 'expired' end
+if v[1] ~= 'pending' then return 'already-decided' end
+local votes = {}
+if v[4] and v[4] ~= '' then votes = cjson.decode(v[4]) end
+for _, a in ipairs(votes) do
+  if a.approver == ARGV[1] or a.credentialId == ARGV[2] then return 'already-counted' end
+end
+local vote = { approver = ARGV[1], credentialId = ARGV[2], atMs = tonumber(ARGV[3]) }
+if ARGV[4] ~= '' then vote.scope = ARGV[4] end
+votes[#votes + 1] = vote
+local parts = {}
+for i, a in ipairs(votes) do
+  local p = '{"approver":' .. cjson.encode(a.approver) .. ',"credentialId":' .. cjson.encode(a.credentialId) ..
+    ',"atMs":' .. string.format('%.0f', a.atMs)
+  if a.scope then p = p .. ',"scope":' .. cjson.encode(a.scope) end
+  parts[i] = p .. '}'
+end
+local text = '[' .. table.concat(parts, ',') .. ']'
+local req = tonumber(v[3] or '1') or 1
+if #votes < req then
+  redis.call('HSET', KEYS[1], 'votes', text)
+  return 'counted'
+end
+local names, creds, all, any = {}, {}, true, false
+for i, a in ipairs(votes) do
+  names[i] = a.approver
+  creds[i] = a.credentialId
+  if a.scope ~= 'grant' then all = false end
+  if a.scope then any = true end
+end
+redis.call('HSET', KEYS[1], 'votes', text, 'status', 'approved', 'approver', table.concat(names, ', '),
+  'cred', table.concat(creds, ','), 'dec', ARGV[3])
+if all then redis.call('HSET', KEYS[1], 'scope', 'grant') elseif any then redis.call('HSET', KEYS[1], 'scope', 'call') end
+return 'approved'
+`;
+
+/**
  * Read an approval as JSON text. KEYS: ap:ID (ARGV[1] '') or apj:JTI (ARGV[1] the ap: prefix, to follow the index).
  */
 export const APPROVAL_READ_SCRIPT = `
@@ -426,10 +484,11 @@ return cjson.encode(o)
 
 /** Decide an approval once. KEYS: ap:ID. ARGV: status, approver, credentialId, nowMs, scope ('' for none). */
 export const APPROVAL_DECIDE_SCRIPT = `
-local v = redis.call('HMGET', KEYS[1], 'status', 'exp')
+local v = redis.call('HMGET', KEYS[1], 'status', 'exp', 'req')
 if not v[1] then return 'unknown' end
 if tonumber(ARGV[4]) >= tonumber(v[2]) then return 'expired' end
 if v[1] ~= 'pending' then return 'already-decided' end
+if ARGV[1] == 'approved' and (tonumber(v[3] or '1') or 1) > 1 then return 'already-decided' end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'approver', ARGV[2], 'cred', ARGV[3], 'dec', ARGV[4])
 if ARGV[5] ~= nil and ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'scope', ARGV[5]) end
 return 'decided'
@@ -514,6 +573,8 @@ export const AUDIT_HEAD_RECORD_SHA = sha1(AUDIT_HEAD_RECORD_SCRIPT);
 export const AUDIT_HEAD_READ_SHA = sha1(AUDIT_HEAD_READ_SCRIPT);
 export const APPROVAL_READ_SHA = sha1(APPROVAL_READ_SCRIPT);
 export const APPROVAL_DECIDE_SHA = sha1(APPROVAL_DECIDE_SCRIPT);
+export const APPROVAL_OPEN_QUORUM_SHA = sha1(APPROVAL_OPEN_QUORUM_SCRIPT);
+export const APPROVAL_COUNT_SHA = sha1(APPROVAL_COUNT_SCRIPT);
 export const APPROVAL_ATTACH_GRANT_SHA = sha1(APPROVAL_ATTACH_GRANT_SCRIPT);
 export const CHALLENGE_PUT_SHA = sha1(CHALLENGE_PUT_SCRIPT);
 export const CHALLENGE_TAKE_SHA = sha1(CHALLENGE_TAKE_SCRIPT);

@@ -107,7 +107,11 @@ import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkAttachGrant,
+  applyVote,
   checkNewApproval,
+  checkVote,
+  parseApprovals,
+  requiredOf,
   counterAccepted,
   decidedScope,
   MAX_CHALLENGES_PER_APPROVAL,
@@ -115,6 +119,8 @@ import {
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalStore,
+  type ApprovalVote,
+  type CountOutcome,
   type DecideOutcome,
   type NewApproval,
 } from './approvalStore.js';
@@ -616,14 +622,22 @@ export class SqliteLedger implements ConfirmStore {
   async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
     checkNewApproval(approval);
     finiteMs('nowMs', nowMs);
-    await this.#approvalOp((st) => {
-      st.sweepApprovals.run(nowMs);
-      try {
-        st.insertApproval.run(approval.id, approval.jti, approval.principal, approval.view, approval.expiresAtMs);
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new RangeError('approval already opened');
-        throw error;
-      }
+    const required = requiredOf(approval);
+    await this.#approvalOp((st, db) => {
+      const open = (): void => {
+        // Expired approvals go, and with them their quorum rows.
+        if (st.sweepApprovals.run(nowMs).changes > 0) st.sweepQuorums.run();
+        try {
+          st.insertApproval.run(approval.id, approval.jti, approval.principal, approval.view, approval.expiresAtMs);
+        } catch (error) {
+          if (isUniqueViolation(error)) throw new RangeError('approval already opened');
+          throw error;
+        }
+        // A quorum's size is written in the same transaction: no step ever sees the approval without it.
+        if (required !== undefined) st.setRequired.run(required, approval.id);
+      };
+      if (required === undefined) open();
+      else db.transaction(open).immediate();
     });
   }
 
@@ -639,18 +653,62 @@ export class SqliteLedger implements ConfirmStore {
     return this.#approvalOp((st) => toRecord(st.approvalByJti.get(jti, nowMs)));
   }
 
-  /** {@link ApprovalStore.decideApproval}: one `UPDATE … WHERE status = 'pending' … RETURNING`. */
+  /**
+   * {@link ApprovalStore.decideApproval}: one `UPDATE … WHERE status = 'pending' … RETURNING` (an
+   * approval of a quorum is left to {@link countApproval}).
+   */
   async decideApproval(id: string, decision: ApprovalDecision, nowMs: number): Promise<DecideOutcome> {
     finiteMs('nowMs', nowMs);
     const scope = decidedScope(decision) ?? null;
     return this.#approvalOp((st) => {
-      const row = st.decide.get(decision.status, decision.approver, decision.credentialId, nowMs, scope, id, nowMs);
+      const row = st.decide.get(
+        decision.status,
+        decision.approver,
+        decision.credentialId,
+        nowMs,
+        scope,
+        id,
+        nowMs,
+        decision.status,
+      );
       if (row !== undefined) return 'decided';
       const existing = st.approvalState.get(id);
       if (existing === undefined) return 'unknown';
       if (nowMs >= existing.expires_at_ms) return 'expired';
       return 'already-decided';
     });
+  }
+
+  /** {@link ApprovalStore.countApproval}: read, count and write in one `BEGIN IMMEDIATE` transaction. */
+  async countApproval(id: string, vote: ApprovalVote, nowMs: number): Promise<CountOutcome> {
+    checkVote(vote);
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((st, db) =>
+      db
+        .transaction((): CountOutcome => {
+          const row = st.voteState.get(id);
+          if (row === undefined || row.status === null) return 'unknown';
+          const { outcome, write } = applyVote(
+            {
+              status: row.status as ApprovalStatus,
+              expiresAtMs: row.expires_at_ms,
+              ...(row.approvals_required !== null ? { approvalsRequired: row.approvals_required } : {}),
+              ...(row.approvals !== null ? { approvals: parseApprovals(row.approvals)! } : {}),
+            },
+            vote,
+            nowMs,
+          );
+          if (write === undefined) return outcome;
+          const list = JSON.stringify(write.approvals);
+          st.setApprovals.run(list, id);
+          if (write.approved !== undefined) {
+            const a = write.approved;
+            st.approveCounted.run(a.approver, a.credentialId, nowMs, a.scope ?? null, id);
+          }
+          return outcome;
+        })
+        .immediate(),
+    );
   }
 
   /** {@link ApprovalStore.attachGrant}: one `UPDATE … WHERE status = 'approved' AND grant_id IS NULL …`. */
@@ -842,6 +900,8 @@ export class SqliteLedger implements ConfirmStore {
 const APPROVALS = 'mcp_confirm_approvals';
 const CHALLENGES = 'mcp_confirm_challenges';
 const COUNTERS = 'mcp_confirm_counters';
+/** A quorum's size and its counted approvals, one row per approval that has either (its own table: the approvals table is unchanged). */
+const QUORUMS = 'mcp_confirm_approval_quorums';
 
 const APPROVAL_SCHEMA = `
 CREATE TABLE IF NOT EXISTS ${APPROVALS} (
@@ -869,6 +929,11 @@ CREATE TABLE IF NOT EXISTS ${COUNTERS} (
   credential_id TEXT NOT NULL PRIMARY KEY,
   counter INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ${QUORUMS} (
+  id TEXT NOT NULL PRIMARY KEY,
+  approvals_required INTEGER NOT NULL DEFAULT 1,
+  approvals TEXT
+) WITHOUT ROWID;
 `;
 
 interface ApprovalRow {
@@ -883,6 +948,8 @@ interface ApprovalRow {
   credential_id: string;
   scope: string | null;
   grant_id: string | null;
+  approvals_required: number | null;
+  approvals: string | null;
 }
 
 /**
@@ -900,7 +967,15 @@ interface ApprovalStatements {
   sweepApprovals: Statement<[number], unknown>;
   approvalById: Statement<[string, number], ApprovalRow>;
   approvalByJti: Statement<[string, number], ApprovalRow>;
-  decide: Statement<[string, string, string, number, string | null, string, number], { id: string }>;
+  decide: Statement<[string, string, string, number, string | null, string, number, string], { id: string }>;
+  setRequired: Statement<[number, string], unknown>;
+  sweepQuorums: Statement<[], unknown>;
+  voteState: Statement<
+    [string],
+    { status: string; expires_at_ms: number; approvals_required: number | null; approvals: string | null }
+  >;
+  setApprovals: Statement<[string, string], unknown>;
+  approveCounted: Statement<[string, string, number, string | null, string], unknown>;
   attachGrant: Statement<[string, number, string, number], unknown>;
   approvalState: Statement<[string], { expires_at_ms: number }>;
   insertChallenge: Statement<[string, string, number], unknown>;
@@ -924,17 +999,33 @@ function prepareApprovalStatements(db: Database.Database): ApprovalStatements {
       if (!have.has(name)) db.exec(`ALTER TABLE ${APPROVALS} ADD COLUMN ${name} ${type}`);
   }).immediate();
   const columns =
-    'id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id, scope, grant_id';
+    'a.id, jti, principal, view, expires_at_ms, status, decided_at_ms, approver, credential_id, scope, grant_id, approvals_required, approvals';
+  // Every read of an approval brings its quorum row along (none: one approver, nothing counted).
+  const joined = `${APPROVALS} a LEFT JOIN ${QUORUMS} q ON q.id = a.id`;
   return {
     insertApproval: db.prepare(
       `INSERT INTO ${APPROVALS} (id, jti, principal, view, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
     ),
     sweepApprovals: db.prepare(`DELETE FROM ${APPROVALS} WHERE expires_at_ms <= ?`),
-    approvalById: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE id = ? AND expires_at_ms > ?`),
-    approvalByJti: db.prepare(`SELECT ${columns} FROM ${APPROVALS} WHERE jti = ? AND expires_at_ms > ?`),
+    sweepQuorums: db.prepare(
+      `DELETE FROM ${QUORUMS} WHERE NOT EXISTS (SELECT 1 FROM ${APPROVALS} a WHERE a.id = ${QUORUMS}.id)`,
+    ),
+    approvalById: db.prepare(`SELECT ${columns} FROM ${joined} WHERE a.id = ? AND expires_at_ms > ?`),
+    approvalByJti: db.prepare(`SELECT ${columns} FROM ${joined} WHERE jti = ? AND expires_at_ms > ?`),
     decide: db.prepare(
       `UPDATE ${APPROVALS} SET status = ?, approver = ?, credential_id = ?, decided_at_ms = ?, scope = ?
-        WHERE id = ? AND status = 'pending' AND expires_at_ms > ? RETURNING id`,
+        WHERE id = ? AND status = 'pending' AND expires_at_ms > ?
+          AND (? = 'declined' OR NOT EXISTS
+            (SELECT 1 FROM ${QUORUMS} q WHERE q.id = ${APPROVALS}.id AND q.approvals_required > 1)) RETURNING id`,
+    ),
+    setRequired: db.prepare(`INSERT INTO ${QUORUMS} (approvals_required, id) VALUES (?, ?)`),
+    voteState: db.prepare(`SELECT status, expires_at_ms, approvals_required, approvals FROM ${joined} WHERE a.id = ?`),
+    setApprovals: db.prepare(
+      `INSERT INTO ${QUORUMS} (approvals, id) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET approvals = excluded.approvals`,
+    ),
+    approveCounted: db.prepare(
+      `UPDATE ${APPROVALS} SET status = 'approved', approver = ?, credential_id = ?, decided_at_ms = ?, scope = ?
+        WHERE id = ?`,
     ),
     attachGrant: db.prepare(
       `UPDATE ${APPROVALS} SET grant_id = ?, expires_at_ms = max(expires_at_ms, ?)
@@ -977,6 +1068,10 @@ function toRecord(row: ApprovalRow | undefined): ApprovalRecord | undefined {
     credentialId: row.credential_id,
     ...(row.scope === 'call' || row.scope === 'grant' ? { scope: row.scope } : {}),
     ...(typeof row.grant_id === 'string' && row.grant_id !== '' ? { grantId: row.grant_id } : {}),
+    ...(typeof row.approvals_required === 'number' && row.approvals_required > 1
+      ? { approvalsRequired: row.approvals_required }
+      : {}),
+    ...(typeof row.approvals === 'string' && row.approvals !== '' ? { approvals: parseApprovals(row.approvals)! } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RedisLedger } from '../../src/store/redis.js';
 import { approvalStoreContract } from './approvalContract.js';
+import { approvalQuorumContract } from './approvalQuorumContract.js';
 
 /** Missing or unreachable Redis is a failure, never a skip. */
 function redisUrl(): string {
@@ -15,3 +16,9 @@ function redisUrl(): string {
 approvalStoreContract('RedisLedger', () =>
   RedisLedger.open({ url: redisUrl(), namespace: `test-${randomUUID()}`, connectTimeoutMs: 3_000 }),
 );
+
+// Two clients on one namespace: concurrent steps spread over both.
+approvalQuorumContract('RedisLedger', async () => {
+  const namespace = `test-${randomUUID()}`;
+  return Promise.all([0, 1].map(() => RedisLedger.open({ url: redisUrl(), namespace, connectTimeoutMs: 3_000 })));
+});
