@@ -1,4 +1,10 @@
 import { MemoryLedger } from '../../src/store/memory.js';
 import { approvalStoreContract } from './approvalContract.js';
+import { linkStoreContract } from './linkContract.js';
 
 approvalStoreContract('MemoryLedger', () => new MemoryLedger());
+
+linkStoreContract('MemoryLedger', async () => {
+  const store = new MemoryLedger();
+  return [store, store];
+});

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RedisLedger } from '../../src/store/redis.js';
 import { approvalStoreContract } from './approvalContract.js';
+import { linkStoreContract } from './linkContract.js';
 
 /** Missing or unreachable Redis is a failure, never a skip. */
 function redisUrl(): string {
@@ -15,3 +16,11 @@ function redisUrl(): string {
 approvalStoreContract('RedisLedger', () =>
   RedisLedger.open({ url: redisUrl(), namespace: `test-${randomUUID()}`, connectTimeoutMs: 3_000 }),
 );
+
+linkStoreContract('RedisLedger', async () => {
+  const namespace = `test-${randomUUID()}`;
+  return [
+    await RedisLedger.open({ url: redisUrl(), namespace, connectTimeoutMs: 3_000 }),
+    await RedisLedger.open({ url: redisUrl(), namespace, connectTimeoutMs: 3_000 }),
+  ];
+});

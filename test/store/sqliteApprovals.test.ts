@@ -5,8 +5,14 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { SqliteLedger } from '../../src/store/sqlite.js';
 import { approvalStoreContract } from './approvalContract.js';
+import { linkStoreContract } from './linkContract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-approval-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 approvalStoreContract('SqliteLedger', () => new SqliteLedger({ path: join(dir, `${randomUUID()}.db`) }));
+
+linkStoreContract('SqliteLedger', async () => {
+  const path = join(dir, `${randomUUID()}.db`);
+  return [new SqliteLedger({ path }), new SqliteLedger({ path })];
+});
