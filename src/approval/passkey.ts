@@ -212,6 +212,38 @@ export class PasskeyApproval {
   }
 
   /**
+   * Opens a pending approval with a link (a client that cannot elicit: see `linkStore.ts`), unless
+   * the link key already has a live link or the principal has `maxPending` pending link approvals.
+   *
+   * @param input - as {@link open}, plus `linkKey` (what a retried call must match) and `kept`
+   *   (kept server-side with it: the round-1 identity).
+   * @param maxPending - the most pending link approvals of one principal.
+   * @returns `{outcome: 'opened', id, url}`, or `{outcome: 'exists' | 'too-many'}` (nothing opened).
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
+   */
+  async openLink(
+    input: { jti: string; principal: string; view: ApprovalView; expiresAtMs: number; linkKey: string; kept: string },
+    maxPending: number,
+    nowMs: number,
+  ): Promise<{ outcome: 'opened'; id: string; url: string } | { outcome: 'exists' | 'too-many' }> {
+    const id = randomId();
+    const outcome = await this.store.openLinkApproval(
+      {
+        id,
+        jti: input.jti,
+        principal: input.principal,
+        view: JSON.stringify(input.view),
+        expiresAtMs: input.expiresAtMs,
+        linkKey: input.linkKey,
+        kept: input.kept,
+      },
+      maxPending,
+      nowMs,
+    );
+    return outcome === 'opened' ? { outcome, id, url: this.urlFor(id) } : { outcome };
+  }
+
+  /**
    * Waits up to {@link waitMs} for the page's decision on a `jti`'s approval (re-reading the store every
    * `pollIntervalMs`, woken at once by a decision made by this process).
    *
