@@ -918,7 +918,12 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           throw new ConfirmMismatchError();
         }
         // The key already binds these; checked again against what was sealed.
-        if (claims.jti !== linked.approval.jti || claims.tool !== name || claims.args !== argsDigest || claims.question !== digest) {
+        if (
+          claims.jti !== linked.approval.jti ||
+          claims.tool !== name ||
+          claims.args !== argsDigest ||
+          claims.question !== digest
+        ) {
           await link!.finish(key, linked);
           throw new ConfirmMismatchError();
         }
@@ -934,9 +939,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         const spent = await link!.spend(
           key,
           linked,
-          spendApproved
-            ? (nowMs, page) => spendApproved(nowMs, page.approver)
-            : granting,
+          spendApproved ? (nowMs, page) => spendApproved(nowMs, page.approver) : granting,
         );
         return actApproved(args, claims, ctx, trail, linked.approval.approver, spent);
       }

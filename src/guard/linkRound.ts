@@ -28,12 +28,7 @@ import type { CallToolResult, ServerContext } from '@modelcontextprotocol/server
 // Types only: the WebAuthn library is loaded only by those who start a PasskeyApproval.
 import type { ApprovalView, PasskeyApproval } from '../approval/passkey.js';
 import { MAX_PENDING_LINK_APPROVALS } from '../defaults.js';
-import {
-  ConfirmApprovalPendingError,
-  ConfirmError,
-  ConfirmTooManyPendingError,
-  toToolError,
-} from '../errors.js';
+import { ConfirmApprovalPendingError, ConfirmError, ConfirmTooManyPendingError, toToolError } from '../errors.js';
 import { renderValue } from '../prompt/render.js';
 import { canonicalDigest } from '../state/digest.js';
 import type { ApprovalRecord } from '../store/approvalStore.js';

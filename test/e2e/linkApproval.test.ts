@@ -118,7 +118,10 @@ async function v2Client(factory: () => McpServer): Promise<Client> {
     { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } }, inputRequired: { autoFulfill: false } },
   );
   await client.connect(clientSide);
-  close.push(() => client.close(), () => handle.close());
+  close.push(
+    () => client.close(),
+    () => handle.close(),
+  );
   return client;
 }
 
@@ -150,7 +153,10 @@ async function serve(options: { waitSeconds?: number; approval?: 'passkey' | 'fo
   const handle = serveStdio(factory, { transport: serverSide, onerror: () => {} });
   const v1 = new V1Client({ name: 'no-elicitation-v1', version: '0.0.0' }, { capabilities: {} });
   await v1.connect(clientSide as never);
-  close.push(() => v1.close(), () => handle.close());
+  close.push(
+    () => v1.close(),
+    () => handle.close(),
+  );
   return {
     approval,
     factory,
@@ -365,7 +371,11 @@ describe('a client without elicitation under form approval', { timeout: 180_000 
       'With passkey approval, this server would instead answer with a link where a person approves the call with their passkey.';
     const client = await v2Client(s.factory);
     const r = await callTool(client, { name: 'delete_file', arguments: { path: 'form.txt' } });
-    expect(r).toMatchObject({ kind: 'error', code: -32021, data: { requiredCapabilities: { elicitation: { form: {} } } } });
+    expect(r).toMatchObject({
+      kind: 'error',
+      code: -32021,
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
     expect(r.kind === 'error' && r.message).toContain(`[ERR_CONFIRM_NO_ELICITATION] `);
     expect(r.kind === 'error' && r.message).toContain(sentence);
     const v1 = await s.callV1('form.txt');
