@@ -27,7 +27,9 @@
  *
  * With `approval` (a {@link PasskeyApproval}), round 1 opens an approval and
  * asks with its page's URL, and round 2 is settled by the page's record
- * ({@link passkeyRound}). Every store call fails closed ({@link storeCalls}).
+ * ({@link passkeyRound}); a client that cannot elicit is then sent to the page by
+ * link and its call retried, over stdio or for an authenticated HTTP caller ({@link linkRound}).
+ * Every store call fails closed ({@link storeCalls}).
  * This module composes those parts, writes the audit lines and reports the
  * events; they decide nothing about either.
  *
@@ -158,8 +160,12 @@ export interface ConfirmationOptions {
    * object: one store keeps both, so every replica sees them). With a grant offered, the page asks
    * "Approve this call" or "Approve and allow similar calls", and only its choice creates the grant
    * (a `scope` in the client's answer is ignored); with `audit`, a grant revoked on the page gets its
-   * `grant-revoked` line here ({@link PasskeyApproval.onGrantRevoked}). Defaults to none
-   * (form elicitation only: the client's yes is taken as given).
+   * `grant-revoked` line here ({@link PasskeyApproval.onGrantRevoked}). A client that declares no
+   * elicitation is answered with a link to the page (`ERR_CONFIRM_APPROVAL_PENDING`, the link in
+   * `_meta[APPROVAL_META_KEY]`) and its exact retry acts once approved there, over stdio or for an
+   * authenticated HTTP caller (`ctx.http.authInfo`); see docs/link-approval.md. Defaults to none
+   * (form elicitation only: the client's yes is taken as given; a client without elicitation is
+   * refused, `ERR_CONFIRM_NO_ELICITATION`).
    */
   approval?: PasskeyApproval;
   /**

@@ -1,11 +1,12 @@
 /**
- * Approval by link through the proxy (issue 19 part 1): `mcp-confirm proxy --approval passkey`
- * over stdio (the built CLI) in front of the 2025-era fixture upstream, a real v2 client pinned to
- * 2026-07-28 declaring no elicitation, and real headless Chromium with a virtual authenticator.
- * The proxy uses the library's guard, so the link flow is the same as for `delete_file`.
+ * Approval by link through the built CLI over stdio (issue 19 part 1): `mcp-confirm proxy
+ * --approval passkey` in front of the 2025-era fixture upstream, and `mcp-confirm --root R
+ * --approval passkey` (`delete_file`), each with a real v2 client pinned to 2026-07-28 declaring no
+ * elicitation, and real headless Chromium with a virtual authenticator. Both use the library's
+ * guard, so the link flow is the same as in test/e2e/linkApproval.test.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -128,6 +129,55 @@ describe(
       const again = linkOf(await callTool(client, { name: 'write_note', arguments: args }));
       expect(again.id).not.toBe(first.id);
       expect(calls(dir)).toEqual(['by link']);
+    });
+  },
+);
+
+describe(
+  'mcp-confirm --root R --approval passkey over stdio: a client without elicitation approves by link',
+  { timeout: 180_000 },
+  () => {
+    it('first call: a link, nothing deleted; approved on the page, the retry deletes once; the next call gets a new link', async () => {
+      const root = join(R, 'root');
+      mkdirSync(root);
+      const target = join(root, 'cli.txt');
+      writeFileSync(target, 'x\n');
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, '--root', root, '--approval', 'passkey', '--approvers', approversPath, '--approval-wait', '0'],
+        stderr: 'pipe',
+      });
+      const client = new Client(
+        { name: 'cli-link-test', version: '0.0.0' },
+        {
+          capabilities: {},
+          versionNegotiation: { mode: { pin: '2026-07-28' } },
+          inputRequired: { autoFulfill: false },
+        },
+      );
+      await client.connect(transport);
+      clients.push(client);
+      const del = () => callTool(client, { name: 'delete_file', arguments: { path: 'cli.txt' } });
+      const first = await del();
+      if (first.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(first).slice(0, 400)}`);
+      const meta = (first.result as CallToolResult)._meta?.[META_KEY] as { id: string; url: string };
+      expect(first.text).toBe(
+        `[ERR_CONFIRM_APPROVAL_PENDING] This call needs a person's approval. Open ${meta.url} and approve it with your passkey, then call \`delete_file\` again with exactly the same arguments. Nothing was done.`,
+      );
+      expect(existsSync(target)).toBe(true);
+      await ann.page.goto(meta.url);
+      await ann.page.click('#approve');
+      expect(await outcomeOf(ann.page)).toContain('approved');
+      const done = await del();
+      expect(done.kind === 'result' && done.text).toMatch(/^Deleted /);
+      expect(existsSync(target)).toBe(false);
+      writeFileSync(target, 'x\n');
+      const again = await del();
+      const againMeta = (again.kind === 'result' ? (again.result as CallToolResult)._meta?.[META_KEY] : undefined) as
+        { id: string } | undefined;
+      expect(againMeta?.id).toBeDefined();
+      expect(againMeta?.id).not.toBe(meta.id);
+      expect(existsSync(target)).toBe(true);
     });
   },
 );
