@@ -920,8 +920,9 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           // The round-1 identity, as sealed then: only this server's keys open it, for this principal.
           claims = sealer.openSync(linked.kept, { principal, nowMs: now() });
         } catch {
+          // Sealed under a key no longer in the ring (or not this principal's): it approves nothing; ask anew.
           await link!.finish(key, linked);
-          throw new ConfirmMismatchError();
+          return ask(args, ctx, trail, again);
         }
         // The key already binds these; checked again against what was sealed.
         if (
