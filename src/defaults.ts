@@ -47,3 +47,10 @@ export const DEFAULT_GRANT_MAX_SECONDS = 900;
 
 /** Most calls in one plan (slots of one stored plan): 50 (the passkey page's limit; form answers are held to fewer by the guard). */
 export const MAX_PLAN_SLOTS = 50;
+
+/**
+ * Most pending approvals by link (clients that cannot elicit, with passkey approval) of one
+ * principal at once: 5. One more is refused with `ERR_CONFIRM_TOO_MANY_PENDING`, so an agent
+ * cannot bury the human in links.
+ */
+export const MAX_PENDING_LINK_APPROVALS = 5;

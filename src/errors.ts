@@ -19,7 +19,7 @@
  * @module
  */
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { REDEEM_WITHIN_MS } from './defaults.js';
+import { MAX_PENDING_LINK_APPROVALS, REDEEM_WITHIN_MS } from './defaults.js';
 
 /** Every code this package can answer with: the `code` of {@link AnyConfirmError}. */
 export type ConfirmErrorCode =
@@ -45,6 +45,8 @@ export type ConfirmErrorCode =
   | 'ERR_CONFIRM_UPSTREAM_INPUT'
   | 'ERR_CONFIRM_AUDIT_UNAVAILABLE'
   | 'ERR_CONFIRM_APPROVAL_EXPIRED'
+  | 'ERR_CONFIRM_APPROVAL_PENDING'
+  | 'ERR_CONFIRM_TOO_MANY_PENDING'
   | 'ERR_CONFIRM_PLAN';
 
 /**
@@ -201,13 +203,62 @@ export class ConfirmOsError extends ConfirmError {
   }
 }
 
-/** The client cannot answer a form elicitation (a 2025-era client without the capability). */
+/**
+ * The client cannot answer a form elicitation (a 2025-era client without the capability; a
+ * 2026-07-28 one gets the same text as the message of the spec's `-32021`).
+ */
 export class ConfirmNoElicitationError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_NO_ELICITATION';
-  constructor() {
+  /**
+   * @param hint - `'passkey'` (form approval, where passkey approval would send a link instead)
+   *   appends {@link PASSKEY_WOULD_LINK}; none (the default) keeps the sentence alone.
+   */
+  constructor(hint?: 'passkey') {
     super(
       'ERR_CONFIRM_NO_ELICITATION',
-      'This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
+      'This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.' +
+        (hint === 'passkey' ? ` ${PASSKEY_WOULD_LINK}` : ''),
+    );
+  }
+}
+
+/**
+ * `ERR_CONFIRM_APPROVAL_PENDING`: with passkey approval, a client that cannot elicit is sent to
+ * the approval page by link (the text carries the page's URL and the tool); nothing was done. The
+ * guard answers it as an `isError` result with the link also in `_meta` (`APPROVAL_META_KEY`).
+ */
+export class ConfirmApprovalPendingError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_APPROVAL_PENDING';
+  /**
+   * @param url - the approval page's URL (`ORIGIN/approve/ID`).
+   * @param tool - the tool's name as shown (rendered by the caller, e.g. a code span).
+   */
+  constructor(
+    readonly url: string,
+    tool: string,
+  ) {
+    super(
+      'ERR_CONFIRM_APPROVAL_PENDING',
+      `This call needs a person's approval. Open ${url} and approve it with your passkey, then call ${tool} again with exactly the same arguments. Nothing was done.`,
+    );
+  }
+}
+
+/** The sentence a refusal of a client without elicitation gains under form approval. */
+export const PASSKEY_WOULD_LINK =
+  'With passkey approval, this server would instead answer with a link where a person approves the call with their passkey.';
+
+/**
+ * `ERR_CONFIRM_TOO_MANY_PENDING`: a client that cannot elicit asked for another approval by link
+ * while its principal already has {@link MAX_PENDING_LINK_APPROVALS} (5) pending ones; nothing
+ * was asked or done. Approve, deny or let the pending ones expire first.
+ */
+export class ConfirmTooManyPendingError extends ConfirmError {
+  declare readonly code: 'ERR_CONFIRM_TOO_MANY_PENDING';
+  constructor() {
+    super(
+      'ERR_CONFIRM_TOO_MANY_PENDING',
+      `There are already ${MAX_PENDING_LINK_APPROVALS} approvals waiting for a person for this caller, so no new one was opened; nothing was done. Approve or deny the waiting ones, or let them expire, then call again.`,
     );
   }
 }
@@ -383,6 +434,8 @@ export type AnyConfirmError =
   | ConfirmUpstreamInputError
   | ConfirmAuditUnavailableError
   | ConfirmApprovalExpiredError
+  | ConfirmApprovalPendingError
+  | ConfirmTooManyPendingError
   | ConfirmPlanError;
 
 // Every code has its subclass, and every subclass a code of the list: checked at compile time.

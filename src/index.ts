@@ -44,6 +44,9 @@ export type { GrantTerms, GrantScope } from './guard/grants.js';
 export { PLAN_TOOL, PLAN_TOOL_CONFIG, PlanInput, type PlanArgs } from './guard/planSpec.js';
 export type { PlanEntry, PlannedTool } from './guard/plans.js';
 export { FORM_FALLBACK_SENTENCE } from './guard/passkeyRound.js';
+// Approval by link (passkey approval, clients that cannot elicit): the result's `_meta` key and the pending bound.
+export { APPROVAL_META_KEY, type ApprovalLinkMeta } from './guard/linkRound.js';
+export { MAX_PENDING_LINK_APPROVALS } from './defaults.js';
 
 // The question: untrusted values rendered visibly and injectively.
 export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
@@ -74,6 +77,13 @@ export {
   type TakeGrantOutcome,
   type TakenPlanSlot,
 } from './store/grantStore.js';
+export {
+  checkNewLinkApproval,
+  type LinkStore,
+  type LinkedApproval,
+  type NewLinkApproval,
+  type OpenLinkOutcome,
+} from './store/linkStore.js';
 export { MemoryLedger, type MemoryLedgerOptions } from './store/memory.js';
 
 // The audit trail: writing it and verifying it.
@@ -121,6 +131,8 @@ export {
   ConfirmUpstreamInputError,
   ConfirmAuditUnavailableError,
   ConfirmApprovalExpiredError,
+  ConfirmApprovalPendingError,
+  ConfirmTooManyPendingError,
   ConfirmPlanError,
   toToolError,
   type ConfirmErrorCode,

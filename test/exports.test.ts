@@ -93,6 +93,10 @@ describe('package exports', () => {
         'MAX_GRANT_TEXT_LENGTH',
         'MAX_GRANT_USES',
         'MAX_PLAN_SLOTS',
+        'checkNewLinkApproval',
+        // approval by link
+        'APPROVAL_META_KEY',
+        'MAX_PENDING_LINK_APPROVALS',
         // the audit trail
         'AuditLog',
         'AuditKeys',
@@ -129,6 +133,8 @@ describe('package exports', () => {
         'ConfirmUpstreamInputError',
         'ConfirmAuditUnavailableError',
         'ConfirmApprovalExpiredError',
+        'ConfirmApprovalPendingError',
+        'ConfirmTooManyPendingError',
         'ConfirmPlanError',
         'toToolError',
       ].sort(),

@@ -279,16 +279,20 @@ export class PasskeyApproval {
       nowMs,
     );
     const url = this.urlFor(id);
-    if (this.#notifier !== undefined) {
-      this.#notice('approval.requested', {
-        id,
-        principal: input.principal,
-        view: input.view,
-        expiresAtMs: input.expiresAtMs,
-      });
-      this.#watchExpiry(id, input.expiresAtMs);
-    }
+    this.#requested(id, input);
     return { id, url };
+  }
+
+  /** With `notify`: queues `approval.requested` for a new approval (never waiting for it) and watches for its expiry. */
+  #requested(id: string, input: { principal: string; view: ApprovalView; expiresAtMs: number }): void {
+    if (this.#notifier === undefined) return;
+    this.#notice('approval.requested', {
+      id,
+      principal: input.principal,
+      view: input.view,
+      expiresAtMs: input.expiresAtMs,
+    });
+    this.#watchExpiry(id, input.expiresAtMs);
   }
 
   /**
@@ -322,6 +326,42 @@ export class PasskeyApproval {
   /** The notifier of `notify` (its `counters()` for `/metrics`), or `undefined` without channels. */
   get notifier(): Notifier | undefined {
     return this.#notifier;
+  }
+
+  /**
+   * Opens a pending approval with a link (a client that cannot elicit: see `linkStore.ts`), unless
+   * the link key already has a live link or the principal has `maxPending` pending link approvals;
+   * as {@link open}, it needs the quorum of its tool, and with `notify` queues `approval.requested`.
+   *
+   * @param input - as {@link open}, plus `linkKey` (what a retried call must match) and `kept`
+   *   (kept server-side with it: the round-1 identity).
+   * @param maxPending - the most pending link approvals of one principal.
+   * @returns `{outcome: 'opened', id, url}`, or `{outcome: 'exists' | 'too-many'}` (nothing opened).
+   * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
+   */
+  async openLink(
+    input: { jti: string; principal: string; view: ApprovalView; expiresAtMs: number; linkKey: string; kept: string },
+    maxPending: number,
+    nowMs: number,
+  ): Promise<{ outcome: 'opened'; id: string; url: string } | { outcome: 'exists' | 'too-many' }> {
+    const id = randomId();
+    const outcome = await this.store.openLinkApproval(
+      {
+        id,
+        jti: input.jti,
+        principal: input.principal,
+        view: JSON.stringify(input.view),
+        expiresAtMs: input.expiresAtMs,
+        linkKey: input.linkKey,
+        kept: input.kept,
+        ...this.#quorum(input.view.tool),
+      },
+      maxPending,
+      nowMs,
+    );
+    if (outcome !== 'opened') return { outcome };
+    this.#requested(id, input);
+    return { outcome, id, url: this.urlFor(id) };
   }
 
   /**

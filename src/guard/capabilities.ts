@@ -1,7 +1,8 @@
 /**
  * What the client of one request can do, read once in one place: which protocol era the request
- * belongs to and whether the client can answer a form or a URL-mode elicitation; and the refusal
- * of a 2026-07-28 request whose client can answer neither (the spec's `-32021`).
+ * belongs to and whether the client can answer a form or a URL-mode elicitation; the refusal
+ * of a 2026-07-28 request whose client can answer neither (the spec's `-32021`); and whether a
+ * request may be approved by link instead ({@link approvableByLink}).
  *
  * A 2026-07-28 request carries its protocol version and the client's capabilities in its own
  * `_meta` envelope (MCP 2026-07-28, basic/patterns/mrtr); a 2025-era request has no envelope, and
@@ -81,14 +82,32 @@ export const REQUIRED_ELICITATION = { elicitation: { form: {} } } as const;
  * `McpServer.registerTool` answers it as the JSON-RPC error it is.
  *
  * @param ctx - the request's context (its abort signal keys the record).
+ * @param refusal - the refusal whose code and sentence the message carries. Defaults to a
+ *   {@link ConfirmNoElicitationError} without a hint.
  * @returns the error to throw.
  */
-export function noElicitationError(ctx: ServerContext): MissingRequiredClientCapabilityError {
-  const refusal = new ConfirmNoElicitationError();
+export function noElicitationError(
+  ctx: ServerContext,
+  refusal: ConfirmNoElicitationError = new ConfirmNoElicitationError(),
+): MissingRequiredClientCapabilityError {
   const error = new MissingRequiredClientCapabilityError(
     { requiredCapabilities: REQUIRED_ELICITATION },
     `[${refusal.code}] ${refusal.message}`,
   );
   raiseForRequest(ctx.mcpReq.signal, error);
   return error;
+}
+
+/**
+ * Whether a request may be approved by link (passkey approval for a client that cannot elicit):
+ * over stdio (no HTTP request: the link is bound to the serving process), or over HTTP with an
+ * authenticated caller (`ctx.http.authInfo`, bearer token auth). Over HTTP without it every caller
+ * is the same principal, so anyone could retry a call another approved: the link flow is off and
+ * such a client is refused as without it.
+ *
+ * @param ctx - the request's context.
+ * @returns `true` over stdio or with an authenticated HTTP caller.
+ */
+export function approvableByLink(ctx: ServerContext): boolean {
+  return ctx.http === undefined || ctx.http.authInfo !== undefined;
 }

@@ -27,7 +27,9 @@
  *
  * With `approval` (a {@link PasskeyApproval}), round 1 opens an approval and
  * asks with its page's URL, and round 2 is settled by the page's record
- * ({@link passkeyRound}). Every store call fails closed ({@link storeCalls}).
+ * ({@link passkeyRound}); a client that cannot elicit is then sent to the page by
+ * link and its call retried, over stdio or for an authenticated HTTP caller ({@link linkRound}).
+ * Every store call fails closed ({@link storeCalls}).
  * This module composes those parts, writes the audit lines and reports the
  * events; they decide nothing about either.
  *
@@ -84,7 +86,8 @@ import {
 import { planTool, type PlanEntry, type PlanHooks } from './plans.js';
 import { PLAN_TOOL, PLAN_TOOL_CONFIG, type PlanArgs } from './planSpec.js';
 import { passCapabilityErrors } from './capabilityErrors.js';
-import { clientCapabilities, noElicitationError } from './capabilities.js';
+import { approvableByLink, clientCapabilities, noElicitationError } from './capabilities.js';
+import { linkKeyOf, linkRound } from './linkRound.js';
 import { passkeyRound } from './passkeyRound.js';
 import { failClosed, storeCalls } from './storeCalls.js';
 
@@ -157,8 +160,12 @@ export interface ConfirmationOptions {
    * object: one store keeps both, so every replica sees them). With a grant offered, the page asks
    * "Approve this call" or "Approve and allow similar calls", and only its choice creates the grant
    * (a `scope` in the client's answer is ignored); with `audit`, a grant revoked on the page gets its
-   * `grant-revoked` line here ({@link PasskeyApproval.onGrantRevoked}). Defaults to none
-   * (form elicitation only: the client's yes is taken as given).
+   * `grant-revoked` line here ({@link PasskeyApproval.onGrantRevoked}). A client that declares no
+   * elicitation is answered with a link to the page (`ERR_CONFIRM_APPROVAL_PENDING`, the link in
+   * `_meta[APPROVAL_META_KEY]`) and its exact retry acts once approved there, over stdio or for an
+   * authenticated HTTP caller (`ctx.http.authInfo`); see docs/link-approval.md. Defaults to none
+   * (form elicitation only: the client's yes is taken as given; a client without elicitation is
+   * refused, `ERR_CONFIRM_NO_ELICITATION`).
    */
   approval?: PasskeyApproval;
   /**
@@ -573,6 +580,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         ? undefined
         : checkGrantPolicy(guardOptions.grant, `the grant for ${JSON.stringify(name)}`);
     const planHooks = guardOptions.plan;
+    const link = approval ? linkRound({ approval, tool: name, store: calls, now, nothingDone }) : undefined;
     const passkey = approval
       ? passkeyRound<A, F>({
           approval,
@@ -745,6 +753,75 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       return result;
     };
 
+    /** How an approved plan's confirmation is spent: with the plan created in the same atomic step (plans only). */
+    const planningFor = (args: A, claims: ConfirmClaims, ctx: ServerContext) =>
+      planHooks
+        ? (nowMs: number, approver: string) => {
+            const plan = planHooks.plan(args, claims.fingerprint as F, ctx, {
+              audience,
+              principalTag: claims.sub,
+              approver,
+              nowMs,
+              expiresAtMs: nowMs + ttlSeconds * 1000,
+              binding: (t, a, f) => bindingOf(t, a, f, ctx),
+              slotKey,
+            });
+            return calls.spendPlanning(claims.jti, nowMs, plan).then((outcome) => ({ id: plan.id, plan, outcome }));
+          }
+        : undefined;
+
+    /**
+     * How a confirmation approved on the page is spent when its question offered a grant: with the
+     * grant created in the same atomic step when the page's record says `'grant'`, else alone.
+     */
+    const grantingOnPageFor = (args: A, claims: ConfirmClaims, ctx: ServerContext, offer: GrantOffer | undefined) =>
+      approval && offer
+        ? async (nowMs: number, page: ApprovalRecord): Promise<Granting | undefined> => {
+            if (page.scope !== 'grant') {
+              await calls.spend(claims.jti, nowMs);
+              return undefined;
+            }
+            const granting = await spendGranting(claims, offer, args, ctx, page.approver, nowMs);
+            if (granting.created === 'created') {
+              // The page shows the grant with its Revoke button from now on; if that cannot be
+              // recorded, the grant is revoked and the call refused (nothing done).
+              try {
+                await failClosed(() => approval.store.attachGrant(page.id, granting.id, granting.expiresAtMs, nowMs));
+              } catch (e) {
+                await calls.revokeGrant(granting.id, now()).catch(() => {});
+                throw e;
+              }
+            }
+            return granting;
+          }
+        : undefined;
+
+    /**
+     * A confirmation approved on the page, spent: a plan's approval, or the "confirmed" line and the action.
+     * `spent` is what the spend resolved to (the plan or grant created with it).
+     */
+    const actApproved = (
+      args: A,
+      claims: ConfirmClaims,
+      ctx: ServerContext,
+      trail: Trail,
+      approver: string,
+      spent: unknown,
+      approvers?: string[],
+    ): Promise<CallToolResult | InputRequiredResult> =>
+      planHooks
+        ? approvePlan(
+            args,
+            claims,
+            ctx,
+            trail,
+            planHooks,
+            spent as Awaited<ReturnType<NonNullable<ReturnType<typeof planningFor>>>>,
+            approver,
+            approvers,
+          )
+        : confirmedAct(args, claims, ctx, trail, approver, spent as Granting | undefined, approvers);
+
     /** An answer that confirms nothing (`on: 'page'`: the page's decline): its event and line, and a non-error result; nothing done. */
     const notDone = async (answer: NotConfirmed, trail: Trail, on?: 'page'): Promise<CallToolResult> => {
       emit(
@@ -762,11 +839,16 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       trail: Trail,
       again?: 'no-answer' | 'question-changed' | 'resource-changed',
       known?: { fingerprint: F },
-    ): Promise<InputRequiredResult> => {
+    ): Promise<CallToolResult | InputRequiredResult> => {
       // The client must be able to answer before a jti is issued, so a refused ask leaks no store slot.
-      // (A 2026-07-28 request gets it as the spec's -32021: see noElicitationError.)
+      // (A 2026-07-28 request gets it as the spec's -32021: see noElicitationError.) With passkey
+      // approval, a client that cannot elicit is sent to the page by link instead (stdio, or an
+      // authenticated HTTP caller).
       const can = clientCapabilities(server, ctx);
-      if (!can.form && !(passkey && can.url)) throw new ConfirmNoElicitationError();
+      if (!can.form && !(passkey && can.url)) {
+        if (link && approvableByLink(ctx)) return byLink(args, ctx, trail, again, known);
+        throw new ConfirmNoElicitationError(approval ? undefined : 'passkey');
+      }
       const fingerprint = known
         ? known.fingerprint
         : tool.fingerprint
@@ -799,6 +881,113 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         : inputRequired.elicit({ message, requestedSchema: offer ? GRANT_OFFER_SCHEMA : CONFIRM_SCHEMA });
       emit({ type: 'asked', tool: name });
       return inputRequired({ inputRequests: { [CONFIRM_KEY]: request }, requestState: state });
+    };
+
+    /**
+     * Round 1 of a client that cannot elicit, with passkey approval (`linkRound.ts`): the call's
+     * live link is found by its key (exact arguments, question, principal and binding); pending →
+     * the same link; declined → nothing done; approved → spent once, re-checked, acted on what
+     * round 1 kept; none → a new round 1 (sealed, issued, its "asked" line) whose state is kept
+     * server-side with a new link.
+     */
+    const byLink = async (
+      args: A,
+      ctx: ServerContext,
+      trail: Trail,
+      again?: 'no-answer' | 'question-changed' | 'resource-changed',
+      known?: { fingerprint: F },
+      raced = false,
+    ): Promise<CallToolResult | InputRequiredResult> => {
+      const fingerprint = known
+        ? known.fingerprint
+        : tool.fingerprint
+          ? await tool.fingerprint(args, ctx)
+          : (null as F);
+      const argsDigest = canonicalDigest(args);
+      trail.args = argsDigest;
+      const { message, digest, offer } = renderAsk(args, fingerprint);
+      trail.question = message;
+      const principal = principalOf(ctx);
+      const tag = KeyRing.principalTag(keys.sealing, principal);
+      trail.principal = tag;
+      const binding = bindingOf(tool, args, fingerprint, ctx);
+      const key = linkKeyOf({ audience, principal: tag, binding, tool: name, args: argsDigest, question: digest });
+      const found = await link!.find(key, ctx);
+      if (found.kind === 'pending') {
+        emit({ type: 'approval-pending', tool: name });
+        return found.result;
+      }
+      if (found.kind === 'declined') {
+        trail.jti = found.jti;
+        return notDone(found.answer, trail, 'page');
+      }
+      if (found.kind === 'approved') {
+        const { linked } = found;
+        trail.jti = linked.approval.jti;
+        let claims: ConfirmClaims;
+        try {
+          // The round-1 identity, as sealed then: only this server's keys open it, for this principal.
+          claims = sealer.openSync(linked.kept, { principal, nowMs: now() });
+        } catch {
+          // Sealed under a key no longer in the ring (or not this principal's): it approves nothing; ask anew.
+          await link!.finish(key, linked);
+          return ask(args, ctx, trail, again);
+        }
+        // The key already binds these; checked again against what was sealed.
+        if (
+          claims.jti !== linked.approval.jti ||
+          claims.tool !== name ||
+          claims.args !== argsDigest ||
+          claims.question !== digest
+        ) {
+          await link!.finish(key, linked);
+          throw new ConfirmMismatchError();
+        }
+        trail.principal = claims.sub;
+        // The resource the human was asked about must still be the same one; if not, a new link.
+        if (tool.unchanged && !(await tool.unchanged(args, claims.fingerprint as F, ctx))) {
+          await link!.finish(key, linked);
+          emit({ type: 'asked-again', tool: name, reason: 'resource-changed' });
+          return ask(args, ctx, trail, 'resource-changed');
+        }
+        const spendApproved = planningFor(args, claims, ctx);
+        const granting = grantingOnPageFor(args, claims, ctx, offer);
+        const spent = await link!.spend(
+          key,
+          linked,
+          spendApproved ? (nowMs, page) => spendApproved(nowMs, page.approver) : granting,
+        );
+        // With a quorum, every approver's name, in the order they approved (as a round 2 gives them).
+        const approvers =
+          (linked.approval.approvalsRequired ?? 1) > 1 ? linked.approval.approvals?.map((a) => a.approver) : undefined;
+        return actApproved(args, claims, ctx, trail, linked.approval.approver, spent, approvers);
+      }
+      // None: a new round 1, its state kept server-side with the link (never sent).
+      const nowMs = now();
+      const sealed = sealer.sealSync({ tool: name, args: argsDigest, question: digest, fingerprint, principal, nowMs });
+      await calls.issue(sealed.claims, nowMs);
+      trail.jti = sealed.claims.jti;
+      trail.principal = sealed.claims.sub;
+      // Fail closed: the link goes out only once its line is written.
+      await record(again ? 'asked-again' : 'asked', trail, { outcome: again ?? null });
+      const opened = await link!.open(
+        {
+          key,
+          kept: sealed.state,
+          view: passkey!.view(args, fingerprint, message, principal, offer?.line),
+          principal,
+          jti: sealed.claims.jti,
+          expiresAtMs: sealed.claims.exp * 1000,
+        },
+        nowMs,
+      );
+      // A concurrent call opened this key's link first: follow it (once).
+      if (opened === 'exists') {
+        if (raced) throw new ConfirmLedgerUnavailableError();
+        return byLink(args, ctx, trail, again, { fingerprint }, true);
+      }
+      emit({ type: 'asked', tool: name });
+      return opened;
     };
 
     /**
@@ -933,45 +1122,11 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         acceptWithoutContent: passkey !== undefined,
       });
       // A plan is created with the spend of its confirmation (in one atomic step), only when approved.
-      const planning = planHooks
-        ? (nowMs: number, approver: string) => {
-            const plan = planHooks.plan(args, claims.fingerprint as F, ctx, {
-              audience,
-              principalTag: claims.sub,
-              approver,
-              nowMs,
-              expiresAtMs: nowMs + ttlSeconds * 1000,
-              binding: (t, a, f) => bindingOf(t, a, f, ctx),
-              slotKey,
-            });
-            return calls.spendPlanning(claims.jti, nowMs, plan).then((outcome) => ({ id: plan.id, plan, outcome }));
-          }
-        : undefined;
+      const planning = planningFor(args, claims, ctx);
       // With passkey approval an answer is settled by the page's record (it spends the jti once decided).
       // Only the page's button sets the scope: a grant is created when its record says 'grant' and
       // this question offered one; a `scope` in the client's answer is never read here.
-      const offer = shown.offer;
-      const grantingOnPage =
-        approval && offer
-          ? async (nowMs: number, page: ApprovalRecord): Promise<Granting | undefined> => {
-              if (page.scope !== 'grant') {
-                await calls.spend(claims.jti, nowMs);
-                return undefined;
-              }
-              const granting = await spendGranting(claims, offer, args, ctx, page.approver, nowMs);
-              if (granting.created === 'created') {
-                // The page shows the grant with its Revoke button from now on; if that cannot be
-                // recorded, the grant is revoked and the call refused (nothing done).
-                try {
-                  await failClosed(() => approval.store.attachGrant(page.id, granting.id, granting.expiresAtMs, nowMs));
-                } catch (e) {
-                  await calls.revokeGrant(granting.id, now()).catch(() => {});
-                  throw e;
-                }
-              }
-              return granting;
-            }
-          : undefined;
+      const grantingOnPage = grantingOnPageFor(args, claims, ctx, shown.offer);
       if (passkey && answer.kind !== 'missing') {
         const settled = await passkey.settle({
           claims,
@@ -990,26 +1145,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           return inputRequired({ inputRequests: { [CONFIRM_KEY]: settled.request }, requestState: opened.state });
         }
         if (settled.kind === 'not-confirmed') return notDone(settled.answer, trail, settled.on);
-        if (planHooks)
-          return approvePlan(
-            args,
-            claims,
-            ctx,
-            trail,
-            planHooks,
-            settled.spent as Awaited<ReturnType<NonNullable<typeof planning>>>,
-            settled.approver,
-            settled.approvers,
-          );
-        return confirmedAct(
-          args,
-          claims,
-          ctx,
-          trail,
-          settled.approver,
-          settled.spent as Granting | undefined,
-          settled.approvers,
-        );
+        return actApproved(args, claims, ctx, trail, settled.approver, settled.spent, settled.approvers);
       }
       // 3. Spend the jti atomically before acting on the answer: accept, decline and cancel all use it up.
       // An accept that takes the offered grant (form: `scope: "grant"`), or approves a plan, creates it with the spend.
@@ -1052,7 +1188,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         }
         // 2026-07-28: the spec's -32021 (a JSON-RPC error, whatever rethrow says), with this refusal's sentence.
         if (e instanceof ConfirmNoElicitationError && clientCapabilities(server, ctx).era === 'modern')
-          throw noElicitationError(ctx);
+          throw noElicitationError(ctx, e);
         return toToolError(e);
       }
     };

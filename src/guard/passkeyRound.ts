@@ -97,6 +97,13 @@ export interface PasskeyRound<A, F> {
     ctx: ServerContext;
     spendApproved?: (nowMs: number, record: ApprovalRecord) => Promise<unknown>;
   }): Promise<Settled>;
+  /**
+   * What the page shows for one call (every value uncut), as {@link open} opens it; for an
+   * approval opened another way (by link, `linkRound.ts`).
+   *
+   * @param grant - the line of the grant offered with the question, when one is.
+   */
+  view(args: A, fingerprint: F, question: string, principal: string, grant?: string): ApprovalView;
 }
 
 /**
@@ -230,5 +237,5 @@ export function passkeyRound<A, F>(options: {
     return { kind: 'approved', approver: record.approver, spent, ...(quorum ? { approvers: quorum } : {}) };
   };
 
-  return { open, settle };
+  return { open, settle, view: pageView };
 }

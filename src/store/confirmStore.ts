@@ -11,14 +11,15 @@ import { APPROVAL_STORE_METHODS, type ApprovalStore } from './approvalStore.js';
 import { AUDIT_HEAD_STORE_METHODS, type AuditHeadStore } from './auditHeads.js';
 import { GRANT_STORE_METHODS, type GrantStore } from './grantStore.js';
 import { LEDGER_METHODS, type Ledger } from './ledger.js';
+import { LINK_STORE_METHODS, type LinkStore } from './linkStore.js';
 
 /**
  * A store of confirmations: the {@link Ledger} of `jti`s, the {@link ApprovalStore} of passkey
  * approvals, challenges and signature counters, the {@link AuditHeadStore} of audit trail heads,
- * and the {@link GrantStore} of grants and plans (created with the spend of the confirmation that
- * approved them), kept together so that one shared store serves every replica.
+ * the {@link GrantStore} of grants and plans (created with the spend of the confirmation that
+ * approved them), and the {@link LinkStore} of link approvals (clients that cannot elicit), kept together so that one shared store serves every replica.
  */
-export interface ConfirmStore extends Ledger, ApprovalStore, AuditHeadStore, GrantStore {}
+export interface ConfirmStore extends Ledger, ApprovalStore, AuditHeadStore, GrantStore, LinkStore {}
 
 /** Every method of {@link ConfirmStore} besides `close`, once: what a wrapper forwards. */
 export const CONFIRM_STORE_METHODS = [
@@ -26,6 +27,7 @@ export const CONFIRM_STORE_METHODS = [
   ...APPROVAL_STORE_METHODS,
   ...AUDIT_HEAD_STORE_METHODS,
   ...GRANT_STORE_METHODS,
+  ...LINK_STORE_METHODS,
 ] as const;
 
 /** The name of one method of {@link ConfirmStore} (besides `close`). */

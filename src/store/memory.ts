@@ -33,6 +33,7 @@ import {
   type NewApproval,
 } from './approvalStore.js';
 import type { ConfirmStore } from './confirmStore.js';
+import { checkNewLinkApproval, type LinkedApproval, type NewLinkApproval, type OpenLinkOutcome } from './linkStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, type AuditHead, type AuditHeadStore } from './auditHeads.js';
@@ -281,6 +282,11 @@ export class MemoryLedger implements ConfirmStore {
 
   /** {@link ApprovalStore.openApproval}; bounded by `maxTotal` (expired approvals swept first). */
   async openApproval(approval: NewApproval, nowMs: number): Promise<void> {
+    this.#openApprovalNow(approval, nowMs);
+  }
+
+  /** {@link openApproval}'s step, synchronous (so a link can be opened with it in one step). */
+  #openApprovalNow(approval: NewApproval, nowMs: number): void {
     checkNewApproval(approval);
     if (this.#approvals.has(approval.id) || this.#approvalOfJti.has(approval.jti))
       throw new RangeError('approval already opened');
@@ -408,6 +414,59 @@ export class MemoryLedger implements ConfirmStore {
   #dropApproval(id: string, r: ApprovalRecord): void {
     this.#approvals.delete(id);
     if (this.#approvalOfJti.get(r.jti) === id) this.#approvalOfJti.delete(r.jti);
+  }
+
+  // ---- LinkStore (see linkStore.ts): each method runs to its end without awaiting, so it is atomic.
+
+  /** Live links by key: the approval id, its principal and what is kept (expiry: the approval's). */
+  readonly #links = new Map<string, { id: string; principal: string; kept: string }>();
+
+  /** The approval of a link when the link is live (its approval unexpired); drops a dead link. */
+  #liveLink(
+    linkKey: string,
+    nowMs: number,
+  ): { link: { id: string; kept: string }; record: ApprovalRecord } | undefined {
+    const link = this.#links.get(linkKey);
+    if (link === undefined) return undefined;
+    const record = this.#approvals.get(link.id);
+    if (record === undefined || nowMs >= record.expiresAtMs) {
+      this.#links.delete(linkKey);
+      return undefined;
+    }
+    return { link, record };
+  }
+
+  /** {@link LinkStore.openLinkApproval}: checks, counts and opens in one synchronous step. */
+  async openLinkApproval(approval: NewLinkApproval, maxPending: number, nowMs: number): Promise<OpenLinkOutcome> {
+    checkNewLinkApproval(approval, maxPending);
+    if (this.#liveLink(approval.linkKey, nowMs) !== undefined) return 'exists';
+    let pending = 0;
+    // Every link is visited (dead ones dropped), so the map stays bounded by the live approvals.
+    for (const [key, link] of this.#links) {
+      const live = this.#liveLink(key, nowMs);
+      if (live?.record.status === 'pending' && link.principal === approval.principal) pending++;
+    }
+    if (pending >= maxPending) return 'too-many';
+    const { linkKey, kept, ...plain } = approval;
+    void linkKey;
+    void kept;
+    this.#openApprovalNow(plain, nowMs);
+    this.#links.set(approval.linkKey, { id: approval.id, principal: approval.principal, kept: approval.kept });
+    return 'opened';
+  }
+
+  /** {@link LinkStore.approvalByLink}. */
+  async approvalByLink(linkKey: string, nowMs: number): Promise<LinkedApproval | undefined> {
+    const live = this.#liveLink(linkKey, nowMs);
+    return live === undefined ? undefined : { approval: { ...live.record }, kept: live.link.kept };
+  }
+
+  /** {@link LinkStore.finishLink}. */
+  async finishLink(linkKey: string, id: string, nowMs: number): Promise<boolean> {
+    void nowMs;
+    if (this.#links.get(linkKey)?.id !== id) return false;
+    this.#links.delete(linkKey);
+    return true;
   }
 
   // ---- AuditHeadStore (see auditHeads.ts): one head per trail path, in this process only (for the library).

@@ -135,6 +135,7 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { ConfirmStore } from './confirmStore.js';
@@ -193,6 +194,15 @@ import {
   takeGrantUseScript,
   takePlanSlotScript,
 } from './redisScripts.js';
+import {
+  LINK_FINISH_SCRIPT,
+  LINK_FINISH_SHA,
+  LINK_OPEN_SCRIPT,
+  LINK_OPEN_SHA,
+  LINK_READ_SCRIPT,
+  LINK_READ_SHA,
+} from './redisLinkScripts.js';
+import { checkNewLinkApproval, type LinkedApproval, type NewLinkApproval, type OpenLinkOutcome } from './linkStore.js';
 import {
   checkGrantQuery,
   checkNewGrant,
@@ -689,6 +699,78 @@ export class RedisLedger implements ConfirmStore {
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to advanceCounter') });
   }
 
+  // ---- LinkStore (see linkStore.ts). Additive: own keys (lk…, lkp…), one Lua script per step (redisLinkScripts.ts).
+
+  /** {@link LinkStore.openLinkApproval}: one script (checks, counts, then the approval, its index and its link). */
+  async openLinkApproval(approval: NewLinkApproval, maxPending: number, nowMs: number): Promise<OpenLinkOutcome> {
+    checkNewLinkApproval(approval, maxPending);
+    finiteMs('nowMs', nowMs);
+    const px = Math.max(1, Math.ceil(approval.expiresAtMs - nowMs) + this.clockSkewMs);
+    const principalKey = this.#prefix + 'lkp:' + createHash('sha256').update(approval.principal).digest('hex');
+    const reply = await this.#runner.script(
+      LINK_OPEN_SHA,
+      LINK_OPEN_SCRIPT,
+      [
+        this.#prefix + 'lk:' + approval.linkKey,
+        principalKey,
+        this.#prefix + 'ap:' + approval.id,
+        this.#prefix + 'apj:' + approval.jti,
+      ],
+      [
+        approval.id,
+        approval.jti,
+        approval.principal,
+        approval.view,
+        String(approval.expiresAtMs),
+        String(px),
+        approval.kept,
+        String(nowMs),
+        String(maxPending),
+        this.#prefix + 'ap:',
+        // A quorum's size, written by the same script ('' for one approver).
+        String(requiredOf(approval) ?? ''),
+      ],
+    );
+    if (reply === 'opened' || reply === 'exists' || reply === 'too-many') return reply;
+    if (reply === 'duplicate') throw new RangeError('approval already opened');
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to openLinkApproval') });
+  }
+
+  /** {@link LinkStore.approvalByLink}: one script (the link and its approval). */
+  async approvalByLink(linkKey: string, nowMs: number): Promise<LinkedApproval | undefined> {
+    finiteMs('nowMs', nowMs);
+    const reply = await this.#runner.script(
+      LINK_READ_SHA,
+      LINK_READ_SCRIPT,
+      [this.#prefix + 'lk:' + linkKey],
+      [this.#prefix + 'ap:'],
+    );
+    if (reply === 'none') return undefined;
+    let parsed: { kept?: unknown; approval?: unknown };
+    try {
+      parsed = JSON.parse(reply ?? '') as { kept?: unknown; approval?: unknown };
+      if (typeof parsed.kept !== 'string') throw new TypeError('kept');
+    } catch (cause) {
+      throw new ConfirmLedgerUnavailableError({ cause });
+    }
+    const kept = parsed.kept;
+    const approval = this.#approvalOf(JSON.stringify(parsed.approval), nowMs);
+    return approval === undefined ? undefined : { approval, kept };
+  }
+
+  /** {@link LinkStore.finishLink}: one script (only the key's link to that approval). */
+  async finishLink(linkKey: string, id: string, nowMs: number): Promise<boolean> {
+    finiteMs('nowMs', nowMs);
+    const reply = await this.#runner.script(
+      LINK_FINISH_SHA,
+      LINK_FINISH_SCRIPT,
+      [this.#prefix + 'lk:' + linkKey],
+      [id],
+    );
+    if (reply === 'finished' || reply === 'no') return reply === 'finished';
+    throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to finishLink') });
+  }
+
   // ---- AuditHeadStore (see auditHeads.ts). Additive: its own key per trail path, one script per step.
 
   /** {@link AuditHeadStore.recordAuditHead}: one script (another trail replaces, a later seq moves forward). */
@@ -861,6 +943,11 @@ export class RedisLedger implements ConfirmStore {
   async #readApproval(keys: [string, string], nowMs: number): Promise<ApprovalRecord | undefined> {
     const reply = await this.#runner.script(APPROVAL_READ_SHA, APPROVAL_READ_SCRIPT, [keys[0]], [keys[1]]);
     if (reply === 'none') return undefined;
+    return this.#approvalOf(reply, nowMs);
+  }
+
+  /** The approval of a read script's JSON reply; `undefined` when expired. @throws {ConfirmLedgerUnavailableError} on an unexpected reply. */
+  #approvalOf(reply: string | null | undefined, nowMs: number): ApprovalRecord | undefined {
     let record: ApprovalRecord;
     try {
       const o = JSON.parse(reply ?? '') as Record<string, unknown>;

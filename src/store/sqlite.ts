@@ -104,6 +104,7 @@ import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { ConfirmStore } from './confirmStore.js';
+import { checkNewLinkApproval, type LinkedApproval, type NewLinkApproval, type OpenLinkOutcome } from './linkStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
 import {
   checkAttachGrant,
@@ -766,6 +767,58 @@ export class SqliteLedger implements ConfirmStore {
     );
   }
 
+  // ---- LinkStore (see linkStore.ts). Additive: its own table beside the approvals, created on first
+  // use; every step one statement or one `BEGIN IMMEDIATE` transaction, retried as the approval steps are.
+
+  #link: LinkStatements | undefined;
+
+  /** {@link ApprovalStore.openApproval} with its link, counted and checked in one `BEGIN IMMEDIATE` transaction. */
+  async openLinkApproval(approval: NewLinkApproval, maxPending: number, nowMs: number): Promise<OpenLinkOutcome> {
+    checkNewLinkApproval(approval, maxPending);
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((st, db) => {
+      const lk = (this.#link ??= prepareLinkStatements(db));
+      return db
+        .transaction((): OpenLinkOutcome => {
+          lk.sweep.run(nowMs);
+          if (lk.live.get(approval.linkKey, nowMs) !== undefined) return 'exists';
+          if ((lk.pendingOf.get(approval.principal, nowMs)?.n ?? 0) >= maxPending) return 'too-many';
+          if (st.sweepApprovals.run(nowMs).changes > 0) st.sweepQuorums.run();
+          try {
+            st.insertApproval.run(approval.id, approval.jti, approval.principal, approval.view, approval.expiresAtMs);
+          } catch (error) {
+            if (isUniqueViolation(error)) throw new RangeError('approval already opened');
+            throw error;
+          }
+          // A quorum's size in the same transaction, as openApproval writes it.
+          const required = requiredOf(approval);
+          if (required !== undefined) st.setRequired.run(required, approval.id);
+          lk.insert.run(approval.linkKey, approval.id, approval.principal, approval.kept, approval.expiresAtMs);
+          return 'opened';
+        })
+        .immediate();
+    });
+  }
+
+  /** {@link LinkStore.approvalByLink}: one `SELECT` joining the link to its approval. */
+  async approvalByLink(linkKey: string, nowMs: number): Promise<LinkedApproval | undefined> {
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp((_st, db) => {
+      const row = (this.#link ??= prepareLinkStatements(db)).read.get(linkKey, nowMs);
+      if (row === undefined) return undefined;
+      const { kept, ...approval } = row;
+      return { approval: toRecord(approval)!, kept };
+    });
+  }
+
+  /** {@link LinkStore.finishLink}: one `DELETE` of the key's link to that approval. */
+  async finishLink(linkKey: string, id: string, nowMs: number): Promise<boolean> {
+    finiteMs('nowMs', nowMs);
+    return this.#approvalOp(
+      (_st, db) => (this.#link ??= prepareLinkStatements(db)).finish.run(linkKey, id).changes === 1,
+    );
+  }
+
   // ---- AuditHeadStore (see auditHeads.ts). Additive: its own table, created on the first record
   // (a read of a file without it changes nothing); one statement per step, retried as issue and spend are.
 
@@ -1072,6 +1125,58 @@ function toRecord(row: ApprovalRow | undefined): ApprovalRecord | undefined {
       ? { approvalsRequired: row.approvals_required }
       : {}),
     ...(typeof row.approvals === 'string' && row.approvals !== '' ? { approvals: parseApprovals(row.approvals)! } : {}),
+  };
+}
+
+const LINKS = 'mcp_confirm_approval_links';
+
+/** The links of link approvals (see linkStore.ts): one per key, each to one approval, expiring with it. */
+const LINK_SCHEMA = `
+CREATE TABLE IF NOT EXISTS ${LINKS} (
+  link_key TEXT NOT NULL PRIMARY KEY,
+  approval_id TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  kept TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ${LINKS}_principal ON ${LINKS} (principal, expires_at_ms);
+CREATE INDEX IF NOT EXISTS ${LINKS}_expiry ON ${LINKS} (expires_at_ms);
+`;
+
+interface LinkStatements {
+  sweep: Statement<[number], unknown>;
+  live: Statement<[string, number], { approval_id: string }>;
+  pendingOf: Statement<[string, number], { n: number }>;
+  insert: Statement<[string, string, string, string, number], unknown>;
+  read: Statement<[string, number], ApprovalRow & { kept: string }>;
+  finish: Statement<[string, string], unknown>;
+}
+
+/** The link statements, the table created first (the approvals table exists: prepared before). */
+function prepareLinkStatements(db: Database.Database): LinkStatements {
+  db.transaction(() => db.exec(LINK_SCHEMA)).immediate();
+  const columns =
+    'a.id, a.jti, a.principal, a.view, a.expires_at_ms, a.status, a.decided_at_ms, a.approver, a.credential_id, a.scope, a.grant_id';
+  return {
+    sweep: db.prepare(`DELETE FROM ${LINKS} WHERE expires_at_ms <= ?`),
+    live: db.prepare(
+      `SELECT l.approval_id FROM ${LINKS} l JOIN ${APPROVALS} a ON a.id = l.approval_id
+        WHERE l.link_key = ? AND a.expires_at_ms > ?`,
+    ),
+    pendingOf: db.prepare(
+      `SELECT count(*) AS n FROM ${LINKS} l JOIN ${APPROVALS} a ON a.id = l.approval_id
+        WHERE l.principal = ? AND a.status = 'pending' AND a.expires_at_ms > ?`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO ${LINKS} (link_key, approval_id, principal, kept, expires_at_ms) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (link_key) DO UPDATE SET approval_id = excluded.approval_id, principal = excluded.principal,
+          kept = excluded.kept, expires_at_ms = excluded.expires_at_ms`,
+    ),
+    read: db.prepare(
+      `SELECT ${columns}, l.kept FROM ${LINKS} l JOIN ${APPROVALS} a ON a.id = l.approval_id
+        WHERE l.link_key = ? AND a.expires_at_ms > ?`,
+    ),
+    finish: db.prepare(`DELETE FROM ${LINKS} WHERE link_key = ? AND approval_id = ?`),
   };
 }
 

@@ -185,7 +185,7 @@ describe('mcp-confirm --root DIR over stdio', () => {
       kind: 'error',
       code: -32021,
       message:
-        '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.',
+        '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done. With passkey approval, this server would instead answer with a link where a person approves the call with their passkey.',
       data: { requiredCapabilities: { elicitation: { form: {} } } },
     });
     expect(existsSync(join(root, 'cache.txt'))).toBe(true);

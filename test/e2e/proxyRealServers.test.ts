@@ -26,7 +26,7 @@ const STUBBORN = resolve(import.meta.dirname, 'fixtures/stubbornUpstream.mjs');
 const SCHEMA_UPSTREAM = resolve(import.meta.dirname, 'fixtures/schemaUpstream.mjs');
 /** What a client that cannot answer the question is told, in both eras. */
 const NO_ELICITATION_TEXT =
-  '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.';
+  '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done. With passkey approval, this server would instead answer with a link where a person approves the call with their passkey.';
 
 let R: string;
 const closers: Array<() => Promise<unknown>> = [];

@@ -34,7 +34,7 @@ function notebook(): Notebook {
 const NoteInput = z.strictObject({ title: z.string() });
 /** What a client that cannot answer the question is told, in both eras (the 2026-era one as the -32021's message). */
 const NO_ELICITATION_TEXT =
-  '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done.';
+  '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done. With passkey approval, this server would instead answer with a link where a person approves the call with their passkey.';
 
 function register(
   confirmation: Confirmation,

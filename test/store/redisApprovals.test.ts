@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { RedisLedger } from '../../src/store/redis.js';
 import { approvalStoreContract } from './approvalContract.js';
 import { approvalQuorumContract } from './approvalQuorumContract.js';
+import { linkStoreContract } from './linkContract.js';
 
 /** Missing or unreachable Redis is a failure, never a skip. */
 function redisUrl(): string {
@@ -21,4 +22,12 @@ approvalStoreContract('RedisLedger', () =>
 approvalQuorumContract('RedisLedger', async () => {
   const namespace = `test-${randomUUID()}`;
   return Promise.all([0, 1].map(() => RedisLedger.open({ url: redisUrl(), namespace, connectTimeoutMs: 3_000 })));
+});
+
+linkStoreContract('RedisLedger', async () => {
+  const namespace = `test-${randomUUID()}`;
+  return [
+    await RedisLedger.open({ url: redisUrl(), namespace, connectTimeoutMs: 3_000 }),
+    await RedisLedger.open({ url: redisUrl(), namespace, connectTimeoutMs: 3_000 }),
+  ];
 });

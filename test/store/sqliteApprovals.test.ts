@@ -6,6 +6,7 @@ import { afterAll } from 'vitest';
 import { SqliteLedger } from '../../src/store/sqlite.js';
 import { approvalStoreContract } from './approvalContract.js';
 import { approvalQuorumContract } from './approvalQuorumContract.js';
+import { linkStoreContract } from './linkContract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-confirm-approval-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -14,6 +15,11 @@ approvalStoreContract('SqliteLedger', () => new SqliteLedger({ path: join(dir, `
 
 // Two connections on one file: concurrent steps spread over both.
 approvalQuorumContract('SqliteLedger', async () => {
+  const path = join(dir, `${randomUUID()}.db`);
+  return [new SqliteLedger({ path }), new SqliteLedger({ path })];
+});
+
+linkStoreContract('SqliteLedger', async () => {
   const path = join(dir, `${randomUUID()}.db`);
   return [new SqliteLedger({ path }), new SqliteLedger({ path })];
 });
