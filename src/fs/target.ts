@@ -152,6 +152,33 @@
  * > 5. *Only Linux-like semantics are assumed*: `link(2)` not following symbolic
  * >    links, `rename(2)` atomic within a directory, POSIX path syntax.
  *
+ * ## Directory handles: {@link openFile}
+ * A call that acts at once (under a grant or a plan slot) needs round 1 and round 2 back to back,
+ * with only the guard's store and audit trail between them. {@link openFile} does them in one
+ * walk, with real directory handles: Linux resolves `/proc/self/fd/N/NAME` from the directory open
+ * as descriptor `N` itself (a "magic link", as `openat` would), so a handle stands in for the
+ * working directory, and can be held across an `await`.
+ * 1. Steps 1 to 4 of round 1, as above.
+ * 2. The root is opened by its canonical path with `O_DIRECTORY | O_NOFOLLOW`, and must have its
+ *    pinned device and inode (else `ERR_CONFIRM_OUTSIDE_ROOTS`) and read back through
+ *    `/proc/self/fd` as that path (else handles are not used: see below). Each directory is
+ *    opened from the handle above it, `O_DIRECTORY | O_NOFOLLOW` (a symbolic link or a file is
+ *    named as in round 1); its identity is its handle's `fstat`, so nothing can be swapped
+ *    between looking and entering. The file's directory must read back as the path walked (round
+ *    1's step 6), and `lstat` of the file's name through its handle gives the fingerprint.
+ * 3. {@link OpenedFile.delete}, given the fingerprint to hold the file to (the one just taken, or
+ *    the one a plan's human saw): the fingerprint's root, directories (by device and inode) and
+ *    name must be those opened; every handle must still read back as its path (containment, right
+ *    before acting: a directory moved out of the root, or below a replaced one, is
+ *    `ERR_CONFIRM_CHANGED`); then round 2's steps b to e through the file's directory's handle.
+ * 4. {@link OpenedFile.close} closes the handles.
+ *
+ * Where handles cannot be used (no `/proc` mounted, another system, or a directory that may be
+ * searched but not read, which `open` needs and `chdir` does not), {@link openFile} is
+ * {@link inspectFile} then {@link deleteVerified}, with their two walks. The residual window 1
+ * above reads, for handles, from the readback of step 3 to the unlink (microseconds); 2 to 5 are
+ * unchanged.
+ *
  * @module
  */
 import { join } from 'node:path';
