@@ -16,7 +16,9 @@ import { ConfirmLedgerUnavailableError } from '../errors.js';
 import { renderValue } from '../prompt/render.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { MAX_GRANT_TEXT_LENGTH, type Grant } from '../store/grantStore.js';
-import { EXIT_USAGE, UsageError } from './common.js';
+import type { AuditLog } from '../audit/auditLog.js';
+import type { Ledger } from '../store/ledger.js';
+import { EXIT_USAGE, readKeyFile, UsageError } from './common.js';
 import type { GrantsCommand } from './grantsArgs.js';
 import { openLedger, redisUrl, shownLedger } from './ledgerSpec.js';
 
@@ -66,13 +68,28 @@ export function asciiJson(value: unknown): string {
   );
 }
 
+/** Opens this command's own audit trail under the servers' `--audit` prefix, with their key file. */
+async function openTrail(audit: { prefix: string; keyFile: string }, store: ConfirmStore): Promise<AuditLog> {
+  const ring = (await readKeyFile(audit.keyFile))!;
+  const { openAuditTrail } = await import('./auditCli.js');
+  return openAuditTrail(audit.prefix, ring, err, store as Ledger);
+}
+
 /**
  * Runs `grants list` or `grants revoke`.
  *
- * @returns the exit code: 0 listed (also none) or revoked; 1 no live grant with that id, or the
- *   store cannot be opened or read (a missing SQLite file, which is never created here; a Redis
- *   that is unreachable or refuses the connection); 2 a `--ledger` Redis URL that does not parse.
- *   Messages show a Redis URL without its password.
+ * `grants revoke` with `--audit PATH --key-file PATH` (the servers' own) opens a trail of this
+ * process under that prefix (as a server does: its own file, opening and closing lines, its head
+ * recorded in the shared store), before revoking, and writes `grant-revoked` there after the
+ * revocation (`grant`, the grant's `tool` and `principal` tag, `outcome` `command-line`, `approver`
+ * `null`).
+ *
+ * @returns the exit code: 0 listed (also none) or revoked (and its line written); 1 no live grant
+ *   with that id, the store cannot be opened or read (a missing SQLite file, which is never created
+ *   here; a Redis that is unreachable or refuses the connection), or the grant was revoked but its
+ *   audit line could not be written (it stays revoked); 2 a `--ledger` Redis URL that does not
+ *   parse (and, thrown as a `UsageError`, a key file or trail file that cannot be read or created,
+ *   with nothing revoked). Messages show a Redis URL without its password.
  */
 export async function runGrants(command: GrantsCommand): Promise<number> {
   const shown = shownLedger(command.ledger);
@@ -113,16 +130,46 @@ export async function runGrants(command: GrantsCommand): Promise<number> {
       return 0;
     }
     // With --audience, only a grant of that audience is revoked (in SQLite, which holds every audience's).
-    const inAudience =
-      command.audience === undefined || (await store.findGrants(query, nowMs)).some((g) => g.id === command.id);
-    if (!inAudience || (await store.revokeGrant(command.id, nowMs)) === 'unknown') {
-      err(
-        `no live grant ${command.id}${ofAudience} (ended, revoked before, or never in this store${command.audience === undefined ? '' : ' under that audience'})`,
-      );
-      return 1;
+    // The grant as it is before the revocation: its tool and principal tag go on the audit line.
+    const live = command.audience === undefined && !command.audit ? undefined : await store.findGrants(query, nowMs);
+    const grant = live?.find((g) => g.id === command.id);
+    const inAudience = command.audience === undefined || grant !== undefined;
+    // The trail is opened before anything is revoked: one that cannot be created stops the command (exit 2).
+    const trail = command.audit ? await openTrail(command.audit, store) : undefined;
+    try {
+      if (!inAudience || (await store.revokeGrant(command.id, nowMs)) === 'unknown') {
+        err(
+          `no live grant ${command.id}${ofAudience} (ended, revoked before, or never in this store${command.audience === undefined ? '' : ' under that audience'})`,
+        );
+        return 1;
+      }
+      err(`revoked grant ${command.id}`);
+      if (!trail) return 0;
+      // Written after the revocation, which it never undoes (as the approval page's Revoke).
+      try {
+        await trail.record({
+          event: 'grant-revoked',
+          tool: grant?.tool ?? null,
+          principal: grant?.principal ?? null,
+          jti: null,
+          args: null,
+          question: null,
+          outcome: 'command-line',
+          code: null,
+          count: null,
+          approver: null,
+          grant: command.id,
+        });
+      } catch (e) {
+        err(
+          `the grant stays revoked, but its grant-revoked line could not be written to ${trail.path}: ${(e as Error).message}`,
+        );
+        return 1;
+      }
+      return 0;
+    } finally {
+      await trail?.close().catch(() => {});
     }
-    err(`revoked grant ${command.id}`);
-    return 0;
   } catch (e) {
     if (!(e instanceof ConfirmLedgerUnavailableError)) throw e;
     const cause = (e as { cause?: unknown }).cause;
