@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import { DEFAULT_AUDIENCE } from '../defaults.js';
 import { ConfirmLedgerUnavailableError } from '../errors.js';
-import { renderValue } from '../prompt/render.js';
+import { renderValue, renderValueParts } from '../prompt/render.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { MAX_GRANT_TEXT_LENGTH, type Grant } from '../store/grantStore.js';
 import type { AuditLog } from '../audit/auditLog.js';
@@ -56,8 +56,36 @@ export function grantLine(grant: Grant, nowMs: number): string {
     `expires ${isoTime(grant.expiresAtMs)} (${timeLeft(grant.expiresAtMs, nowMs)})`,
     `created ${isoTime(grant.createdAtMs)}`,
     `audience ${v(grant.audience)}`,
-    `summary ${renderValue(grant.summary, { maxGraphemes: MAX_GRANT_TEXT_LENGTH })}`,
+    `summary ${summaryText(grant.summary)}`,
   ].join('\t');
+}
+
+/**
+ * A grant's summary as `grants list` shows it: the offer's line as the question showed it, whose
+ * values are code spans. Without a backtick, or when it has to be cut, it is rendered as every
+ * field is (`renderValue`: a code span, the backtick escaped as `⟨U+0060⟩`). Otherwise its
+ * backticks are kept, so its code spans stay readable, and everything between them is escaped as
+ * `renderValue` escapes a value (line breaks, tabs, control and bidi characters visible, on one
+ * line); the whole is fenced by a run of backticks longer than any inside it (a CommonMark code span
+ * its text cannot close), e.g. ``` `` Or allow: delete any file directly in `/srv/cache/` … `` ```,
+ * with the warnings `renderValue` would add for the whole.
+ */
+export function summaryText(summary: string): string {
+  const options = { maxGraphemes: MAX_GRANT_TEXT_LENGTH };
+  const whole = renderValueParts(summary, options);
+  if (!summary.includes('`') || whole.cut) return whole.text;
+  // Each piece between backticks escaped as inside the whole value: between two letters, so a space
+  // at its edge stays a space (renderValue shows a value's own leading or trailing space escaped).
+  const inside = { maxGraphemes: MAX_GRANT_TEXT_LENGTH + 2 };
+  const body = summary
+    .split('`')
+    .map((piece) => (piece === '' ? '' : renderValueParts(`x${piece}x`, inside).body.slice(1, -1)))
+    .join('`');
+  const longest = Math.max(...(summary.match(/`+/g) ?? ['']).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  // What renderValue puts after the code span (not cut: only its warnings).
+  const suffix = whole.text.slice(whole.body.length + 2);
+  return `${fence} ${body} ${fence}${suffix}`;
 }
 
 /** JSON text in ASCII: every character above U+007E as a `\uXXXX` escape (valid JSON, parsing to the same value). */
