@@ -84,12 +84,29 @@ export interface FsOps {
 
 const OPEN_DIR = fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW;
 
+/** Random bytes drawn from `node:crypto` ahead, 4,096 at a time; each byte is handed out once. */
+let pool: Buffer | undefined;
+let poolAt = 0;
+
+/** `bytes` random bytes as lower-case hex, from {@link pool} (a fresh pool when it runs short). */
+function randomHex(bytes: number): string {
+  if (pool === undefined || poolAt + bytes > pool.length) {
+    pool = nodeCrypto().randomBytes(Math.max(4096, bytes));
+    poolAt = 0;
+  }
+  const hex = pool.toString('hex', poolAt, poolAt + bytes);
+  // Spent: never handed out again.
+  pool.fill(0, poolAt, poolAt + bytes);
+  poolAt += bytes;
+  return hex;
+}
+
 /** The real calls, from `node:fs`, `node:fs/promises`, `node:crypto` and `process`. */
 export const defaultFsOps: FsOps = Object.freeze({
   lstat: (path: string) => fsp.lstat(path, { bigint: true }),
   realpath: (path: string) => fsp.realpath(path),
   readdir: (path: string) => fsp.readdir(path, { withFileTypes: true }),
-  randomHex: (bytes: number) => nodeCrypto().randomBytes(bytes).toString('hex'),
+  randomHex: (bytes: number) => randomHex(bytes),
   isMainThread: () => workerThreads().isMainThread,
   cwd: () => process.cwd(),
   chdir: (path: string) => process.chdir(path),

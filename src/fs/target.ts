@@ -160,8 +160,8 @@
  * working directory, and can be held across an `await`.
  * 1. Steps 1 to 4 of round 1, as above.
  * 2. The root is opened by its canonical path with `O_DIRECTORY | O_NOFOLLOW`, and must have its
- *    pinned device and inode (else `ERR_CONFIRM_OUTSIDE_ROOTS`) and read back through
- *    `/proc/self/fd` as that path (else handles are not used: see below). Each directory is
+ *    pinned device and inode (else `ERR_CONFIRM_OUTSIDE_ROOTS`) and, the first time for that
+ *    root, read back through `/proc/self/fd` as that path (else handles are not used: see below). Each directory is
  *    opened from the handle above it, `O_DIRECTORY | O_NOFOLLOW` (a symbolic link or a file is
  *    named as in round 1); its identity is its handle's `fstat`, so nothing can be swapped
  *    between looking and entering. The file's directory must read back as the path walked (round
@@ -479,6 +479,9 @@ export interface OpenedFile {
 /** Where the kernel resolves a name from the directory open as a descriptor (Linux procfs). */
 const PROC_FD = '/proc/self/fd/';
 
+/** The roots whose handle read back as their path through {@link PROC_FD}, per set of file-system calls. */
+const HANDLES_WORK = new WeakMap<FsOps, WeakSet<PinnedRoot>>();
+
 /**
  * Round 1 and round 2 in one walk, for a call that acts at once (under a grant or a plan slot):
  * runs {@link inspectFile}'s checks, opening the root and every directory down to the file's as
@@ -573,8 +576,8 @@ export async function openFile(roots: Roots, path: string, options: TargetOption
  * {@link openFile}'s walk: the root, opened by its path and compared with its pin; each directory
  * opened from the one above without following a final symbolic link; the file's `lstat` there.
  * Returns `undefined`, with nothing left open, where handles cannot be used: the root's handle does
- * not read back as its path (no `/proc/self/fd`), or a directory may not be read (`EACCES`; a walk
- * by `chdir` only needs to search it).
+ * not read back as its path (no `/proc/self/fd`; checked once per root), or a directory may not be
+ * read (`EACCES`; a walk by `chdir` only needs to search it).
  */
 function openChain(
   ops: FsOps,
@@ -604,15 +607,21 @@ function openChain(
     }
     if (!sameId(ops.fstatSync(fds[0]!), root))
       throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
-    let rootNow: string | undefined;
-    try {
-      rootNow = ops.readlinkSync(PROC_FD + fds[0]!);
-    } catch {
-      rootNow = undefined;
-    }
-    if (rootNow !== root.realPath) {
-      closeAll();
-      return undefined;
+    // Once a root's handle has read back as its path, handles work for it (kept per root and ops).
+    if (!HANDLES_WORK.get(ops)?.has(root)) {
+      let rootNow: string | undefined;
+      try {
+        rootNow = ops.readlinkSync(PROC_FD + fds[0]!);
+      } catch {
+        rootNow = undefined;
+      }
+      if (rootNow !== root.realPath) {
+        closeAll();
+        return undefined;
+      }
+      let roots = HANDLES_WORK.get(ops);
+      if (roots === undefined) HANDLES_WORK.set(ops, (roots = new WeakSet()));
+      roots.add(root);
     }
     const dirs: DirIdentity[] = [];
     for (const dirName of dirNames) {
