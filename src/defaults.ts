@@ -42,6 +42,9 @@ export const REDEEM_WITHIN_MS = 120_000;
 /** Default most uses of one grant, the approving call included: 20. */
 export const DEFAULT_GRANT_MAX_USES = 20;
 
+/** Fewest uses a grant policy may give: 2 (the approving call is a grant's first use, so 1 would allow nothing more). */
+export const MIN_GRANT_USES = 2;
+
 /** Default longest life of one grant, in seconds: 900 (15 minutes). */
 export const DEFAULT_GRANT_MAX_SECONDS = 900;
 

@@ -18,6 +18,7 @@ export {
   type ConfirmableTool,
   type ConfirmableToolConfig,
   type ActContext,
+  type OpenedResource,
   type ConfirmEvent,
   type GuardOptions,
   MAX_PLAN_CALLS_FORM,

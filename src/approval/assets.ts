@@ -154,7 +154,7 @@ h1 { font-size: 1.4rem; margin: 0 0 1rem; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1rem; margin: 0 0 1.25rem; }
 dl.facts dt { font-weight: 600; }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
-.question { font-size: 1.1rem; padding: .9rem 1rem; border: 2px solid #b45309; border-radius: .5rem; background: rgba(180, 83, 9, .08); overflow-wrap: anywhere; }
+.question { font-size: 1.1rem; padding: .9rem 1rem; border: 2px solid #b45309; border-radius: .5rem; background: rgba(180, 83, 9, .08); overflow-wrap: anywhere; white-space: pre-line; }
 h2 { font-size: 1rem; margin: 1.4rem 0 .4rem; }
 ul.values { padding-left: 1.2rem; margin: 0; }
 ul.values li { margin: .25rem 0; }

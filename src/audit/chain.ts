@@ -48,7 +48,7 @@ export const AUDIT_GENESIS = 'mcp-confirm/v1/audit-genesis';
  * - `granted`: a confirmed call also created a grant (`grant`: its id; `outcome`: its scope as the human read it), written before the action;
  * - `acted-under-grant`: a call took one use of grant `grant` and is about to act, without a question (`outcome`: the uses left), written before the action;
  * - `grant-exhausted`: that use was the grant's last (`grant`);
- * - `grant-revoked`: grant `grant` was revoked (on the approval page; `approver` who revoked it);
+ * - `grant-revoked`: grant `grant` was revoked: on the approval page (`outcome` `null`), or by `mcp-confirm grants revoke` (`outcome` `command-line`); `approver` `null` (neither asks for a passkey);
  * - `plan-approved`: a plan was approved (`grant`: the plan's id; `outcome`: its number of calls); nothing is done by it;
  * - `acted-under-plan`: a call took its slot of plan `grant` and is about to act, without a question (`outcome`: the slots left), written before the action.
  */

@@ -13,6 +13,7 @@ import {
   DEFAULT_GRANT_MAX_USES,
   DEFAULT_TTL_SECONDS,
   MAX_TTL_SECONDS,
+  MIN_GRANT_USES,
 } from '../defaults.js';
 import {
   EXIT_USAGE,
@@ -117,7 +118,7 @@ Options:
                     same-directory: any file directly in the approved file's directory; subtree: in it
                     or below it (the directory pinned by device and inode). Default: no grants.
   --grant-max-uses N  (with --grants) Most deletions one grant allows, the approving one included
-                    (1 to 1000000). Default: ${DEFAULT_GRANT_MAX_USES}.
+                    (2 to 1000000). Default: ${DEFAULT_GRANT_MAX_USES}.
   --grant-max-seconds SECONDS  (with --grants) How long a grant lasts (1 to 86400). Default: ${DEFAULT_GRANT_MAX_SECONDS}.
   --plans           Add the tool confirm_plan: an agent lists several deletions, the human approves them
                     with one question, and each listed call then runs once without another.
@@ -194,6 +195,10 @@ function parseGrantFlags(values: {
     maxUses = /^[0-9]+$/.test(uses) ? Number(uses) : Number.NaN;
     if (!Number.isSafeInteger(maxUses) || maxUses < 1 || maxUses > 1_000_000)
       throw new UsageError(`--grant-max-uses must be a whole number from 1 to 1000000, got ${JSON.stringify(uses)}`);
+    if (maxUses < MIN_GRANT_USES)
+      throw new UsageError(
+        `--grant-max-uses must be at least ${MIN_GRANT_USES}, got ${JSON.stringify(uses)} (the approving deletion is a grant's first use, so a grant of 1 would allow no other deletion)`,
+      );
   }
   const seconds = values['grant-max-seconds'];
   const maxSeconds = seconds === undefined ? DEFAULT_GRANT_MAX_SECONDS : wholeSeconds('--grant-max-seconds', seconds);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { parseAuditFlag } from './auditArgs.js';
 import { checkAudience, UsageError, type FlagValues } from './common.js';
 
 /** `mcp-confirm grants list` and `grants revoke`. */
@@ -26,6 +27,11 @@ export type GrantsCommand =
       ledger: string;
       /** `--audience NAME`: revoke only a grant of that audience (and the Redis namespace); undefined: any (Redis: the namespace `mcp-confirm`). */
       audience: string | undefined;
+      /**
+       * `--audit PATH` with `--key-file PATH`, as the servers were given them: the revocation's
+       * `grant-revoked` line goes to a trail of this process under that prefix. Undefined: no line.
+       */
+      audit: { prefix: string; keyFile: string } | undefined;
     };
 
 /** The option table of `grants list`. */
@@ -39,6 +45,8 @@ export const GRANTS_LIST_OPTIONS = {
 export const GRANTS_REVOKE_OPTIONS = {
   ledger: { type: 'string' },
   audience: { type: 'string' },
+  audit: { type: 'string' },
+  'key-file': { type: 'string' },
 } as const;
 
 export const GRANTS_USAGE = `Grants (in a shared store; a memory ledger's grants live and end inside its serving process):
@@ -47,16 +55,18 @@ export const GRANTS_USAGE = `Grants (in a shared store; a memory ledger's grants
                          approver, uses left, expiry, creation, audience, summary), or with --json
                          their records as a JSON array. --audience: only that audience's grants
                          (with Redis also the namespace; default mcp-confirm).
-  mcp-confirm grants revoke ID --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME]
-                         Revoke grant ID (22 base64url characters): no use is taken after it. Exit 0
-                         revoked, 1 no such live grant or the store unavailable, 2 on usage errors.`;
+  mcp-confirm grants revoke ID --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME] [--audit PATH --key-file PATH]
+                         Revoke grant ID (22 base64url characters): no use is taken after it. With
+                         the servers' --audit and --key-file, a grant-revoked line is written to a
+                         trail of its own under that PATH. Exit 0 revoked, 1 no such live grant, the
+                         store unavailable or the line not written, 2 on usage errors.`;
 
 /** The message for a flag `grants ACTION` does not take. */
 export function grantsForeign(action: 'list' | 'revoke'): (flag: string) => string {
   return (flag) =>
     action === 'revoke' && flag === 'json'
       ? '--json belongs to grants list'
-      : `grants ${action} takes only --ledger, --audience${action === 'list' ? ' and --json' : ''}, not --${flag}`;
+      : `grants ${action} takes only --ledger, --audience${action === 'list' ? ' and --json' : ', --audit and --key-file'}, not --${flag}`;
 }
 
 /** A grant id as the store makes them: unpadded base64url of 16 bytes. */
@@ -104,7 +114,8 @@ export function parseGrantsList(values: FlagValues<typeof GRANTS_LIST_OPTIONS>):
  *
  * @param words - the positionals after `grants revoke`: `[ID]`.
  * @throws {UsageError} without ID, for an ID that is not 22 base64url characters (named), a missing
- *   or memory `--ledger`, a bad `--audience`.
+ *   or memory `--ledger`, a bad `--audience`, an empty `--audit`, `--audit` without `--key-file` or
+ *   `--key-file` without `--audit`.
  */
 export function parseGrantsRevoke(
   values: FlagValues<typeof GRANTS_REVOKE_OPTIONS>,
@@ -114,10 +125,20 @@ export function parseGrantsRevoke(
   if (id === undefined) throw new UsageError('grants revoke needs the grant ID (as grants list prints it)');
   if (!GRANT_ID.test(id))
     throw new UsageError(`grants revoke: ${JSON.stringify(id)} is not a grant id (22 characters of A-Z a-z 0-9 - _)`);
+  let prefix: string | undefined;
+  try {
+    prefix = parseAuditFlag(values);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const keyFile = values['key-file'];
+  if (prefix === undefined && keyFile !== undefined)
+    throw new UsageError('grants revoke takes --key-file only with --audit (the keys of the audit trail)');
   return {
     kind: 'grants-revoke',
     id,
     ledger: sharedLedger('grants revoke', values.ledger),
     audience: audienceOf(values.audience),
+    audit: prefix === undefined || keyFile === undefined ? undefined : { prefix, keyFile },
   };
 }

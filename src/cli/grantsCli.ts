@@ -13,10 +13,12 @@
 import { existsSync } from 'node:fs';
 import { DEFAULT_AUDIENCE } from '../defaults.js';
 import { ConfirmLedgerUnavailableError } from '../errors.js';
-import { renderValue } from '../prompt/render.js';
+import { renderValue, renderValueParts } from '../prompt/render.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { MAX_GRANT_TEXT_LENGTH, type Grant } from '../store/grantStore.js';
-import { EXIT_USAGE, UsageError } from './common.js';
+import type { AuditLog } from '../audit/auditLog.js';
+import type { Ledger } from '../store/ledger.js';
+import { EXIT_USAGE, readKeyFile, UsageError } from './common.js';
 import type { GrantsCommand } from './grantsArgs.js';
 import { openLedger, redisUrl, shownLedger } from './ledgerSpec.js';
 
@@ -54,8 +56,36 @@ export function grantLine(grant: Grant, nowMs: number): string {
     `expires ${isoTime(grant.expiresAtMs)} (${timeLeft(grant.expiresAtMs, nowMs)})`,
     `created ${isoTime(grant.createdAtMs)}`,
     `audience ${v(grant.audience)}`,
-    `summary ${renderValue(grant.summary, { maxGraphemes: MAX_GRANT_TEXT_LENGTH })}`,
+    `summary ${summaryText(grant.summary)}`,
   ].join('\t');
+}
+
+/**
+ * A grant's summary as `grants list` shows it: the offer's line as the question showed it, whose
+ * values are code spans. Without a backtick, or when it has to be cut, it is rendered as every
+ * field is (`renderValue`: a code span, the backtick escaped as `⟨U+0060⟩`). Otherwise its
+ * backticks are kept, so its code spans stay readable, and everything between them is escaped as
+ * `renderValue` escapes a value (line breaks, tabs, control and bidi characters visible, on one
+ * line); the whole is fenced by a run of backticks longer than any inside it (a CommonMark code span
+ * its text cannot close), e.g. ``` `` Or allow: delete any file directly in `/srv/cache/` … `` ```,
+ * with the warnings `renderValue` would add for the whole.
+ */
+export function summaryText(summary: string): string {
+  const options = { maxGraphemes: MAX_GRANT_TEXT_LENGTH };
+  const whole = renderValueParts(summary, options);
+  if (!summary.includes('`') || whole.cut) return whole.text;
+  // Each piece between backticks escaped as inside the whole value: between two letters, so a space
+  // at its edge stays a space (renderValue shows a value's own leading or trailing space escaped).
+  const inside = { maxGraphemes: MAX_GRANT_TEXT_LENGTH + 2 };
+  const body = summary
+    .split('`')
+    .map((piece) => (piece === '' ? '' : renderValueParts(`x${piece}x`, inside).body.slice(1, -1)))
+    .join('`');
+  const longest = Math.max(...(summary.match(/`+/g) ?? ['']).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  // What renderValue puts after the code span (not cut: only its warnings).
+  const suffix = whole.text.slice(whole.body.length + 2);
+  return `${fence} ${body} ${fence}${suffix}`;
 }
 
 /** JSON text in ASCII: every character above U+007E as a `\uXXXX` escape (valid JSON, parsing to the same value). */
@@ -66,13 +96,28 @@ export function asciiJson(value: unknown): string {
   );
 }
 
+/** Opens this command's own audit trail under the servers' `--audit` prefix, with their key file. */
+async function openTrail(audit: { prefix: string; keyFile: string }, store: ConfirmStore): Promise<AuditLog> {
+  const ring = (await readKeyFile(audit.keyFile))!;
+  const { openAuditTrail } = await import('./auditCli.js');
+  return openAuditTrail(audit.prefix, ring, err, store as Ledger);
+}
+
 /**
  * Runs `grants list` or `grants revoke`.
  *
- * @returns the exit code: 0 listed (also none) or revoked; 1 no live grant with that id, or the
- *   store cannot be opened or read (a missing SQLite file, which is never created here; a Redis
- *   that is unreachable or refuses the connection); 2 a `--ledger` Redis URL that does not parse.
- *   Messages show a Redis URL without its password.
+ * `grants revoke` with `--audit PATH --key-file PATH` (the servers' own) opens a trail of this
+ * process under that prefix (as a server does: its own file, opening and closing lines, its head
+ * recorded in the shared store), before revoking, and writes `grant-revoked` there after the
+ * revocation (`grant`, the grant's `tool` and `principal` tag, `outcome` `command-line`, `approver`
+ * `null`).
+ *
+ * @returns the exit code: 0 listed (also none) or revoked (and its line written); 1 no live grant
+ *   with that id, the store cannot be opened or read (a missing SQLite file, which is never created
+ *   here; a Redis that is unreachable or refuses the connection), or the grant was revoked but its
+ *   audit line could not be written (it stays revoked); 2 a `--ledger` Redis URL that does not
+ *   parse (and, thrown as a `UsageError`, a key file or trail file that cannot be read or created,
+ *   with nothing revoked). Messages show a Redis URL without its password.
  */
 export async function runGrants(command: GrantsCommand): Promise<number> {
   const shown = shownLedger(command.ledger);
@@ -113,16 +158,46 @@ export async function runGrants(command: GrantsCommand): Promise<number> {
       return 0;
     }
     // With --audience, only a grant of that audience is revoked (in SQLite, which holds every audience's).
-    const inAudience =
-      command.audience === undefined || (await store.findGrants(query, nowMs)).some((g) => g.id === command.id);
-    if (!inAudience || (await store.revokeGrant(command.id, nowMs)) === 'unknown') {
-      err(
-        `no live grant ${command.id}${ofAudience} (ended, revoked before, or never in this store${command.audience === undefined ? '' : ' under that audience'})`,
-      );
-      return 1;
+    // The grant as it is before the revocation: its tool and principal tag go on the audit line.
+    const live = command.audience === undefined && !command.audit ? undefined : await store.findGrants(query, nowMs);
+    const grant = live?.find((g) => g.id === command.id);
+    const inAudience = command.audience === undefined || grant !== undefined;
+    // The trail is opened before anything is revoked: one that cannot be created stops the command (exit 2).
+    const trail = command.audit ? await openTrail(command.audit, store) : undefined;
+    try {
+      if (!inAudience || (await store.revokeGrant(command.id, nowMs)) === 'unknown') {
+        err(
+          `no live grant ${command.id}${ofAudience} (ended, revoked before, or never in this store${command.audience === undefined ? '' : ' under that audience'})`,
+        );
+        return 1;
+      }
+      err(`revoked grant ${command.id}`);
+      if (!trail) return 0;
+      // Written after the revocation, which it never undoes (as the approval page's Revoke).
+      try {
+        await trail.record({
+          event: 'grant-revoked',
+          tool: grant?.tool ?? null,
+          principal: grant?.principal ?? null,
+          jti: null,
+          args: null,
+          question: null,
+          outcome: 'command-line',
+          code: null,
+          count: null,
+          approver: null,
+          grant: command.id,
+        });
+      } catch (e) {
+        err(
+          `the grant stays revoked, but its grant-revoked line could not be written to ${trail.path}: ${(e as Error).message}`,
+        );
+        return 1;
+      }
+      return 0;
+    } finally {
+      await trail?.close().catch(() => {});
     }
-    err(`revoked grant ${command.id}`);
-    return 0;
   } catch (e) {
     if (!(e instanceof ConfirmLedgerUnavailableError)) throw e;
     const cause = (e as { cause?: unknown }).cause;

@@ -4,14 +4,14 @@
  *
  * @module
  */
-import { McpServer } from '@modelcontextprotocol/server';
+import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
 import {
   createConfirmation,
   type Confirmation,
   type ConfirmableTool,
   type ConfirmationOptions,
 } from '../guard/confirmation.js';
-import { deleteVerified, inspectFile, type FileFingerprint } from '../fs/target.js';
+import { deleteVerified, inspectFile, openFile, type Deleted, type FileFingerprint } from '../fs/target.js';
 import { Roots } from '../fs/roots.js';
 import { questionWith, renderPath } from '../prompt/render.js';
 import { DELETE_FILE, DELETE_FILE_CONFIG, SERVER_INFO } from './deleteFileSpec.js';
@@ -96,20 +96,28 @@ function withinPin(pin: unknown, fp: FileFingerprint): boolean {
 
 /**
  * What `delete_file` does in each round: fingerprint the file (round 1), ask the question, and
- * delete the file after re-checking it (round 2). Registered by {@link registerDeleteFile}; the
+ * delete the file after re-checking it (round 2). A call a grant or plan slot covers opens the file
+ * (`openFile`: its directories held open) and deletes it through them, in one walk. Registered by {@link registerDeleteFile}; the
  * command line hands it to `Confirmation.guard` once the confirmation layer is loaded.
  *
  * @param roots - the roots fixed at start-up.
  */
 export function deleteFileTool(roots: Roots): ConfirmableTool<{ path: string }, FileFingerprint> {
+  // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
+  const deleted = (done: Deleted): CallToolResult => ({
+    content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }],
+  });
   return {
     fingerprint: (args) => inspectFile(roots, args.path),
     question: deleteFileQuestion,
-    act: async (_args, { fingerprint }) => {
-      const done = await deleteVerified(roots, fingerprint);
-      // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
+    act: async (_args, { fingerprint }) => deleted(await deleteVerified(roots, fingerprint)),
+    // Under a grant or a plan slot: one walk, the directories held open from the fingerprint to the deletion.
+    open: async (args) => {
+      const file = await openFile(roots, args.path);
       return {
-        content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }],
+        fingerprint: file.fingerprint,
+        act: async ({ fingerprint }) => deleted(await file.delete(fingerprint)),
+        close: () => file.close(),
       };
     },
     nothingDone: 'nothing was deleted',

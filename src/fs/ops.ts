@@ -15,9 +15,26 @@
  * called with `'.'` or one path component (no separator), except `chdir`, which is
  * also called with an absolute root path and with the saved working directory.
  *
+ * A third group serves {@link openFile}'s directory handles (`openDirSync`, `fstatSync`,
+ * `readlinkSync`, `closeSync`): there the synchronous calls of the second group take a path
+ * `/proc/self/fd/N/NAME`, which the kernel resolves from the directory open as descriptor `N`
+ * (see `target.ts`, "Directory handles").
+ *
  * @module
  */
-import { linkSync, lstatSync, promises as fsp, renameSync, unlinkSync, type BigIntStats } from 'node:fs';
+import {
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  promises as fsp,
+  readlinkSync,
+  renameSync,
+  unlinkSync,
+  type BigIntStats,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 
 // node:crypto and node:worker_threads are loaded on first use (a delete), not when the roots are
@@ -51,6 +68,37 @@ export interface FsOps {
   linkSync(existing: string, newPath: string): void;
   /** Synchronous `unlink(2)`: removes one name. */
   unlinkSync(path: string): void;
+  /**
+   * Synchronous `open(2)` of a directory, read-only, with `O_DIRECTORY | O_NOFOLLOW` (and, as
+   * every Node open, close-on-exec): a final symbolic link is never followed (`ENOTDIR` or `ELOOP`).
+   * Returns the descriptor.
+   */
+  openDirSync(path: string): number;
+  /** Synchronous `fstat(2)` of a descriptor, bigint fields. */
+  fstatSync(fd: number): BigIntStats;
+  /** Synchronous `readlink(2)`; on `/proc/self/fd/N`, the current path of what descriptor `N` is open on. */
+  readlinkSync(path: string): string;
+  /** Synchronous `close(2)`. */
+  closeSync(fd: number): void;
+}
+
+const OPEN_DIR = fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW;
+
+/** Random bytes drawn from `node:crypto` ahead, 4,096 at a time; each byte is handed out once. */
+let pool: Buffer | undefined;
+let poolAt = 0;
+
+/** `bytes` random bytes as lower-case hex, from {@link pool} (a fresh pool when it runs short). */
+function randomHex(bytes: number): string {
+  if (pool === undefined || poolAt + bytes > pool.length) {
+    pool = nodeCrypto().randomBytes(Math.max(4096, bytes));
+    poolAt = 0;
+  }
+  const hex = pool.toString('hex', poolAt, poolAt + bytes);
+  // Spent: never handed out again.
+  pool.fill(0, poolAt, poolAt + bytes);
+  poolAt += bytes;
+  return hex;
 }
 
 /** The real calls, from `node:fs`, `node:fs/promises`, `node:crypto` and `process`. */
@@ -58,7 +106,7 @@ export const defaultFsOps: FsOps = Object.freeze({
   lstat: (path: string) => fsp.lstat(path, { bigint: true }),
   realpath: (path: string) => fsp.realpath(path),
   readdir: (path: string) => fsp.readdir(path, { withFileTypes: true }),
-  randomHex: (bytes: number) => nodeCrypto().randomBytes(bytes).toString('hex'),
+  randomHex: (bytes: number) => randomHex(bytes),
   isMainThread: () => workerThreads().isMainThread,
   cwd: () => process.cwd(),
   chdir: (path: string) => process.chdir(path),
@@ -66,6 +114,10 @@ export const defaultFsOps: FsOps = Object.freeze({
   renameSync: (from: string, to: string) => renameSync(from, to),
   linkSync: (existing: string, newPath: string) => linkSync(existing, newPath),
   unlinkSync: (path: string) => unlinkSync(path),
+  openDirSync: (path: string) => openSync(path, OPEN_DIR),
+  fstatSync: (fd: number) => fstatSync(fd, { bigint: true }),
+  readlinkSync: (path: string) => readlinkSync(path),
+  closeSync: (fd: number) => closeSync(fd),
 });
 
 /**

@@ -152,6 +152,33 @@
  * > 5. *Only Linux-like semantics are assumed*: `link(2)` not following symbolic
  * >    links, `rename(2)` atomic within a directory, POSIX path syntax.
  *
+ * ## Directory handles: {@link openFile}
+ * A call that acts at once (under a grant or a plan slot) needs round 1 and round 2 back to back,
+ * with only the guard's store and audit trail between them. {@link openFile} does them in one
+ * walk, with real directory handles: Linux resolves `/proc/self/fd/N/NAME` from the directory open
+ * as descriptor `N` itself (a "magic link", as `openat` would), so a handle stands in for the
+ * working directory, and can be held across an `await`.
+ * 1. Steps 1 to 4 of round 1, as above.
+ * 2. The root is opened by its canonical path with `O_DIRECTORY | O_NOFOLLOW`, and must have its
+ *    pinned device and inode (else `ERR_CONFIRM_OUTSIDE_ROOTS`) and, the first time for that
+ *    root, read back through `/proc/self/fd` as that path (else handles are not used: see below). Each directory is
+ *    opened from the handle above it, `O_DIRECTORY | O_NOFOLLOW` (a symbolic link or a file is
+ *    named as in round 1); its identity is its handle's `fstat`, so nothing can be swapped
+ *    between looking and entering. The file's directory must read back as the path walked (round
+ *    1's step 6), and `lstat` of the file's name through its handle gives the fingerprint.
+ * 3. {@link OpenedFile.delete}, given the fingerprint to hold the file to (the one just taken, or
+ *    the one a plan's human saw): the fingerprint's root, directories (by device and inode) and
+ *    name must be those opened; every handle must still read back as its path (containment, right
+ *    before acting: a directory moved out of the root, or below a replaced one, is
+ *    `ERR_CONFIRM_CHANGED`); then round 2's steps b to e through the file's directory's handle.
+ * 4. {@link OpenedFile.close} closes the handles.
+ *
+ * Where handles cannot be used (no `/proc` mounted, another system, or a directory that may be
+ * searched but not read, which `open` needs and `chdir` does not), {@link openFile} is
+ * {@link inspectFile} then {@link deleteVerified}, with their two walks. The residual window 1
+ * above reads, for handles, from the readback of step 3 to the unlink (microseconds); 2 to 5 are
+ * unchanged.
+ *
  * @module
  */
 import { join } from 'node:path';
@@ -304,33 +331,9 @@ const DIRECTORY_SYNTAX = 'directory (it ends with "/", "/." or "/..", which can 
  */
 export async function inspectFile(roots: Roots, path: string, options: TargetOptions = {}): Promise<FileFingerprint> {
   const ops = withDefaults(options.ops);
-  // Text checks first: nothing about a malformed name is worth a system call. The length
-  // first of all, so that no later check scans an unbounded string.
-  if (typeof path !== 'string') throw new ConfirmBadArgumentError('the path must be a string');
-  if (path.length > MAX_PATH_LENGTH) {
-    throw new ConfirmBadArgumentError(
-      `the path is longer than ${MAX_PATH_LENGTH} characters (the system limit for a path)`,
-    );
-  }
-  if (path.length === 0) throw new ConfirmBadArgumentError('the path is empty');
-  if (path.includes('\0')) throw new ConfirmBadArgumentError('the path contains a NUL character');
-  if (!path.isWellFormed())
-    throw new ConfirmBadArgumentError('the path is not well-formed Unicode text (it has a lone surrogate)');
-
-  // Lexical resolution and containment, by whole components: still no system call.
-  const first = roots.list[0];
-  if (!first) throw new ConfirmOutsideRootsError();
-  const parsed = parsePath(first.realPath, path);
-  const { root, components } = locate(roots, parsed.absolute);
-  if (parsed.namesDirectory) throw new ConfirmNotRegularFileError(DIRECTORY_SYNTAX);
-  requireMainThread(ops, 'inspect the file');
-
-  // `..` must mean what it says: nothing it steps back over may be a symbolic link.
-  await checkSteppedBack(ops, roots, parsed.steppedBack);
+  const { root, dirNames, name } = await resolveRequest(ops, roots, path);
 
   // The walk, pinned by inode (see the module documentation).
-  const name = components[components.length - 1]!;
-  const dirNames = components.slice(0, -1);
   const { value: walked } = inPinnedBlock(ops, () => walkRoundOne(ops, root, dirNames, name));
   const { dirs, st } = walked;
   const filePath = join(root.realPath, ...dirNames, name);
@@ -364,6 +367,43 @@ export async function inspectFile(roots: Roots, path: string, options: TargetOpt
       ctimeNs: st.ctimeNs.toString(),
     },
   };
+}
+
+/**
+ * Round 1's checks before the walk: the text, the lexical resolution and containment, the
+ * directory syntax, the main thread, and what a `..` stepped back over (steps 1 to 4 of the module
+ * documentation). The errors are {@link inspectFile}'s.
+ */
+async function resolveRequest(
+  ops: FsOps,
+  roots: Roots,
+  path: string,
+): Promise<{ root: PinnedRoot; dirNames: string[]; name: string }> {
+  // Text checks first: nothing about a malformed name is worth a system call. The length
+  // first of all, so that no later check scans an unbounded string.
+  if (typeof path !== 'string') throw new ConfirmBadArgumentError('the path must be a string');
+  if (path.length > MAX_PATH_LENGTH) {
+    throw new ConfirmBadArgumentError(
+      `the path is longer than ${MAX_PATH_LENGTH} characters (the system limit for a path)`,
+    );
+  }
+  if (path.length === 0) throw new ConfirmBadArgumentError('the path is empty');
+  if (path.includes('\0')) throw new ConfirmBadArgumentError('the path contains a NUL character');
+  if (!path.isWellFormed())
+    throw new ConfirmBadArgumentError('the path is not well-formed Unicode text (it has a lone surrogate)');
+
+  // Lexical resolution and containment, by whole components: still no system call.
+  const first = roots.list[0];
+  if (!first) throw new ConfirmOutsideRootsError();
+  const parsed = parsePath(first.realPath, path);
+  const { root, components } = locate(roots, parsed.absolute);
+  if (parsed.namesDirectory) throw new ConfirmNotRegularFileError(DIRECTORY_SYNTAX);
+  requireMainThread(ops, 'inspect the file');
+
+  // `..` must mean what it says: nothing it steps back over may be a symbolic link.
+  await checkSteppedBack(ops, roots, parsed.steppedBack);
+
+  return { root, dirNames: components.slice(0, -1), name: components[components.length - 1]! };
 }
 
 /**
@@ -413,6 +453,222 @@ export async function deleteVerified(roots: Roots, fp: FileFingerprint, options:
   // 3. Everything that must happen in the recorded directory, in one synchronous block.
   const { value: size, warning } = inPinnedBlock(ops, () => deleteRoundTwo(ops, pinned, fp));
   return warning === undefined ? { path: fp.path, size } : { path: fp.path, size, warning };
+}
+
+/** A file opened for one call by {@link openFile}: its fingerprint, taken then, and its directories held open. */
+export interface OpenedFile {
+  /** The file's fingerprint as {@link inspectFile} gives it, taken when it was opened. */
+  readonly fingerprint: FileFingerprint;
+  /**
+   * Deletes the file if it still is the one `fp` describes, through the directories held open (no
+   * walk from the root): `fp` must name the opened file through the same root and directories (by
+   * device and inode), every directory held must still be at its path (so still inside the root),
+   * and the file is compared, moved aside, compared again and unlinked exactly as
+   * {@link deleteVerified} does (steps b to e). Its refusals are {@link deleteVerified}'s; a
+   * directory moved or replaced since the file was opened is `ERR_CONFIRM_CHANGED`.
+   *
+   * @param fp - the fingerprint to hold the file to: {@link fingerprint} itself, or one taken
+   *   earlier for the same path (e.g. the one a human saw in a plan).
+   * @throws {TypeError} `fp` is malformed, or the file was closed.
+   */
+  delete(fp: FileFingerprint): Promise<Deleted>;
+  /** Closes the directories held open. Idempotent; call it when done, whether or not the file was deleted. */
+  close(): void;
+}
+
+/** Where the kernel resolves a name from the directory open as a descriptor (Linux procfs). */
+const PROC_FD = '/proc/self/fd/';
+
+/** The roots whose handle read back as their path through {@link PROC_FD}, per set of file-system calls. */
+const HANDLES_WORK = new WeakMap<FsOps, WeakSet<PinnedRoot>>();
+
+/**
+ * Round 1 and round 2 in one walk, for a call that acts at once (under a grant or a plan slot):
+ * runs {@link inspectFile}'s checks, opening the root and every directory down to the file's as
+ * directory handles on the way, takes the file's fingerprint, and keeps the handles until
+ * {@link OpenedFile.close}, so that {@link OpenedFile.delete} acts relative to the very directories
+ * walked (see the module documentation, "Directory handles"). Where handles cannot be used (no
+ * `/proc/self/fd`, a directory that may be searched but not read), it is {@link inspectFile} then
+ * {@link deleteVerified}, with their two walks.
+ *
+ * @param roots - the roots pinned at start-up.
+ * @param path - untrusted; absolute, or relative to the first root.
+ * @param options - see {@link TargetOptions}.
+ * @returns the opened file; close it when done.
+ * @throws the same refusals as {@link inspectFile}, with nothing held open.
+ */
+export async function openFile(roots: Roots, path: string, options: TargetOptions = {}): Promise<OpenedFile> {
+  const ops = withDefaults(options.ops);
+  const { root, dirNames, name } = await resolveRequest(ops, roots, path);
+  const held = openChain(ops, root, dirNames, name);
+  if (held === undefined) {
+    const fingerprint = await inspectFile(roots, path, options);
+    return { fingerprint, delete: (fp) => deleteVerified(roots, fp, options), close: () => {} };
+  }
+  const { fds, dirs, st } = held;
+  let open = true;
+  const close = (): void => {
+    if (!open) return;
+    open = false;
+    for (const fd of fds) {
+      try {
+        ops.closeSync(fd);
+      } catch {
+        // Nothing to do: a descriptor that cannot be closed is not used again.
+      }
+    }
+  };
+  const dirPaths = fds.map((_, i) => join(root.realPath, ...dirNames.slice(0, i)));
+  const fingerprint: FileFingerprint = {
+    version: 1,
+    path: join(root.realPath, ...dirNames, name),
+    size: st.size.toString(),
+    nlink: st.nlink.toString(),
+    root: { realPath: root.realPath, dev: root.dev, ino: root.ino },
+    dirs,
+    name,
+    file: {
+      dev: st.dev.toString(),
+      ino: st.ino.toString(),
+      type: 'regular file',
+      mtimeNs: st.mtimeNs.toString(),
+      ctimeNs: st.ctimeNs.toString(),
+    },
+  };
+  const remove = (fp: FileFingerprint): Deleted => {
+    assertFingerprint(fp);
+    if (!open) throw new TypeError('The opened file was closed.');
+    // As deleteVerified's step 1: the root is one of today's pinned roots, as recorded.
+    const pinned = roots.byRealPath(fp.root.realPath);
+    if (!pinned) throw new ConfirmOutsideRootsError('the file is not under any of the allowed roots of this server');
+    if (pinned.dev !== fp.root.dev || pinned.ino !== fp.root.ino) {
+      throw new ConfirmChangedError('The allowed root directory is not the one it was when you were asked.');
+    }
+    // The fingerprint must name the opened file: same root, same directories by identity, same name.
+    if (pinned !== root || fp.name !== name || fp.dirs.length !== dirs.length)
+      throw new ConfirmChangedError('It is now a different file.');
+    if (!fp.dirs.every((d, i) => d.name === dirs[i]!.name && d.dev === dirs[i]!.dev && d.ino === dirs[i]!.ino))
+      throw new ConfirmChangedError('A directory on the way to the file was replaced.');
+    // Containment, right before acting: every directory held is still at its path (no walk).
+    for (let i = 0; i < fds.length; i++) {
+      let now: string;
+      try {
+        now = ops.readlinkSync(PROC_FD + fds[i]);
+      } catch (error) {
+        throw round2OsError(error);
+      }
+      if (now !== dirPaths[i]) {
+        throw new ConfirmChangedError(
+          i === 0
+            ? 'The allowed root directory was replaced.'
+            : 'A directory on the way to the file was moved or replaced.',
+        );
+      }
+    }
+    const parent = `${PROC_FD}${fds[fds.length - 1]!}/`;
+    const size = deleteInDirectory(ops, (entry) => parent + entry, dirPaths[dirPaths.length - 1]!, fp);
+    return { path: fp.path, size };
+  };
+  return { fingerprint, delete: async (fp) => remove(fp), close };
+}
+
+/**
+ * {@link openFile}'s walk: the root, opened by its path and compared with its pin; each directory
+ * opened from the one above without following a final symbolic link; the file's `lstat` there.
+ * Returns `undefined`, with nothing left open, where handles cannot be used: the root's handle does
+ * not read back as its path (no `/proc/self/fd`; checked once per root), or a directory may not be
+ * read (`EACCES`; a walk by `chdir` only needs to search it).
+ */
+function openChain(
+  ops: FsOps,
+  root: PinnedRoot,
+  dirNames: readonly string[],
+  name: string,
+): { fds: number[]; dirs: DirIdentity[]; st: BigIntStats } | undefined {
+  const fds: number[] = [];
+  const closeAll = (): void => {
+    for (const fd of fds) {
+      try {
+        ops.closeSync(fd);
+      } catch {
+        // Not used again.
+      }
+    }
+  };
+  try {
+    try {
+      fds.push(ops.openDirSync(root.realPath));
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === 'EACCES') return undefined;
+      if (code === 'ENOTDIR' || code === 'ELOOP')
+        throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
+      throw round1OsError(error);
+    }
+    if (!sameId(ops.fstatSync(fds[0]!), root))
+      throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
+    // Once a root's handle has read back as its path, handles work for it (kept per root and ops).
+    if (!HANDLES_WORK.get(ops)?.has(root)) {
+      let rootNow: string | undefined;
+      try {
+        rootNow = ops.readlinkSync(PROC_FD + fds[0]!);
+      } catch {
+        rootNow = undefined;
+      }
+      if (rootNow !== root.realPath) {
+        closeAll();
+        return undefined;
+      }
+      let roots = HANDLES_WORK.get(ops);
+      if (roots === undefined) HANDLES_WORK.set(ops, (roots = new WeakSet()));
+      roots.add(root);
+    }
+    const dirs: DirIdentity[] = [];
+    for (const dirName of dirNames) {
+      const at = `${PROC_FD}${fds[fds.length - 1]!}/${dirName}`;
+      let fd: number;
+      try {
+        fd = ops.openDirSync(at);
+      } catch (error) {
+        const code = errnoCode(error);
+        if (code === 'EACCES') {
+          closeAll();
+          return undefined;
+        }
+        if (code !== 'ENOTDIR' && code !== 'ELOOP') throw round1OsError(error);
+        // Not opened as a directory without following it: say what it is.
+        const st = lstatSyncOr(ops, at, round1OsError);
+        if (st.isSymbolicLink()) throw new ConfirmSymlinkError('a directory on the way to the file is a symbolic link');
+        if (!st.isDirectory()) throw new ConfirmGoneError('before');
+        throw new ConfirmSymlinkError(
+          'a directory on the way to the file was swapped (for a symbolic link or another directory) while it was inspected',
+        );
+      }
+      fds.push(fd);
+      const st = ops.fstatSync(fd);
+      dirs.push({ name: dirName, dev: st.dev.toString(), ino: st.ino.toString() });
+    }
+    // Belt and braces, as inspectFile's realpath: the file's directory is at the path walked.
+    if (dirNames.length > 0) {
+      let dirNow: string;
+      try {
+        dirNow = ops.readlinkSync(PROC_FD + fds[fds.length - 1]!);
+      } catch (error) {
+        throw round1OsError(error);
+      }
+      if (dirNow !== join(root.realPath, ...dirNames)) {
+        throw new ConfirmSymlinkError('the path changed into a symbolic link while it was inspected');
+      }
+    }
+    // The file itself, in the directory held: a regular file, not a symlink to one.
+    const st = lstatSyncOr(ops, `${PROC_FD}${fds[fds.length - 1]!}/${name}`, round1OsError);
+    if (st.isSymbolicLink()) throw new ConfirmSymlinkError('the path is a symbolic link');
+    if (!st.isFile()) throw new ConfirmNotRegularFileError(KIND_WORDS[entryKind(st)]);
+    return { fds, dirs, st };
+  } catch (error) {
+    closeAll();
+    throw error;
+  }
 }
 
 /**
@@ -697,17 +953,28 @@ function deleteRoundTwo(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): bi
       throw new ConfirmChangedError('A directory on the way to the file was replaced.');
   }
   // The working directory is now the recorded parent directory itself.
-  const dirShown = join(pinned.realPath, ...fp.dirs.map((d) => d.name));
+  return deleteInDirectory(ops, (entry) => entry, join(pinned.realPath, ...fp.dirs.map((d) => d.name)), fp);
+}
 
+/**
+ * Steps b to e of round 2 in the directory reached (see the module documentation): the file by
+ * its name, compared with the fingerprint (change time included), moved to a quarantine name,
+ * compared again, unlinked. `at` gives the path of a name in that directory for the system calls:
+ * the name itself in a pinned-directory block, `/proc/self/fd/N/NAME` through a directory handle.
+ *
+ * @param dirShown - the directory's recorded path, for messages.
+ * @returns the size deleted, in bytes.
+ */
+function deleteInDirectory(ops: FsOps, at: (entry: string) => string, dirShown: string, fp: FileFingerprint): bigint {
   // b. The file itself, change time included (the rename below will change it).
-  const before = lstatSyncOr(ops, fp.name, round2OsError);
+  const before = lstatSyncOr(ops, at(fp.name), round2OsError);
   const mismatch = compareFile(before, fp, true);
   if (mismatch) throw mismatch;
 
   // c. Move it out of reach atomically, within this very directory.
   const quarantine = newQuarantineName(ops);
   try {
-    ops.renameSync(fp.name, quarantine);
+    ops.renameSync(at(fp.name), at(quarantine));
   } catch (error) {
     const code = errnoCode(error);
     // Vanished between the lstat and the rename.
@@ -715,12 +982,12 @@ function deleteRoundTwo(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): bi
     // The rename failed as a whole: the file is intact at its name.
     throw new ConfirmOsError(code, 'delete the file', { cause: error });
   }
-  const place: Quarantined = { quarantine, name: fp.name, shown: join(dirShown, quarantine) };
+  const place: Quarantined = { quarantine: at(quarantine), name: at(fp.name), shown: join(dirShown, quarantine) };
 
   // d. What we moved must be the fingerprinted file.
   let moved: BigIntStats;
   try {
-    moved = ops.lstatSync(quarantine);
+    moved = ops.lstatSync(at(quarantine));
   } catch (error) {
     // Could not even look at it (or it is no longer there): put it back blind (link never
     // overwrites); when it is gone, the restore says so.
@@ -737,7 +1004,7 @@ function deleteRoundTwo(ops: FsOps, pinned: PinnedRoot, fp: FileFingerprint): bi
   // e. Everything matched: destroy this name. On failure, put it back (an ENOENT here
   // means someone renamed or removed the quarantine entry: the restore then says so).
   try {
-    ops.unlinkSync(quarantine);
+    ops.unlinkSync(at(quarantine));
   } catch (error) {
     throw restoreAndExplain(
       ops,
@@ -817,11 +1084,11 @@ function compareFile(st: BigIntStats, fp: FileFingerprint, withCtime: boolean): 
   return undefined;
 }
 
-/** An entry moved to a quarantine name in the working directory. */
+/** An entry moved to a quarantine name in its directory. */
 interface Quarantined {
-  /** The quarantine name (one component). */
+  /** The quarantine name, as the system calls take it (one component, or through a directory handle). */
   quarantine: string;
-  /** The name it was moved from (one component). */
+  /** The name it was moved from, as the system calls take it. */
   name: string;
   /** Where it is, for messages: the recorded directory path joined with the quarantine name. */
   shown: string;
@@ -858,7 +1125,7 @@ function restoreAndExplain(
 type RestoreOutcome = { kind: 'back' } | { kind: 'kept'; sentence: string } | { kind: 'gone'; sentence: string };
 
 /**
- * Puts a quarantined entry back under its name, in the working directory, without
+ * Puts a quarantined entry back under its name, in its directory, without
  * overwriting anything.
  *
  * @returns `back` when it is back (only) under its name; `kept` (with a sentence saying

@@ -28,14 +28,14 @@
  *
  * @module
  */
-import { DEFAULT_GRANT_MAX_SECONDS, DEFAULT_GRANT_MAX_USES } from '../defaults.js';
+import { DEFAULT_GRANT_MAX_SECONDS, DEFAULT_GRANT_MAX_USES, MIN_GRANT_USES } from '../defaults.js';
 import canonicalize from 'canonicalize';
 import { ConfigError } from '../errors.js';
 import { canonicalDigest } from '../state/digest.js';
 import { MAX_GRANT_USES } from '../store/grantStore.js';
 
 /** The defaults of a grant policy's bounds, 20 uses and 900 seconds (`defaults.ts`, shared with the command line). */
-export { DEFAULT_GRANT_MAX_SECONDS, DEFAULT_GRANT_MAX_USES };
+export { DEFAULT_GRANT_MAX_SECONDS, DEFAULT_GRANT_MAX_USES, MIN_GRANT_USES };
 
 /** How a grant may match one top-level argument of later calls. */
 export type ArgumentMatcher = 'exact' | 'any' | 'same-directory' | 'subtree' | 'at-most';
@@ -60,7 +60,7 @@ export interface GrantPolicy {
    * `__proto__` is only ever an own key).
    */
   readonly arguments: Readonly<Record<string, ArgumentMatcher>>;
-  /** Most uses of one grant, the approving call included: 1 to `MAX_GRANT_USES` (1,000,000, from `../store/grantStore.ts`). */
+  /** Most uses of one grant, the approving call included: 2 to `MAX_GRANT_USES` (1,000,000, from `../store/grantStore.ts`). */
   readonly maxUses: number;
   /** Longest life of one grant, in seconds: 1 to {@link MAX_GRANT_SECONDS}. */
   readonly maxSeconds: number;
@@ -74,8 +74,9 @@ const POLICY_KEYS = ['arguments', 'maxUses', 'maxSeconds'] as const;
  *
  * - `arguments` (optional, default `{}`): an object of top-level argument names (non-empty) to
  *   matchers ({@link ARGUMENT_MATCHERS}); an argument not named is `'exact'`.
- * - `maxUses` (optional, default {@link DEFAULT_GRANT_MAX_USES}, 20): a whole number from 1 to
- *   `MAX_GRANT_USES` (1,000,000), the approving call included.
+ * - `maxUses` (optional, default {@link DEFAULT_GRANT_MAX_USES}, 20): a whole number from 2 to
+ *   `MAX_GRANT_USES` (1,000,000), the approving call included (so 1, which would allow no other
+ *   call, is refused).
  * - `maxSeconds` (optional, default {@link DEFAULT_GRANT_MAX_SECONDS}, 900): a whole number from 1
  *   to {@link MAX_GRANT_SECONDS} (86,400).
  *
@@ -90,7 +91,8 @@ const POLICY_KEYS = ['arguments', 'maxUses', 'maxSeconds'] as const;
  *   the problem, e.g. `the grant for "write_file": arguments.path: unknown matcher "prefix" (one of
  *   exact, any, same-directory, subtree, at-most)`, and whose `subject` is `subject` (`value`
  *   unset): the entry or `arguments` not an object, an unknown key, an empty argument name, a
- *   matcher not a string or unknown, `maxUses` or `maxSeconds` not a whole number in its range.
+ *   matcher not a string or unknown, `maxUses` or `maxSeconds` not a whole number in its range,
+ *   `maxUses` 1 (`maxUses: must be at least 2, got 1 (…)`).
  *
  * @example
  * const policy = checkGrantPolicy({ arguments: { path: 'same-directory' } }, 'the grant for "delete_file"');
@@ -138,6 +140,12 @@ export function checkGrantPolicy(value: unknown, subject: string): GrantPolicy {
     return given;
   };
   const maxUses = whole('maxUses', DEFAULT_GRANT_MAX_USES, MAX_GRANT_USES);
+  // The approving call is a grant's first use: a grant of one use would allow nothing more.
+  if (maxUses < MIN_GRANT_USES) {
+    fail(
+      `maxUses: must be at least ${MIN_GRANT_USES}, got ${maxUses} (the approving call is a grant's first use, so a grant of 1 would allow no other call)`,
+    );
+  }
   const maxSeconds = whole('maxSeconds', DEFAULT_GRANT_MAX_SECONDS, MAX_GRANT_SECONDS);
   return Object.freeze({ arguments: frozenRecord(matchers), maxUses, maxSeconds });
 }

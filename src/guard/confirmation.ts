@@ -203,6 +203,19 @@ export interface ActContext<F> {
   ctx: ServerContext;
 }
 
+/** What {@link ConfirmableTool.open} returns: a fresh fingerprint and the handle to act through. */
+export interface OpenedResource<F> {
+  /** The fingerprint, as {@link ConfirmableTool.fingerprint} would give it now. */
+  fingerprint: F;
+  /**
+   * Re-checks the resource as opened against `context.fingerprint` (this one, or the one a plan's
+   * human saw) and acts, as {@link ConfirmableTool.act} does; called at most once.
+   */
+  act(context: ActContext<F>): CallToolResult | Promise<CallToolResult>;
+  /** Releases what was opened; called once, whether or not `act` was. */
+  close(): void;
+}
+
 /** How a tool plugs into the flow. `A` is its parsed arguments, `F` its fingerprint (JSON). */
 export interface ConfirmableTool<A, F = null> {
   /**
@@ -239,6 +252,16 @@ export interface ConfirmableTool<A, F = null> {
    * asked again because what they were asked about changed since {@link unchanged} ran.
    */
   act(args: A, context: ActContext<F>): CallToolResult | Promise<CallToolResult>;
+  /**
+   * Grants and plans: round 1 and the action in one step, for a call a grant or an unused plan
+   * slot may cover (it acts in that same call): the round-1 checks and a fresh fingerprint, as
+   * {@link fingerprint} does, with the resource held open so that the action, if the call is
+   * covered, re-checks and acts on it without finding it again (`delete_file`: one walk of the
+   * directories instead of two). The flow calls `close` once decided: after acting, or before
+   * asking. Throw a {@link ConfirmError} to refuse, as {@link fingerprint}. Defaults to
+   * {@link fingerprint} then {@link act}.
+   */
+  open?(args: A, ctx: ServerContext): Promise<OpenedResource<F>>;
   /** Tail of the sentence when nothing is done, e.g. `'nothing was deleted'`. Defaults to `'nothing was done'`. */
   nothingDone?: string;
   /**
@@ -638,10 +661,16 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
      * Runs `act` and writes its "failed" or "acted" line (after the action: it records what happened;
      * a failure to write it is reported, not turned into a refusal).
      */
-    const actRecorded = async (args: A, fingerprint: F, ctx: ServerContext, trail: Trail): Promise<CallToolResult> => {
+    const actRecorded = async (
+      args: A,
+      fingerprint: F,
+      ctx: ServerContext,
+      trail: Trail,
+      opened?: OpenedResource<F>,
+    ): Promise<CallToolResult> => {
       let result: CallToolResult;
       try {
-        result = await tool.act(args, { fingerprint, ctx });
+        result = await (opened ? opened.act({ fingerprint, ctx }) : tool.act(args, { fingerprint, ctx }));
       } catch (e) {
         // Nothing was done: the caller asks again (see ChangedBeforeActingError).
         if (e instanceof ChangedBeforeActingError) throw e;
@@ -666,9 +695,10 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       fingerprint: F,
       ctx: ServerContext,
       trail: Trail,
+      opened?: OpenedResource<F>,
     ): Promise<CallToolResult | InputRequiredResult> => {
       try {
-        return await actRecorded(args, fingerprint, ctx, trail);
+        return await actRecorded(args, fingerprint, ctx, trail, opened);
       } catch (e) {
         if (!(e instanceof ChangedBeforeActingError)) throw e;
         emit({ type: 'asked-again', tool: name, reason: 'resource-changed' });
@@ -1000,7 +1030,25 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       ctx: ServerContext,
       trail: Trail,
     ): Promise<{ done: CallToolResult | InputRequiredResult } | { fingerprint: F }> => {
-      const fingerprint = tool.fingerprint ? await tool.fingerprint(args, ctx) : (null as F);
+      const opened = tool.open ? await tool.open(args, ctx) : undefined;
+      try {
+        return await covered(args, ctx, trail, opened);
+      } finally {
+        opened?.close();
+      }
+    };
+    /** {@link standing} once the resource is fingerprinted (and, with `open`, held open). */
+    const covered = async (
+      args: A,
+      ctx: ServerContext,
+      trail: Trail,
+      opened: OpenedResource<F> | undefined,
+    ): Promise<{ done: CallToolResult | InputRequiredResult } | { fingerprint: F }> => {
+      const fingerprint = opened
+        ? opened.fingerprint
+        : tool.fingerprint
+          ? await tool.fingerprint(args, ctx)
+          : (null as F);
       // The arguments' digest keys a plan slot and goes on audit lines; a grant alone needs neither.
       if (plans || audit) trail.args = canonicalDigest(args);
       const tag = KeyRing.principalTag(keys.sealing, principalOf(ctx));
@@ -1018,7 +1066,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           }
           await record('acted-under-plan', trail, { grant: slot.planId, outcome: `${slot.slotsLeft} left` });
           emit({ type: 'acted-under-plan', tool: name });
-          const result = await actOrAskAgain(args, seen, ctx, trail);
+          const result = await actOrAskAgain(args, seen, ctx, trail, opened);
           if (isInputRequired(result)) return { done: result };
           return {
             done: withNote(
@@ -1046,7 +1094,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
             await recordAfter('grant-exhausted', trail, { grant: grant.id });
             emit({ type: 'grant-exhausted', tool: name });
           }
-          const result = await actOrAskAgain(args, fingerprint, ctx, trail);
+          const result = await actOrAskAgain(args, fingerprint, ctx, trail, opened);
           if (isInputRequired(result)) return { done: result };
           return {
             done: withNote(

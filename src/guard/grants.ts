@@ -58,10 +58,19 @@ export function durationText(seconds: number): string {
   return unit(seconds, 'second');
 }
 
-/** Time left until `expiresAtMs`, in words, rounded down to whole minutes (`less than a minute` below one). */
+/**
+ * Time left until `expiresAtMs`, in words, **rounded up**: whole seconds below two minutes
+ * (`90 seconds`, `1 second`, `0 seconds` once ended), else whole minutes (`15 minutes`). So it never
+ * reads less than is left, and right after a grant is made it reads what the offer said (`for 15
+ * minutes` is followed by `15 minutes`, not `14`); it may read up to a minute more than is left.
+ *
+ * @param expiresAtMs - the end, Unix milliseconds (exclusive).
+ * @param nowMs - now, Unix milliseconds.
+ */
 export function timeLeftText(expiresAtMs: number, nowMs: number): string {
-  const minutes = Math.floor((expiresAtMs - nowMs) / 60_000);
-  if (minutes < 1) return 'less than a minute';
+  const seconds = Math.max(0, Math.ceil((expiresAtMs - nowMs) / 1000));
+  if (seconds < 120) return `${seconds} second${seconds === 1 ? '' : 's'}`;
+  const minutes = Math.ceil(seconds / 60);
   return `${minutes} minute${minutes === 1 ? '' : 's'}`;
 }
 

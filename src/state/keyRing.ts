@@ -159,13 +159,27 @@ export class KeyRing {
    * The tag of a principal under one key: base64url of the first 16 bytes of
    * HMAC-SHA256(principalSalt, JSON string of principal). JSON keeps lone
    * surrogates distinct (UTF-8 would fold them into U+FFFD). Reveals nothing
-   * of the principal.
+   * of the principal. The last {@link PRINCIPAL_TAGS_KEPT} tags of each key are kept (a call under
+   * a grant computes its caller's tag on every call).
    */
   static principalTag(key: RingKey, principal: string): string {
-    return createHmac('sha256', key.principalSalt)
+    let kept = TAGS.get(key);
+    if (kept === undefined) TAGS.set(key, (kept = new Map()));
+    const known = kept.get(principal);
+    if (known !== undefined) return known;
+    const tag = createHmac('sha256', key.principalSalt)
       .update(JSON.stringify(principal), 'utf8')
       .digest()
       .subarray(0, 16)
       .toString('base64url');
+    // Bounded: past the limit the oldest kept tag goes (a Map iterates in insertion order).
+    if (kept.size >= PRINCIPAL_TAGS_KEPT) kept.delete(kept.keys().next().value!);
+    kept.set(principal, tag);
+    return tag;
   }
 }
+
+/** How many principal tags {@link KeyRing.principalTag} keeps per key: 1,024. */
+const PRINCIPAL_TAGS_KEPT = 1024;
+/** The tags kept, per key (a key no longer referenced takes its tags with it). */
+const TAGS = new WeakMap<RingKey, Map<string, string>>();

@@ -62,7 +62,12 @@ describe('--grants, --grant-max-uses, --grant-max-seconds, --plans', () => {
     [
       ['--grants', 'subtree', '--grant-max-uses', '0'],
       '--grant-max-uses must be a whole number from 1 to 1000000, got "0"',
+      ['--grants', 'subtree', '--grant-max-uses', '2'],
+    ],
+    [
       ['--grants', 'subtree', '--grant-max-uses', '1'],
+      '--grant-max-uses must be at least 2, got "1" (the approving deletion is a grant\'s first use, so a grant of 1 would allow no other deletion)',
+      ['--grants', 'subtree', '--grant-max-uses', '2'],
     ],
     [
       ['--grants', 'subtree', '--grant-max-uses', '1000001'],
@@ -73,7 +78,7 @@ describe('--grants, --grant-max-uses, --grant-max-seconds, --plans', () => {
     [
       ['--grants', 'subtree', '--grant-max-uses=-1'],
       '--grant-max-uses must be a whole number from 1 to 1000000, got "-1"',
-      ['--grants', 'subtree', '--grant-max-uses=1'],
+      ['--grants', 'subtree', '--grant-max-uses=2'],
     ],
     [
       ['--grants', 'subtree', '--grant-max-uses', '2e1'],

@@ -166,6 +166,30 @@ describe('grants list (SQLite)', () => {
     expect(lines[1]).toContain(`summary \`${plain.summary}\``);
   });
 
+  it('a summary holding code spans keeps them readable (its backticks kept, fenced by a longer run); what is inside stays escaped and cannot close the fence or forge a field (control: a summary without backticks is a plain code span)', async () => {
+    const store = sqlite();
+    const spans = await granted(
+      store,
+      { summary: 'Or allow: delete any file directly in `/srv/cache/` for 15 minutes, at most 20 files.' },
+      3_000,
+    );
+    const hostile = await granted(store, { summary: 'Or allow: `a\tb`` ``\n\u202Ex` end' }, 2_000);
+    const plain = await granted(store, {}, 1_000);
+    const r = await run(['grants', 'list', '--ledger', `sqlite:${db}`]);
+    expect(r.status).toBe(0);
+    const lines = r.stdout.split('\n').filter((l) => l !== '');
+    expect(listedIds(r)).toEqual([spans.id, hostile.id, plain.id]);
+    expect(lines[0]).toMatch(
+      /\tsummary `` Or allow: delete any file directly in `\/srv\/cache\/` for 15 minutes, at most 20 files\. ``$/,
+    );
+    expect(lines[0]).not.toContain('⟨U+0060⟩');
+    // The longest run inside is two backticks: the fence is three; the tab, line break and bidi control are escapes.
+    expect(lines[1]).toMatch(/\tsummary ``` Or allow: `a\\tb`` ``\\n⟨U\+202E⟩x` end ```$/);
+    expect(lines.map((l) => l.split('\t').length)).toEqual([9, 9, 9]);
+    expect(r.stdout).not.toMatch(/[\u202E]/);
+    expect(lines[2]).toContain(`summary \`${plain.summary}\``);
+  });
+
   it('--audience lists only the grants of that audience; control: without it, every audience', async () => {
     const store = sqlite();
     const files = await granted(store, { audience: 'files' }, 2_000);

@@ -297,16 +297,20 @@ describe('over stdio: mcp-confirm --root DIR --grants same-directory --grant-max
     expect(resultText(await call(long.client, 'cache/f6.tmp'))).toContain('Done under grant');
   });
 
-  it('--grant-max-uses 1 offers "at most 1 file" (not "1 files"), and its grant covers the approving call only: the next is asked (control: 3 uses is "3 files")', async () => {
-    const { client } = await spawnStdio(['--root', root, '--grants', 'same-directory', '--grant-max-uses', '1']);
+  it('--grant-max-uses 1 is exit 2 naming it: a grant of one use would allow nothing more (control: 2 offers "at most 2 files" and covers one more deletion, the third asked)', async () => {
+    const refused = await run(['--root', root, '--grants', 'same-directory', '--grant-max-uses', '1']);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain(
+      `mcp-confirm: --grant-max-uses must be at least 2, got "1" (the approving deletion is a grant's first use, so a grant of 1 would allow no other deletion)`,
+    );
+    const { client } = await spawnStdio(['--root', root, '--grants', 'same-directory', '--grant-max-uses', '2']);
     const first = asked(await call(client, 'cache/f0.tmp'));
-    expect(first.message).toContain('for 15 minutes, at most 1 file; each is still re-checked before it is deleted.');
+    expect(first.message).toContain('for 15 minutes, at most 2 files; each is still re-checked before it is deleted.');
     expect(
       resultText(await call(client, 'cache/f0.tmp', { requestState: first.state, inputResponses: GRANT_ACCEPT })),
     ).toContain('Granted');
-    expectAsked(await call(client, 'cache/f1.tmp'), 'cache/f1.tmp');
-    const three = await spawnStdio(['--root', root, ...GRANT_FLAGS]);
-    expect(asked(await call(three.client, 'cache/f1.tmp')).message).toContain('at most 3 files; each');
+    expect(resultText(await call(client, 'cache/f1.tmp'))).toContain('Done under grant');
+    expectAsked(await call(client, 'cache/f2.tmp'), 'cache/f2.tmp');
   });
 
   it('without --grants and --plans, no grant is offered and confirm_plan is not listed (control of the flags)', async () => {

@@ -196,6 +196,8 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     const offerLine = e.message.slice(e.message.indexOf('Or allow:')).split('\n')[0]!;
     expect(await ann.page.locator('#grant').textContent()).toBe(offerLine.replaceAll('`', ''));
     expect(await ann.page.locator('#question').textContent()).toContain('Or allow:');
+    // As rendered: the blank line between the question and the offer's line is kept (not collapsed into a space).
+    expect(await ann.page.locator('#question').innerText()).toContain('This cannot be undone.\n\nOr allow:');
     mkdirSync(DOCS, { recursive: true });
     await ann.page.screenshot({ path: join(DOCS, 'approval-page-grant.png'), fullPage: true });
     await ann.page.click('#approve-grant');

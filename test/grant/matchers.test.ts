@@ -69,7 +69,7 @@ describe('checkGrantPolicy reads an operator entry', () => {
     expect([policy.maxUses, policy.maxSeconds]).toEqual([5, 60]);
     expect(Object.isFrozen(policy) && Object.isFrozen(policy.arguments)).toBe(true);
     // the bounds themselves are accepted
-    expect(checkGrantPolicy({ maxUses: 1, maxSeconds: 1 }, SUBJECT)).toMatchObject({ maxUses: 1, maxSeconds: 1 });
+    expect(checkGrantPolicy({ maxUses: 2, maxSeconds: 1 }, SUBJECT)).toMatchObject({ maxUses: 2, maxSeconds: 1 });
     expect(checkGrantPolicy({ maxUses: MAX_GRANT_USES, maxSeconds: MAX_GRANT_SECONDS }, SUBJECT)).toMatchObject({
       maxUses: MAX_GRANT_USES,
       maxSeconds: MAX_GRANT_SECONDS,
@@ -122,6 +122,11 @@ describe('checkGrantPolicy reads an operator entry', () => {
       'arguments.path: the matcher must be a string (one of exact, any, same-directory, subtree, at-most), got a boolean',
     ],
     ['maxUses 0', { maxUses: 0 }, 'maxUses: must be a whole number from 1 to 1,000,000, got 0'],
+    [
+      'maxUses 1 (a grant that would allow no call besides the approving one; control: 2 above)',
+      { maxUses: 1 },
+      "maxUses: must be at least 2, got 1 (the approving call is a grant's first use, so a grant of 1 would allow no other call)",
+    ],
     [
       'maxUses above the store bound',
       { maxUses: 1_000_001 },

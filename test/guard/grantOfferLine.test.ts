@@ -6,10 +6,18 @@ import { describe, expect, it } from 'vitest';
 import { checkGrantPolicy } from '../../src/grant/matchers.js';
 import { grantOffer } from '../../src/guard/grants.js';
 
+// A checked policy has at least 2 uses (checkGrantPolicy refuses 1); the line's wording for 1 is checked on a
+// policy made by hand from a checked one.
 const offerLine = (maxUses: number): string | undefined =>
   grantOffer(
     'write_file',
-    checkGrantPolicy({ arguments: { path: 'same-directory', content: 'any' }, maxUses, maxSeconds: 900 }, 'the test'),
+    {
+      ...checkGrantPolicy(
+        { arguments: { path: 'same-directory', content: 'any' }, maxUses: 2, maxSeconds: 900 },
+        'the test',
+      ),
+      maxUses,
+    },
     { path: '/srv/cache/a.tmp', content: 'x' },
     null,
     undefined,
