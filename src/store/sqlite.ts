@@ -1156,7 +1156,7 @@ interface LinkStatements {
 function prepareLinkStatements(db: Database.Database): LinkStatements {
   db.transaction(() => db.exec(LINK_SCHEMA)).immediate();
   const columns =
-    'a.id, a.jti, a.principal, a.view, a.expires_at_ms, a.status, a.decided_at_ms, a.approver, a.credential_id, a.scope, a.grant_id';
+    'a.id, a.jti, a.principal, a.view, a.expires_at_ms, a.status, a.decided_at_ms, a.approver, a.credential_id, a.scope, a.grant_id, q.approvals_required, q.approvals';
   return {
     sweep: db.prepare(`DELETE FROM ${LINKS} WHERE expires_at_ms <= ?`),
     live: db.prepare(
@@ -1173,7 +1173,9 @@ function prepareLinkStatements(db: Database.Database): LinkStatements {
           kept = excluded.kept, expires_at_ms = excluded.expires_at_ms`,
     ),
     read: db.prepare(
+      // With the approval's quorum row, as every read of an approval brings it (none: one approver).
       `SELECT ${columns}, l.kept FROM ${LINKS} l JOIN ${APPROVALS} a ON a.id = l.approval_id
+        LEFT JOIN ${QUORUMS} q ON q.id = a.id
         WHERE l.link_key = ? AND a.expires_at_ms > ?`,
     ),
     finish: db.prepare(`DELETE FROM ${LINKS} WHERE link_key = ? AND approval_id = ?`),
