@@ -6,8 +6,6 @@
  * same call again while the approval is pending gets the same link; another argument is another
  * approval. Over `--http` the flow needs token auth (every caller of an unauthenticated listener is
  * `local`); without it such a client is refused as with form approval.
- *
- * Excluded by vitest.config.ts until the link branch is merged; run it with INTEROP_LINK_FLOW=1.
  */
 import { createMCPClient } from '@ai-sdk/mcp';
 import { Experimental_StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
