@@ -98,7 +98,6 @@ export async function raceSpends(opts: {
 }): Promise<RoundResult[]> {
   const children = await startWorkers(WORKER, opts.processes, { type: 'open', ...opts.spec });
   try {
-
     const results: RoundResult[] = [];
     for (let round = 0; round < opts.rounds; round++) {
       const jti = randomUUID();
@@ -145,7 +144,6 @@ export async function raceTakes(opts: {
 }): Promise<TakeRoundResult[]> {
   const children = await startWorkers(WORKER, opts.processes, { type: 'open', ...opts.spec });
   try {
-
     const results: TakeRoundResult[] = [];
     for (let round = 0; round < opts.rounds; round++) {
       const nowMs = Date.now();
