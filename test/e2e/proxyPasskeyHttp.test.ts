@@ -42,7 +42,7 @@ import {
   urlElicitation,
   writeSigningKey,
 } from '../helpers/passkeyHttp.js';
-import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
+import { runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 
 const STDIO_UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
 const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');

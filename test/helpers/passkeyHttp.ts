@@ -1,18 +1,18 @@
 /**
  * What the passkey-over-HTTP suites share (test/e2e/passkeyHttp.test.ts for `mcp-confirm --http`,
  * test/e2e/proxyPasskeyHttp.test.ts for `mcp-confirm proxy --http`): free ports on several
- * loopback addresses, a signing key and its JWK set, RS256 access tokens, a URL-mode client over
+ * loopback addresses, a signing key and its JWK set and RS256 access tokens (from tokens.js), a URL-mode client over
  * Streamable HTTP, round 1's URL elicitation, requests to a page on a non-localhost public URL, and
  * the enrolment of approvers for token principals (the second authorised by the first's passkey).
  */
-import { writeFileSync } from 'node:fs';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { Client, StreamableHTTPClientTransport, type InputRequiredResult } from '@modelcontextprotocol/client';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { expect } from 'vitest';
 import { assertionIn, rawRequest, type AuthPage } from './browser.js';
 import type { Reply } from './harness.js';
 import { enrolOnPage, type Enrolment } from './passkeyCli.js';
+
+export { mintToken, writeSigningKey } from './tokens.js';
 
 /** Listens on `host:port` exclusively (IPv6 only for `::1`). */
 export function listenOn(host: string, port: number): Promise<TcpServer> {
@@ -36,19 +36,6 @@ export async function freePortOn(hosts: readonly [string, ...string[]]): Promise
     await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
     if (others.every((o) => o.status === 'fulfilled')) return port;
   }
-}
-
-/** An RS256 JWT access token (`typ: at+jwt`, kid `k1`, scope `mcp`) of `sub` at `issuer` for `audience`, valid for an hour. */
-export function mintToken(signingKey: CryptoKey, issuer: string, sub: string, audience: string): Promise<string> {
-  const nowS = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: 'mcp' })
-    .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
-    .setIssuer(issuer)
-    .setAudience(audience)
-    .setSubject(sub)
-    .setIssuedAt(nowS - 5)
-    .setExpirationTime(nowS + 3600)
-    .sign(signingKey);
 }
 
 /** A v2 client pinned to 2026-07-28 over Streamable HTTP with a bearer token, declaring URL elicitation, rounds by hand. */
@@ -81,16 +68,6 @@ export function urlElicitation(reply: Reply): { mode: string; url: string; messa
     message: entry.params.message,
     state: reply.state,
   };
-}
-
-/** A fresh RS256 key pair: writes its public key as a JWK set (kid `k1`) to `jwksPath`, returns the private key. */
-export async function writeSigningKey(jwksPath: string): Promise<CryptoKey> {
-  const pair = await generateKeyPair('RS256', { extractable: true });
-  writeFileSync(
-    jwksPath,
-    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
-  );
-  return pair.privateKey;
 }
 
 /**
