@@ -9,6 +9,20 @@ import { parseCommand, UsageError } from '../../src/cli/args.js';
 
 const serve = (...flags: string[]) => parseCommand(['--root', '/tmp', ...flags]);
 
+/** The refusals' fixed sentences, by the value they name. */
+const needsGrants = (flag: string) => `${flag} needs --grants same-directory|subtree`;
+const mode = (got: string) => `--grants must be same-directory or subtree, got "${got}"`;
+const secondsRange = (got: string) =>
+  `--grant-max-seconds must be a whole number of seconds from 1 to 86400 (one day), got ${got}`;
+const uses = (got: string) => `--grant-max-uses must be a whole number from 1 to 1000000, got "${got}"`;
+
+/** A row of flags refused after `--grants subtree`: the flags, the refusal, and the fixed flags (control). */
+const subtree = (flags: string[], message: string, fixed: string[]): [string[], string, string[]] => [
+  ['--grants', 'subtree', ...flags],
+  message,
+  ['--grants', 'subtree', ...fixed],
+];
+
 describe('--grants, --grant-max-uses, --grant-max-seconds, --plans', () => {
   it('default to no grant and no plans', () => {
     expect(serve()).toMatchObject({ kind: 'serve', grant: undefined, plans: false });
@@ -26,65 +40,32 @@ describe('--grants, --grant-max-uses, --grant-max-seconds, --plans', () => {
   });
 
   it.each([
-    [
-      ['--grant-max-uses', '3'],
-      '--grant-max-uses needs --grants same-directory|subtree',
-      ['--grants', 'subtree', '--grant-max-uses', '3'],
-    ],
+    [['--grant-max-uses', '3'], needsGrants('--grant-max-uses'), ['--grants', 'subtree', '--grant-max-uses', '3']],
     [
       ['--grant-max-seconds', '60', '--plans'],
-      '--grant-max-seconds needs --grants same-directory|subtree',
+      needsGrants('--grant-max-seconds'),
       ['--grants', 'subtree', '--grant-max-seconds', '60', '--plans'],
     ],
-    [['--grants', 'prefix'], '--grants must be same-directory or subtree, got "prefix"', ['--grants', 'subtree']],
-    [['--grants', 'exact'], '--grants must be same-directory or subtree, got "exact"', ['--grants', 'same-directory']],
-    [
-      ['--grants', 'Same-Directory'],
-      '--grants must be same-directory or subtree, got "Same-Directory"',
-      ['--grants', 'same-directory'],
-    ],
-    [['--grants', ''], '--grants must be same-directory or subtree, got ""', ['--grants', 'subtree']],
-    [
-      ['--grants', 'subtree', '--grant-max-seconds', '0'],
-      '--grant-max-seconds must be a whole number of seconds from 1 to 86400 (one day), got 0',
-      ['--grants', 'subtree', '--grant-max-seconds', '1'],
-    ],
-    [
-      ['--grants', 'subtree', '--grant-max-seconds', '86401'],
-      '--grant-max-seconds must be a whole number of seconds from 1 to 86400 (one day), got 86401',
-      ['--grants', 'subtree', '--grant-max-seconds', '86400'],
-    ],
-    [
-      ['--grants', 'subtree', '--grant-max-seconds', '1.5'],
-      '--grant-max-seconds must be a whole number of seconds, got "1.5"',
-      ['--grants', 'subtree', '--grant-max-seconds', '2'],
-    ],
-    [
-      ['--grants', 'subtree', '--grant-max-uses', '0'],
-      '--grant-max-uses must be a whole number from 1 to 1000000, got "0"',
-      ['--grants', 'subtree', '--grant-max-uses', '2'],
-    ],
-    [
-      ['--grants', 'subtree', '--grant-max-uses', '1'],
+    [['--grants', 'prefix'], mode('prefix'), ['--grants', 'subtree']],
+    [['--grants', 'exact'], mode('exact'), ['--grants', 'same-directory']],
+    [['--grants', 'Same-Directory'], mode('Same-Directory'), ['--grants', 'same-directory']],
+    [['--grants', ''], mode(''), ['--grants', 'subtree']],
+    subtree(['--grant-max-seconds', '0'], secondsRange('0'), ['--grant-max-seconds', '1']),
+    subtree(['--grant-max-seconds', '86401'], secondsRange('86401'), ['--grant-max-seconds', '86400']),
+    subtree(['--grant-max-seconds', '1.5'], '--grant-max-seconds must be a whole number of seconds, got "1.5"', [
+      '--grant-max-seconds',
+      '2',
+    ]),
+    subtree(['--grant-max-uses', '0'], uses('0'), ['--grant-max-uses', '2']),
+    subtree(
+      ['--grant-max-uses', '1'],
       '--grant-max-uses must be at least 2, got "1" (the approving deletion is a grant\'s first use, so a grant of 1 would allow no other deletion)',
-      ['--grants', 'subtree', '--grant-max-uses', '2'],
-    ],
-    [
-      ['--grants', 'subtree', '--grant-max-uses', '1000001'],
-      '--grant-max-uses must be a whole number from 1 to 1000000, got "1000001"',
-      ['--grants', 'subtree', '--grant-max-uses', '1000000'],
-    ],
+      ['--grant-max-uses', '2'],
+    ),
+    subtree(['--grant-max-uses', '1000001'], uses('1000001'), ['--grant-max-uses', '1000000']),
     // A value starting with a dash goes after "=" (node:util parseArgs takes "-1" after a space for a flag).
-    [
-      ['--grants', 'subtree', '--grant-max-uses=-1'],
-      '--grant-max-uses must be a whole number from 1 to 1000000, got "-1"',
-      ['--grants', 'subtree', '--grant-max-uses=2'],
-    ],
-    [
-      ['--grants', 'subtree', '--grant-max-uses', '2e1'],
-      '--grant-max-uses must be a whole number from 1 to 1000000, got "2e1"',
-      ['--grants', 'subtree', '--grant-max-uses', '20'],
-    ],
+    subtree(['--grant-max-uses=-1'], uses('-1'), ['--grant-max-uses=2']),
+    subtree(['--grant-max-uses', '2e1'], uses('2e1'), ['--grant-max-uses', '20']),
   ])('%j is refused: %s (control: %j parses)', (flags, message, fixed) => {
     expect(() => serve(...flags)).toThrow(new UsageError(message));
     expect(serve(...fixed)).toMatchObject({ kind: 'serve', grant: { arguments: { path: expect.any(String) } } });

@@ -49,6 +49,18 @@ async function serve(options: Parameters<typeof createDemoServer>[0] extends inf
   return { ...built, c, store, events };
 }
 
+/** Two serving processes' servers, each with `options`, on one SQLite ledger file (a connection each). */
+async function twoOnOneLedger(options: Parameters<typeof serve>[0]) {
+  const file = join(R, 'ledger.db');
+  const storeA = await SqliteLedger.open({ path: file });
+  const storeB = await SqliteLedger.open({ path: file });
+  closers.push(
+    () => storeA.close(),
+    () => storeB.close(),
+  );
+  return { a: await serve({ ...options, store: storeA }), b: await serve({ ...options, store: storeB }) };
+}
+
 function schemaOf(reply: Reply): unknown {
   if (reply.kind !== 'input_required') throw new Error(`expected input_required, got ${JSON.stringify(reply)}`);
   const entry = reply.result.inputRequests?.confirm as { params?: { requestedSchema?: unknown } } | undefined;
@@ -210,15 +222,7 @@ describe('grants for delete_file (form answers, 2026-07-28 client)', () => {
   });
 
   it('over stdio a grant serves only the serving process that gave it, even on a shared ledger (control: another connection of the same process uses it)', async () => {
-    const file = join(R, 'ledger.db');
-    const storeA = await SqliteLedger.open({ path: file });
-    const storeB = await SqliteLedger.open({ path: file });
-    closers.push(
-      () => storeA.close(),
-      () => storeB.close(),
-    );
-    const a = await serve({ grant: SAME_DIR, store: storeA });
-    const b = await serve({ grant: SAME_DIR, store: storeB });
+    const { a, b } = await twoOnOneLedger({ grant: SAME_DIR });
     await confirmWith(a.c, 'cache/f0.tmp', GRANT_ACCEPT);
     expect(asked(await b.c.call('delete_file', { path: 'cache/f1.tmp' })).message).toContain('Permanently delete');
     expect(existsSync(join(root, 'cache', 'f1.tmp'))).toBe(true);
@@ -334,15 +338,7 @@ describe('plans for delete_file (confirm_plan)', () => {
   });
 
   it('a plan serves only the principal and process that approved it: another process on a shared ledger is asked', async () => {
-    const file = join(R, 'ledger.db');
-    const storeA = await SqliteLedger.open({ path: file });
-    const storeB = await SqliteLedger.open({ path: file });
-    closers.push(
-      () => storeA.close(),
-      () => storeB.close(),
-    );
-    const a = await serve({ plans: true, store: storeA });
-    const b = await serve({ plans: true, store: storeB });
+    const { a, b } = await twoOnOneLedger({ plans: true });
     const first = asked(await a.c.call('confirm_plan', plan(['cache/f0.tmp', 'cache/f1.tmp'])));
     await a.c.call('confirm_plan', plan(['cache/f0.tmp', 'cache/f1.tmp']), {
       requestState: first.state,

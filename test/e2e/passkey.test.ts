@@ -6,7 +6,7 @@
  * Over stdio every caller is the principal `local`; an approver allowed for principal U1
  * approving U2's call over HTTP is tested in passkeyHttp.test.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   copyFileSync,
@@ -21,11 +21,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
-import { createInterface } from 'node:readline';
-import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProcess, InPlaceStdioTransport, stderrSays, until } from '../helpers/processes.js';
-import { callTool, type Reply } from '../helpers/harness.js';
+import { runProcess, stderrSays, until } from '../helpers/processes.js';
 import {
   assertionIn,
   launchBrowser,
@@ -37,12 +35,22 @@ import {
   type AuthPage,
   type Browser,
 } from '../helpers/browser.js';
+import { MAIN } from '../helpers/httpServer.js';
+import {
+  enrolOnPage,
+  FORM_ACCEPT,
+  pageElicitation as elicitation,
+  startEnrol as startEnrolOf,
+  startPasskeyStdio,
+  URL_ACCEPT,
+  URL_RE,
+  type Enrolment,
+  type PasskeyStdioServer as Served,
+} from '../helpers/passkeyCli.js';
 
-const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const DOCS = resolve(import.meta.dirname, '../../docs');
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
-const URL_RE = /http:\/\/localhost:[0-9]+\/approve\/[A-Za-z0-9_-]+/;
 
 let dir: string;
 let root: string;
@@ -52,92 +60,26 @@ let ann: AuthPage;
 const children: ChildProcess[] = [];
 const clients: Client[] = [];
 
-interface Enrolment {
-  url: string;
-  exit: Promise<{ code: number | null; stderr: string }>;
-}
-
 /** Starts `mcp-confirm approvers enroll`; resolves with the first stdout line (the URL). */
-function startEnrol(args: string[]): Promise<Enrolment> {
-  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exit = new Promise<{ code: number | null; stderr: string }>((res) =>
-    child.once('exit', (code) => res({ code, stderr })),
-  );
-  return new Promise((res, rej) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.once('line', (url) => res({ url, exit }));
-    void exit.then((e) => rej(new Error(`enrol exited ${e.code} before printing a URL: ${e.stderr}`)));
-  });
-}
+const startEnrol = (args: string[]): Promise<Enrolment> => startEnrolOf(args, children);
 
 async function enrolWith(page: AuthPage, args: string[]): Promise<void> {
-  const e = await startEnrol(args);
-  await page.page.goto(e.url);
-  await page.page.click('#enroll');
-  expect(await outcomeOf(page.page)).toContain('enrolled');
-  expect((await e.exit).code).toBe(0);
-}
-
-interface Served {
-  client: Client;
-  stderr: () => string;
-  call(path: string, extra?: { inputResponses?: unknown; requestState?: unknown }): Promise<Reply>;
+  await enrolOnPage(page, await startEnrol(args));
 }
 
 /** The CLI server over stdio with --approval passkey, and a v2 client declaring URL or form elicitation. */
-async function startServer(
-  options: { wait?: number; mode?: 'url' | 'form'; approvers?: string } = {},
-): Promise<Served> {
-  const transport = new InPlaceStdioTransport({
-    command: process.execPath,
-    args: [
-      MAIN,
-      '--root',
-      root,
-      '--approval',
-      'passkey',
-      '--approvers',
-      options.approvers ?? approversPath,
-      '--approval-wait',
-      String(options.wait ?? 0),
-    ],
-    stderr: 'pipe',
-  });
-  let err = '';
-  transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const client = new Client(
-    { name: 'passkey-test', version: '0.0.0' },
+function startServer(options: { wait?: number; mode?: 'url' | 'form'; approvers?: string } = {}): Promise<Served> {
+  return startPasskeyStdio(
     {
-      capabilities: { elicitation: options.mode === 'form' ? { form: {} } : { url: {} } },
-      versionNegotiation: { mode: { pin: '2026-07-28' } },
-      inputRequired: { autoFulfill: false },
+      name: 'passkey-test',
+      root,
+      approvers: options.approvers ?? approversPath,
+      ...(options.wait === undefined ? {} : { wait: options.wait }),
+      ...(options.mode === undefined ? {} : { mode: options.mode }),
     },
+    clients,
   );
-  await client.connect(transport);
-  clients.push(client);
-  return {
-    client,
-    stderr: () => err,
-    call: (path, extra = {}) => callTool(client, { name: 'delete_file', arguments: { path }, ...extra }),
-  };
 }
-
-/** Round 1's elicitation: its mode, url (URL mode) or the URL inside the message (form), and the state. */
-function elicitation(reply: Reply): { mode: string; url: string; message: string; state: string } {
-  if (reply.kind !== 'input_required') throw new Error(`expected input_required, got ${JSON.stringify(reply)}`);
-  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as {
-    params: { mode?: string; url?: string; message: string };
-  };
-  const url = entry.params.url ?? URL_RE.exec(entry.params.message)?.[0];
-  if (url === undefined || reply.state === undefined) throw new Error(`no URL or state in ${JSON.stringify(reply)}`);
-  return { mode: entry.params.mode ?? 'form', url, message: entry.params.message, state: reply.state };
-}
-
-const URL_ACCEPT = { confirm: { action: 'accept' } };
-const FORM_ACCEPT = { confirm: { action: 'accept', content: { confirmed: true } } };
 
 function file(name: string, content = 'data\n'): string {
   const p = join(root, name);

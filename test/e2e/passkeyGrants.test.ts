@@ -18,12 +18,11 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
+import type { ChildProcess } from 'node:child_process';
+import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InPlaceStdioTransport, runProcess, until } from '../helpers/processes.js';
-import { callTool, type Reply } from '../helpers/harness.js';
+import { runProcess, until } from '../helpers/processes.js';
+import type { Reply } from '../helpers/harness.js';
 import {
   assertionIn,
   launchBrowser,
@@ -33,12 +32,19 @@ import {
   type AuthPage,
   type Browser,
 } from '../helpers/browser.js';
+import { MAIN } from '../helpers/httpServer.js';
+import {
+  enrolOnPage,
+  FORM_ACCEPT,
+  pageElicitation as elicitation,
+  startEnrol,
+  startPasskeyStdio,
+  URL_ACCEPT,
+  URL_RE,
+  type PasskeyStdioServer as Served,
+} from '../helpers/passkeyCli.js';
 
-const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const DOCS = resolve(import.meta.dirname, '../../docs');
-const URL_RE = /http:\/\/localhost:[0-9]+\/approve\/[A-Za-z0-9_-]+/;
-const URL_ACCEPT = { confirm: { action: 'accept' } };
-const FORM_ACCEPT = { confirm: { action: 'accept', content: { confirmed: true } } };
 const FORM_ACCEPT_GRANT = { confirm: { action: 'accept', content: { confirmed: true, scope: 'grant' } } };
 
 let dir: string;
@@ -50,57 +56,21 @@ let ann: AuthPage;
 const children: ChildProcess[] = [];
 const clients: Client[] = [];
 
-interface Served {
-  stderr: () => string;
-  call(path: string, extra?: { inputResponses?: unknown; requestState?: unknown }): Promise<Reply>;
-}
-
 /** The CLI over stdio with passkey approval (and `--grants same-directory` unless `grants: false`). */
-async function startServer(options: { grants?: boolean; mode?: 'url' | 'form'; audit?: string } = {}): Promise<Served> {
-  const transport = new InPlaceStdioTransport({
-    command: process.execPath,
-    args: [
-      MAIN,
-      '--root',
-      root,
-      '--approval',
-      'passkey',
-      '--approvers',
-      approversPath,
-      '--approval-wait',
-      '0',
-      ...(options.grants === false ? [] : ['--grants', 'same-directory']),
-      ...(options.audit === undefined ? [] : ['--key-file', keyFile, '--audit', options.audit]),
-    ],
-    stderr: 'pipe',
-  });
-  let err = '';
-  transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const client = new Client(
-    { name: 'passkey-grants-test', version: '0.0.0' },
+function startServer(options: { grants?: boolean; mode?: 'url' | 'form'; audit?: string } = {}): Promise<Served> {
+  return startPasskeyStdio(
     {
-      capabilities: { elicitation: options.mode === 'form' ? { form: {} } : { url: {} } },
-      versionNegotiation: { mode: { pin: '2026-07-28' } },
-      inputRequired: { autoFulfill: false },
+      name: 'passkey-grants-test',
+      root,
+      approvers: approversPath,
+      ...(options.mode === undefined ? {} : { mode: options.mode }),
+      extra: [
+        ...(options.grants === false ? [] : ['--grants', 'same-directory']),
+        ...(options.audit === undefined ? [] : ['--key-file', keyFile, '--audit', options.audit]),
+      ],
     },
+    clients,
   );
-  await client.connect(transport);
-  clients.push(client);
-  return {
-    stderr: () => err,
-    call: (path, extra = {}) => callTool(client, { name: 'delete_file', arguments: { path }, ...extra }),
-  };
-}
-
-/** Round 1's elicitation: the approval URL (URL mode, or inside a form's message), the message and the state. */
-function elicitation(reply: Reply): { url: string; message: string; state: string } {
-  if (reply.kind !== 'input_required') throw new Error(`expected input_required, got ${JSON.stringify(reply)}`);
-  const entry = (reply.result as InputRequiredResult).inputRequests?.confirm as {
-    params: { url?: string; message: string };
-  };
-  const url = entry.params.url ?? URL_RE.exec(entry.params.message)?.[0];
-  if (url === undefined || reply.state === undefined) throw new Error(`no URL or state in ${JSON.stringify(reply)}`);
-  return { url, message: entry.params.message, state: reply.state };
 }
 
 function text(reply: Reply): string {
@@ -149,16 +119,7 @@ beforeAll(async () => {
   browser = await launchBrowser();
   ann = await newAuthPage(browser);
   // Enrol ann's passkey with the CLI's enrolment page.
-  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', 'ann'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const exit = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
-  const url = await new Promise<string>((res) => createInterface({ input: child.stdout! }).once('line', res));
-  await ann.page.goto(url);
-  await ann.page.click('#enroll');
-  expect(await outcomeOf(ann.page)).toContain('enrolled');
-  expect(await exit).toBe(0);
+  await enrolOnPage(ann, await startEnrol(['--approvers', approversPath, '--name', 'ann'], children));
 }, 180_000);
 
 afterAll(async () => {

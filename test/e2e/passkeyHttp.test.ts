@@ -13,7 +13,7 @@
  * replica B on 127.0.0.1:PORT (where the browser's `approve.test` lands), with one key file and one
  * SQLite or Redis ledger. `REDIS_URL` (scripts/start-redis.sh) is required: missing, the Redis test fails.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
   existsSync,
@@ -27,12 +27,11 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { exportJWK, generateKeyPair, type CryptoKey } from 'jose';
+import type { CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, type Reply } from '../helpers/harness.js';
 import {
@@ -45,11 +44,17 @@ import {
   type Browser,
 } from '../helpers/browser.js';
 import { runProcess } from '../helpers/processes.js';
+import { enrolOnPage, startEnrol as startEnrolOf, type Enrolment } from '../helpers/passkeyCli.js';
 import {
   connectUrlClient as connectUrlClientOf,
+  enrolArgs,
+  enrolAuthorisedBy,
   freePortOn,
   mintToken,
+  openInFront as open,
+  pageRequest,
   urlElicitation,
+  writeSigningKey,
 } from '../helpers/passkeyHttp.js';
 import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 
@@ -107,38 +112,10 @@ function file(name: string, content = 'data\n'): string {
   return p;
 }
 
-/**
- * A request to a page URL on `approve.test` from Node: sent to 127.0.0.1 with `Host: approve.test:PORT`
- * (unless `host` overrides it), exactly the given headers otherwise (no Origin unless given).
- */
-function pageRequest(
-  pageUrl: string,
-  options: { method?: string; origin?: string; host?: string; body?: unknown } = {},
-): ReturnType<typeof rawRequest> {
-  const u = new URL(pageUrl);
-  const headers: Record<string, string> = { host: options.host ?? u.host };
-  if (options.origin !== undefined) headers.origin = options.origin;
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  return rawRequest(`http://127.0.0.1:${u.port}${u.pathname}`, {
-    method: options.method ?? (options.body === undefined ? 'GET' : 'POST'),
-    headers,
-    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-  });
-}
-
 async function optionsFor(pageUrl: string): Promise<Record<string, unknown>> {
   const r = await pageRequest(`${pageUrl}/options`, { origin: new URL(pageUrl).origin, body: {} });
   expect(r.status, r.body).toBe(200);
   return (JSON.parse(r.body) as { options: Record<string, unknown> }).options;
-}
-
-/**
- * Opens `url` in the approver's tab, brought to the front first: Chromium refuses WebAuthn in a
- * document without focus, and ann and bob each have a tab.
- */
-async function open(page: AuthPage, url: string): Promise<void> {
-  await page.page.bringToFront();
-  await page.page.goto(url);
 }
 
 async function approveOnPage(page: AuthPage, url: string): Promise<string> {
@@ -148,19 +125,7 @@ async function approveOnPage(page: AuthPage, url: string): Promise<string> {
 }
 
 /** Starts `mcp-confirm approvers enroll …`; resolves with the first stdout line (the URL) and the exit. */
-function startEnrol(args: string[]): Promise<{ url: string; exit: Promise<{ code: number | null; stderr: string }> }> {
-  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exit = new Promise<{ code: number | null; stderr: string }>((res) =>
-    child.once('exit', (code) => res({ code, stderr })),
-  );
-  return new Promise((res, rej) => {
-    createInterface({ input: child.stdout! }).once('line', (url) => res({ url, exit }));
-    void exit.then((e) => rej(new Error(`enrol exited ${e.code} before printing a URL: ${e.stderr}`)));
-  });
-}
+const startEnrol = (args: string[]): Promise<Enrolment> => startEnrolOf(args, children);
 
 /** The server arguments of a deployment whose public URL is http://approve.test:PORT. */
 function serveArgs(bind: string, port: number, extra: string[] = []): string[] {
@@ -196,13 +161,8 @@ beforeAll(async () => {
   root = join(dir, 'root');
   mkdirSync(root);
   approversPath = join(dir, 'approvers.json');
-  const pair = await generateKeyPair('RS256', { extractable: true });
-  signingKey = pair.privateKey;
   jwksPath = join(dir, 'jwks.json');
-  writeFileSync(
-    jwksPath,
-    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
-  );
+  signingKey = await writeSigningKey(jwksPath);
   P1 = await freePort();
   P2 = await freePort();
   P3 = await freePort();
@@ -213,48 +173,12 @@ beforeAll(async () => {
   ann = await newAuthPage(browser);
   bob = await newAuthPage(browser);
   // ann: the first approver, for u1.
-  const first = await startEnrol([
-    '--approvers',
-    approversPath,
-    '--name',
-    'ann',
-    '--public-url',
-    publicUrl(P1),
-    '--principal',
-    ISSUER,
-    'u1',
-  ]);
+  const first = await startEnrol(enrolArgs(approversPath, 'ann', publicUrl(P1), ISSUER, 'u1'));
   expect(first.url).toMatch(new RegExp(`^http://approve\\.test:${P1}/enroll/[A-Za-z0-9_-]+$`));
-  await open(ann, first.url);
-  await ann.page.click('#enroll');
-  expect(await outcomeOf(ann.page)).toContain('enrolled');
-  expect((await first.exit).code).toBe(0);
+  await enrolOnPage(ann, first, open);
   // bob, for u2, on his own authenticator: ann's passkey authorises the enrolment first (the file
   // already holds her), then bob's page registers his.
-  const second = await startEnrol([
-    '--approvers',
-    approversPath,
-    '--name',
-    'bob',
-    '--public-url',
-    publicUrl(P1),
-    '--principal',
-    ISSUER,
-    'u2',
-  ]);
-  await open(ann, second.url);
-  const origin = new URL(second.url).origin;
-  const step = await pageRequest(`${second.url}/options`, { origin, body: {} });
-  expect(JSON.parse(step.body).step).toBe('authenticate');
-  const authorised = await pageRequest(`${second.url}/authenticate`, {
-    origin,
-    body: await assertionIn(ann.page, JSON.parse(step.body).options),
-  });
-  expect(authorised.status, authorised.body).toBe(200);
-  await open(bob, second.url);
-  await bob.page.click('#enroll');
-  expect(await outcomeOf(bob.page)).toContain('enrolled');
-  expect((await second.exit).code).toBe(0);
+  await enrolAuthorisedBy(ann, bob, await startEnrol(enrolArgs(approversPath, 'bob', publicUrl(P1), ISSUER, 'u2')));
   single = await serve(serveArgs('127.0.0.1', P1, ['--approval-wait', '0']));
 }, 300_000);
 

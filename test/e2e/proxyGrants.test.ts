@@ -4,43 +4,32 @@
  * fixtures/planNamedUpstream.mjs), a real v2 client pinned to 2026-07-28 driving every round by hand.
  * Needs `npm run build` first.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
-import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
-import { connectModern, startHttpServer } from '../helpers/httpServer.js';
-import { runProcess } from '../helpers/processes.js';
+import type { CryptoKey } from 'jose';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ACCEPT, asked, callTool, type Reply } from '../helpers/harness.js';
+import { connectModern, MAIN, startHttpServer } from '../helpers/httpServer.js';
+import { resultText, runProxy, startStdioProxy, useProxyRoot, type Closers } from '../helpers/proxyProcess.js';
+import { mintToken, writeSigningKey } from '../helpers/tokens.js';
+import { upstreamCalls as logged } from '../helpers/upstreamCalls.js';
 
-const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FS_SERVER = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
 const UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
 const PLAN_NAMED = resolve(import.meta.dirname, 'fixtures/planNamedUpstream.mjs');
 /** A form answer that takes the offered grant. */
 const GRANT_ACCEPT = { confirm: { action: 'accept', content: { confirmed: true, scope: 'grant' } } } as const;
 
-let R: string;
-const closers: Array<() => Promise<unknown>> = [];
-
-beforeAll(() => {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
-  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-proxygrants-')));
-});
-afterAll(async () => {
-  await Promise.all(closers.splice(0).map((c) => c().catch(() => {})));
-  rmSync(R, { recursive: true, force: true });
-});
+const closers: Closers = [];
+const testRoot = useProxyRoot('proxygrants', closers);
 
 /** A fresh directory under the test's root, with the subdirectories named. */
 function freshDir(kind: string, ...subdirs: string[]): string {
-  const dir = mkdtempSync(join(R, `${kind}-`));
+  const dir = mkdtempSync(join(testRoot(), `${kind}-`));
   for (const sub of subdirs) mkdirSync(join(dir, sub));
   return dir;
 }
@@ -53,37 +42,7 @@ function policyFile(dir: string, policy: unknown): string {
 }
 
 /** Spawns `mcp-confirm proxy ARGS…` and connects a v2 client pinned to 2026-07-28 that answers no round itself. */
-async function proxy(args: string[]): Promise<{
-  client: Client;
-  call: (name: string, a: unknown, extra?: object) => Promise<Reply>;
-  stderr: () => string;
-}> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [MAIN, 'proxy', ...args],
-    stderr: 'pipe',
-  });
-  let err = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const client = new Client({ name: 'proxy-grants-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
-  await client.connect(transport);
-  closers.push(() => client.close());
-  return {
-    client,
-    call: (name, a, extra = {}) => callTool(client, { name, arguments: a, ...extra }),
-    stderr: () => err,
-  };
-}
-
-/** Runs `mcp-confirm proxy ARGS…` with stdin closed at once, to its exit. */
-function runProxy(args: string[]) {
-  return runProcess(process.execPath, [MAIN, 'proxy', ...args], { input: '' });
-}
-
-function resultText(reply: Reply): string {
-  if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 600)}`);
-  return reply.text;
-}
+const proxy = (args: string[]) => startStdioProxy(args, { name: 'proxy-grants-test', closers });
 
 /** The requested schema of an input_required reply's form. */
 function schemaOf(reply: Reply): unknown {
@@ -96,29 +55,23 @@ function schemaOf(reply: Reply): unknown {
   return entry.params?.requestedSchema ?? entry.requestedSchema;
 }
 
-/** The upstream fixtures' calls.log lines, parsed. */
-function logged(dir: string): unknown[] {
-  const file = join(dir, 'calls.log');
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as unknown);
-}
-
 const WRITE_GRANT = { arguments: { path: 'same-directory', content: 'any' }, maxUses: 4, maxSeconds: 900 };
+
+/** The proxy in front of server-filesystem on `root`, its policy granting write_file {@link WRITE_GRANT}. */
+const writeGrantProxy = (root: string) =>
+  proxy([
+    '--policy',
+    policyFile(root, { grants: { write_file: WRITE_GRANT } }),
+    '--',
+    process.execPath,
+    FS_SERVER,
+    root,
+  ]);
 
 describe('grants in the proxy policy, in front of server-filesystem', () => {
   it('write_file under a same-directory grant (maxUses 4): one question, three calls without one, the fifth asked', async () => {
     const root = freshDir('grant', 'cache');
-    const p = await proxy([
-      '--policy',
-      policyFile(root, { grants: { write_file: WRITE_GRANT } }),
-      '--',
-      process.execPath,
-      FS_SERVER,
-      root,
-    ]);
+    const p = await writeGrantProxy(root);
     const file = (i: number) => join(root, 'cache', `f${i}.txt`);
     const first = await p.call('write_file', { path: file(0), content: 'c0' });
     const { state, message } = asked(first);
@@ -149,14 +102,7 @@ describe('grants in the proxy policy, in front of server-filesystem', () => {
 
   it('a path in another directory, or one with a .. segment back out of the granted one, is asked and not written; one in the granted directory runs under the grant (control)', async () => {
     const root = freshDir('grantdir', 'cache', 'other');
-    const p = await proxy([
-      '--policy',
-      policyFile(root, { grants: { write_file: WRITE_GRANT } }),
-      '--',
-      process.execPath,
-      FS_SERVER,
-      root,
-    ]);
+    const p = await writeGrantProxy(root);
     const args0 = { path: join(root, 'cache', 'a.txt'), content: 'a' };
     const { state } = asked(await p.call('write_file', args0));
     resultText(await p.call('write_file', args0, { requestState: state, inputResponses: GRANT_ACCEPT }));
@@ -175,14 +121,7 @@ describe('grants in the proxy policy, in front of server-filesystem', () => {
 
   it('a form answer without scope approves that call only: the next call is asked (control: scope "grant" above lets it run)', async () => {
     const root = freshDir('noscope', 'cache');
-    const p = await proxy([
-      '--policy',
-      policyFile(root, { grants: { write_file: WRITE_GRANT } }),
-      '--',
-      process.execPath,
-      FS_SERVER,
-      root,
-    ]);
+    const p = await writeGrantProxy(root);
     const args0 = { path: join(root, 'cache', 'a.txt'), content: 'a' };
     const { state } = asked(await p.call('write_file', args0));
     expect(
@@ -409,17 +348,8 @@ describe('over --http, two principals (JWT subjects u1 and u2)', () => {
   let dir: string;
 
   /** A JWT access token for the proxy's resource, subject `sub`. */
-  const token = (sub: string): Promise<string> => {
-    const nowS = Math.floor(Date.now() / 1000);
-    return new SignJWT({ scope: 'mcp', client_id: 'notes-app' })
-      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
-      .setIssuer(ISSUER)
-      .setAudience(url.href)
-      .setSubject(sub)
-      .setIssuedAt(nowS - 5)
-      .setExpirationTime(nowS + 600)
-      .sign(signingKey);
-  };
+  const token = (sub: string): Promise<string> =>
+    mintToken(signingKey, ISSUER, sub, url.href, { clientId: 'notes-app', lifetimeSeconds: 600 });
   const as = async (sub: string) => {
     const client = await connectModern(url, await token(sub));
     closers.push(() => client.close());
@@ -427,14 +357,9 @@ describe('over --http, two principals (JWT subjects u1 and u2)', () => {
   };
 
   beforeAll(async () => {
-    const pair = await generateKeyPair('RS256', { extractable: true });
-    signingKey = pair.privateKey;
     dir = freshDir('http');
     const jwks = `${dir}.jwks.json`;
-    writeFileSync(
-      jwks,
-      JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
-    );
+    signingKey = await writeSigningKey(jwks);
     const policy = policyFile(dir, { grants: { write_note: { arguments: { text: 'any' } } } });
     const proxied = await startHttpServer([
       'proxy',

@@ -7,7 +7,7 @@
  * Needs `npm run build` first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer as createTcpServer } from 'node:net';
@@ -17,9 +17,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import type { CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
 import {
   connectLegacy,
   connectModern,
@@ -30,6 +30,8 @@ import {
   type HttpServerProcess,
 } from '../helpers/httpServer.js';
 import { runProcess } from '../helpers/processes.js';
+import { resultText as text, startStdioProxy, type StdioProxy } from '../helpers/proxyProcess.js';
+import { mintToken, writeSigningKey } from '../helpers/tokens.js';
 import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -49,13 +51,8 @@ const closers: Array<() => Promise<unknown>> = [];
 beforeAll(async () => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
   R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-proxyhttp-')));
-  const pair = await generateKeyPair('RS256', { extractable: true });
-  signingKey = pair.privateKey;
   jwksPath = join(R, 'jwks.json');
-  writeFileSync(
-    jwksPath,
-    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
-  );
+  signingKey = await writeSigningKey(jwksPath);
   // The proxies started by these tests read their upstream credentials from here ($VAR).
   process.env['PROXY_TEST_UPSTREAM_AUTH'] = UPSTREAM_SECRET;
   process.env['PROXY_TEST_TENANT_KEY'] = TENANT_KEY;
@@ -91,11 +88,6 @@ function headersSeen(dir: string): Array<Record<string, string>> {
     .map((l) => JSON.parse(l) as Record<string, string>);
 }
 
-function text(reply: Reply): string {
-  if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);
-  return reply.text;
-}
-
 const HEADER_ARGS = [
   '--upstream-header',
   'X-Tenant-Key: $PROXY_TEST_TENANT_KEY',
@@ -109,20 +101,13 @@ function proxyEnv(): Record<string, string> {
 }
 
 /** `mcp-confirm proxy --upstream-url URL [headers] [extra]` over stdio with the manual v2 client. */
-async function stdioProxy(url: string, extra: string[] = []): Promise<{ client: Client; stderr: () => string }> {
+function stdioProxy(url: string, extra: string[] = []): Promise<StdioProxy> {
   // The SDK's stdio transport passes only a few variables by default: the $VAR ones are given explicitly, as a host's "env" would.
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [MAIN, 'proxy', '--upstream-url', url, ...HEADER_ARGS, ...extra],
+  return startStdioProxy(['--upstream-url', url, ...HEADER_ARGS, ...extra], {
+    name: 'proxy-http-test',
+    closers,
     env: proxyEnv(),
-    stderr: 'pipe',
   });
-  let err = '';
-  transport.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const client = new Client({ name: 'proxy-http-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
-  await client.connect(transport);
-  closers.push(() => client.close());
-  return { client, stderr: () => err };
 }
 
 describe.each([
@@ -209,15 +194,7 @@ function url(seen: Array<Record<string, string>>): string {
 
 /** A JWT access token for the proxy's resource, subject `sub`. */
 function token(resource: URL, sub: string): Promise<string> {
-  const nowS = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: 'mcp', client_id: 'notes-app' })
-    .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
-    .setIssuer(ISSUER)
-    .setAudience(resource.href)
-    .setSubject(sub)
-    .setIssuedAt(nowS - 5)
-    .setExpirationTime(nowS + 600)
-    .sign(signingKey);
+  return mintToken(signingKey, ISSUER, sub, resource.href, { clientId: 'notes-app', lifetimeSeconds: 600 });
 }
 
 describe('mcp-confirm proxy --http: the client side over Streamable HTTP with JWT auth', () => {

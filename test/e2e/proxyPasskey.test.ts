@@ -5,16 +5,16 @@
  * elicitation, and real headless Chromium with a WebAuthn virtual authenticator (CDP).
  * Needs `npm run build` first, and chromium (a failure, not a skip, when missing).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Client, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, newAuthPage, outcomeOf, type AuthPage, type Browser } from '../helpers/browser.js';
 import { callTool, type Reply } from '../helpers/harness.js';
+import { enrolOnPage, startEnrol } from '../helpers/passkeyCli.js';
 import { stderrSays } from '../helpers/processes.js';
 import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
@@ -31,21 +31,7 @@ const clients: Client[] = [];
 
 /** Enrols the authenticator of `page` as `name` with `mcp-confirm approvers enroll` (its first stdout line is the page URL). */
 async function enrol(page: AuthPage, name: string): Promise<void> {
-  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', '--approvers', approversPath, '--name', name], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
-  const url = await new Promise<string>((res, rej) => {
-    createInterface({ input: child.stdout! }).once('line', res);
-    void exited.then((code) => rej(new Error(`enrol exited ${code} before printing a URL: ${stderr}`)));
-  });
-  await page.page.goto(url);
-  await page.page.click('#enroll');
-  expect(await outcomeOf(page.page)).toContain('enrolled');
-  expect(await exited).toBe(0);
+  await enrolOnPage(page, await startEnrol(['--approvers', approversPath, '--name', name], children));
 }
 
 beforeAll(async () => {

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/client';
-import { exportJWK, generateKeyPair, type CryptoKey } from 'jose';
+import type { CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, type Reply } from '../helpers/harness.js';
 import {
@@ -30,13 +30,19 @@ import {
   type Browser,
 } from '../helpers/browser.js';
 import { upstreamCalls } from '../helpers/upstreamCalls.js';
+import { enrolOnPage, startEnrol as startEnrolOf, type Enrolment } from '../helpers/passkeyCli.js';
 import {
   connectUrlClient as connectUrlClientOf,
+  enrolArgs,
+  enrolAuthorisedBy,
   freePortOn,
   mintToken,
+  openInFront as open,
+  pageRequest,
   urlElicitation,
+  writeSigningKey,
 } from '../helpers/passkeyHttp.js';
-import { MAIN, runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
+import { runCli, startHttpServer, type HttpServerProcess } from '../helpers/httpServer.js';
 
 const STDIO_UPSTREAM = resolve(import.meta.dirname, 'fixtures/upstream.mjs');
 const HTTP_UPSTREAM = resolve(import.meta.dirname, 'fixtures/httpUpstream.mjs');
@@ -88,28 +94,6 @@ const textOf = (r: Reply): string => (r.kind === 'result' ? r.text : JSON.string
 /** How many times the upstream writing in `where` was called with write_note(`text`). */
 const callsWith = (where: string, text: string): number => upstreamCalls(where).filter((t) => t === text).length;
 
-/** A request to a page URL on `approve.test` from Node: sent to 127.0.0.1 with `Host: approve.test:PORT`. */
-function pageRequest(
-  pageUrl: string,
-  options: { origin?: string; body?: unknown } = {},
-): ReturnType<typeof rawRequest> {
-  const u = new URL(pageUrl);
-  const headers: Record<string, string> = { host: u.host };
-  if (options.origin !== undefined) headers.origin = options.origin;
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  return rawRequest(`http://127.0.0.1:${u.port}${u.pathname}`, {
-    method: options.body === undefined ? 'GET' : 'POST',
-    headers,
-    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-  });
-}
-
-/** Opens `url` in the approver's tab, brought to the front first (Chromium refuses WebAuthn in a document without focus). */
-async function open(page: AuthPage, url: string): Promise<void> {
-  await page.page.bringToFront();
-  await page.page.goto(url);
-}
-
 async function approveOnPage(page: AuthPage, url: string): Promise<string> {
   await open(page, url);
   await page.page.click('#approve');
@@ -117,19 +101,7 @@ async function approveOnPage(page: AuthPage, url: string): Promise<string> {
 }
 
 /** Starts `mcp-confirm approvers enroll …`; resolves with the first stdout line (the URL) and the exit. */
-function startEnrol(args: string[]): Promise<{ url: string; exit: Promise<{ code: number | null; stderr: string }> }> {
-  const child = spawn(process.execPath, [MAIN, 'approvers', 'enroll', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exit = new Promise<{ code: number | null; stderr: string }>((res) =>
-    child.once('exit', (code) => res({ code, stderr })),
-  );
-  return new Promise((res, rej) => {
-    createInterface({ input: child.stdout! }).once('line', (url) => res({ url, exit }));
-    void exit.then((e) => rej(new Error(`enrol exited ${e.code} before printing a URL: ${e.stderr}`)));
-  });
-}
+const startEnrol = (args: string[]): Promise<Enrolment> => startEnrolOf(args, children);
 
 /** The proxy's own arguments for a deployment whose public URL is http://approve.test:PORT (then the upstream). */
 function proxyArgs(port: number, extra: string[] = []): string[] {
@@ -176,13 +148,8 @@ beforeAll(async () => {
   upstreamDir = join(dir, 'upstream');
   mkdirSync(upstreamDir);
   approversPath = join(dir, 'approvers.json');
-  const pair = await generateKeyPair('RS256', { extractable: true });
-  signingKey = pair.privateKey;
   jwksPath = join(dir, 'jwks.json');
-  writeFileSync(
-    jwksPath,
-    JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
-  );
+  signingKey = await writeSigningKey(jwksPath);
   P1 = await freePort();
   P2 = await freePort();
   browser = await launchBrowser([
@@ -192,47 +159,10 @@ beforeAll(async () => {
   ann = await newAuthPage(browser);
   bob = await newAuthPage(browser);
   // ann: the first approver, for u1.
-  const first = await startEnrol([
-    '--approvers',
-    approversPath,
-    '--name',
-    'ann',
-    '--public-url',
-    publicUrl(P1),
-    '--principal',
-    ISSUER,
-    'u1',
-  ]);
-  await open(ann, first.url);
-  await ann.page.click('#enroll');
-  expect(await outcomeOf(ann.page)).toContain('enrolled');
-  expect((await first.exit).code).toBe(0);
+  await enrolOnPage(ann, await startEnrol(enrolArgs(approversPath, 'ann', publicUrl(P1), ISSUER, 'u1')), open);
   // bob, for u2, on his own authenticator: ann's passkey authorises the enrolment first (the file
   // already holds her), then bob's page registers his.
-  const second = await startEnrol([
-    '--approvers',
-    approversPath,
-    '--name',
-    'bob',
-    '--public-url',
-    publicUrl(P1),
-    '--principal',
-    ISSUER,
-    'u2',
-  ]);
-  await open(ann, second.url);
-  const origin = new URL(second.url).origin;
-  const step = await pageRequest(`${second.url}/options`, { origin, body: {} });
-  expect(JSON.parse(step.body).step).toBe('authenticate');
-  const authorised = await pageRequest(`${second.url}/authenticate`, {
-    origin,
-    body: await assertionIn(ann.page, JSON.parse(step.body).options),
-  });
-  expect(authorised.status, authorised.body).toBe(200);
-  await open(bob, second.url);
-  await bob.page.click('#enroll');
-  expect(await outcomeOf(bob.page)).toContain('enrolled');
-  expect((await second.exit).code).toBe(0);
+  await enrolAuthorisedBy(ann, bob, await startEnrol(enrolArgs(approversPath, 'bob', publicUrl(P1), ISSUER, 'u2')));
   proxy = await serve([...proxyArgs(P1), '--', process.execPath, STDIO_UPSTREAM, upstreamDir]);
 }, 300_000);
 

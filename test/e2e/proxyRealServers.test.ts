@@ -6,21 +6,19 @@
  * (fixtures/stubbornUpstream.mjs, fixtures/schemaUpstream.mjs). Needs `npm run build` first.
  */
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
-import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { childOf } from '../../src/proxy/upstream.js';
-import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS, type Reply } from '../helpers/harness.js';
+import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { MAIN } from '../helpers/httpServer.js';
+import { resultText as text, startStdioProxy, useProxyRoot, type Closers } from '../helpers/proxyProcess.js';
 import { liveProcessesMentioning, until } from '../helpers/processes.js';
 import { upstreamCalls as calls } from '../helpers/upstreamCalls.js';
 
-const MAIN = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const FS_SERVER = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
 const STUBBORN = resolve(import.meta.dirname, 'fixtures/stubbornUpstream.mjs');
 const SCHEMA_UPSTREAM = resolve(import.meta.dirname, 'fixtures/schemaUpstream.mjs');
@@ -28,51 +26,25 @@ const SCHEMA_UPSTREAM = resolve(import.meta.dirname, 'fixtures/schemaUpstream.mj
 const NO_ELICITATION_TEXT =
   '[ERR_CONFIRM_NO_ELICITATION] This tool needs a human confirmation, but the client did not declare the elicitation capability, so it cannot ask; nothing was done. With passkey approval, this server would instead answer with a link where a person approves the call with their passkey.';
 
-let R: string;
-const closers: Array<() => Promise<unknown>> = [];
-
-beforeAll(() => {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
-  R = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-proxyreal-')));
-});
-afterAll(async () => {
-  await Promise.all(closers.splice(0).map((c) => c().catch(() => {})));
-  rmSync(R, { recursive: true, force: true });
-});
+const closers: Closers = [];
+const testRoot = useProxyRoot('proxyreal', closers);
 
 /** A fresh directory with a unique name (no name is a prefix of another: the orphan scan looks for it). */
 function freshDir(kind: string): string {
-  return mkdtempSync(join(R, `${kind}-`));
+  return mkdtempSync(join(testRoot(), `${kind}-`));
 }
 
 /**
  * Spawns `mcp-confirm proxy ARGS…` (the args as given: with or without `--`) and connects a v2
  * client pinned to 2026-07-28 through the SDK's base stdio transport.
  */
-async function proxy(
-  args: string[],
-  options: { elicitation?: boolean } = {},
-): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [MAIN, 'proxy', ...args],
-    stderr: 'pipe',
+const proxy = (args: string[], options: { elicitation?: boolean } = {}) =>
+  startStdioProxy(args, {
+    name: 'proxy-real-test',
+    closers,
+    clientOptions:
+      options.elicitation === false ? { ...MANUAL_CLIENT_OPTIONS, capabilities: {} } : MANUAL_CLIENT_OPTIONS,
   });
-  let err = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const client = new Client(
-    { name: 'proxy-real-test', version: '0.0.0' },
-    options.elicitation === false ? { ...MANUAL_CLIENT_OPTIONS, capabilities: {} } : MANUAL_CLIENT_OPTIONS,
-  );
-  await client.connect(transport);
-  closers.push(() => client.close());
-  return { client, transport, stderr: () => err };
-}
-
-function text(reply: Reply): string {
-  if (reply.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(reply).slice(0, 400)}`);
-  return reply.text;
-}
 
 function ended(child: ChildProcess): Promise<void> {
   return new Promise((res) =>

@@ -1,13 +1,18 @@
 /**
  * What the passkey-over-HTTP suites share (test/e2e/passkeyHttp.test.ts for `mcp-confirm --http`,
  * test/e2e/proxyPasskeyHttp.test.ts for `mcp-confirm proxy --http`): free ports on several
- * loopback addresses, RS256 access tokens, a URL-mode client over Streamable HTTP, and round 1's
- * URL elicitation.
+ * loopback addresses, a signing key and its JWK set and RS256 access tokens (from tokens.js), a URL-mode client over
+ * Streamable HTTP, round 1's URL elicitation, requests to a page on a non-localhost public URL, and
+ * the enrolment of approvers for token principals (the second authorised by the first's passkey).
  */
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { Client, StreamableHTTPClientTransport, type InputRequiredResult } from '@modelcontextprotocol/client';
-import { SignJWT, type CryptoKey } from 'jose';
+import { expect } from 'vitest';
+import { assertionIn, rawRequest, type AuthPage } from './browser.js';
 import type { Reply } from './harness.js';
+import { enrolOnPage, type Enrolment } from './passkeyCli.js';
+
+export { mintToken, writeSigningKey } from './tokens.js';
 
 /** Listens on `host:port` exclusively (IPv6 only for `::1`). */
 export function listenOn(host: string, port: number): Promise<TcpServer> {
@@ -31,19 +36,6 @@ export async function freePortOn(hosts: readonly [string, ...string[]]): Promise
     await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
     if (others.every((o) => o.status === 'fulfilled')) return port;
   }
-}
-
-/** An RS256 JWT access token (`typ: at+jwt`, kid `k1`, scope `mcp`) of `sub` at `issuer` for `audience`, valid for an hour. */
-export function mintToken(signingKey: CryptoKey, issuer: string, sub: string, audience: string): Promise<string> {
-  const nowS = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: 'mcp' })
-    .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
-    .setIssuer(issuer)
-    .setAudience(audience)
-    .setSubject(sub)
-    .setIssuedAt(nowS - 5)
-    .setExpirationTime(nowS + 3600)
-    .sign(signingKey);
 }
 
 /** A v2 client pinned to 2026-07-28 over Streamable HTTP with a bearer token, declaring URL elicitation, rounds by hand. */
@@ -76,4 +68,62 @@ export function urlElicitation(reply: Reply): { mode: string; url: string; messa
     message: entry.params.message,
     state: reply.state,
   };
+}
+
+/**
+ * A request to a page URL on a public host name (e.g. `approve.test`) from Node: sent to 127.0.0.1
+ * with `Host: NAME:PORT` (unless `host` overrides it), exactly the given headers otherwise (no
+ * Origin unless given); a POST with a JSON body when `body` is given, else a GET (unless `method`).
+ */
+export function pageRequest(
+  pageUrl: string,
+  options: { method?: string; origin?: string; host?: string; body?: unknown } = {},
+): ReturnType<typeof rawRequest> {
+  const u = new URL(pageUrl);
+  const headers: Record<string, string> = { host: options.host ?? u.host };
+  if (options.origin !== undefined) headers.origin = options.origin;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  return rawRequest(`http://127.0.0.1:${u.port}${u.pathname}`, {
+    method: options.method ?? (options.body === undefined ? 'GET' : 'POST'),
+    headers,
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
+}
+
+/**
+ * Opens `url` in the approver's tab, brought to the front first: Chromium refuses WebAuthn in a
+ * document without focus, and each approver has a tab.
+ */
+export async function openInFront(page: AuthPage, url: string): Promise<void> {
+  await page.page.bringToFront();
+  await page.page.goto(url);
+}
+
+/** The arguments of `approvers enroll` for approver `name` of principal `sub` at `issuer`, on `publicUrl`. */
+export function enrolArgs(
+  approversPath: string,
+  name: string,
+  publicUrl: string,
+  issuer: string,
+  sub: string,
+): string[] {
+  return ['--approvers', approversPath, '--name', name, '--public-url', publicUrl, '--principal', issuer, sub];
+}
+
+/**
+ * Enrols `page`'s authenticator on `enrolment`'s page when the approvers file already holds an
+ * approver: `authoriser`'s passkey authorises the enrolment first (its options step is
+ * `authenticate`), then `page` registers its own passkey.
+ */
+export async function enrolAuthorisedBy(authoriser: AuthPage, page: AuthPage, enrolment: Enrolment): Promise<void> {
+  await openInFront(authoriser, enrolment.url);
+  const origin = new URL(enrolment.url).origin;
+  const step = await pageRequest(`${enrolment.url}/options`, { origin, body: {} });
+  expect(JSON.parse(step.body).step).toBe('authenticate');
+  const authorised = await pageRequest(`${enrolment.url}/authenticate`, {
+    origin,
+    body: await assertionIn(authoriser.page, JSON.parse(step.body).options),
+  });
+  expect(authorised.status, authorised.body).toBe(200);
+  await enrolOnPage(page, enrolment, openInFront);
 }

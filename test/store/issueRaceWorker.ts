@@ -5,11 +5,14 @@
  *
  *   parent → { type: 'open', path, maxPerPrincipal, maxTotal }
  *   child  → { type: 'ready' }
- *   parent → { type: 'go', principals, attempts, nowMs, startAtMs }
+ *   parent → { type: 'go', principals, attempts, nowMs }
+ *   child  → { type: 'armed' }
+ *   parent → { type: 'fire' }
  *   child  → { type: 'result', issued: string[], refused: { principal, total }, errors: string[] }
  *   parent → { type: 'exit' }
  *
- * On 'go' the child spins until `startAtMs` (so all processes start together), then
+ * On 'go' the child only gets the round ready and answers 'armed'; the parent sends 'fire' once
+ * every child has answered (a start barrier by messages, not by the clock). On 'fire' the child
  * fires `attempts` issues of fresh jtis at once, the i-th for `principals[i % length]`.
  */
 import { randomUUID } from 'node:crypto';
@@ -17,17 +20,17 @@ import type { SqliteLedger } from '../../src/store/sqlite.js';
 
 type Message =
   | { type: 'open'; path: string; maxPerPrincipal: number; maxTotal: number }
-  | { type: 'go'; principals: string[]; attempts: number; nowMs: number; startAtMs: number }
+  | { type: 'go'; principals: string[]; attempts: number; nowMs: number }
+  | { type: 'fire' }
   | { type: 'exit' };
 
 let ledger: SqliteLedger | undefined;
+/** The armed round, run on 'fire'. */
+let armed: (() => Promise<void>) | undefined;
 
 async function go(m: Extract<Message, { type: 'go' }>): Promise<void> {
   const l = ledger;
   if (l === undefined) throw new Error('go before open');
-  while (Date.now() < m.startAtMs) {
-    // spin: start every process at the same instant
-  }
   const issued: string[] = [];
   const refused = { principal: 0, total: 0 };
   const errors: string[] = [];
@@ -65,7 +68,13 @@ process.on('message', (raw) => {
       (e: unknown) => process.send?.({ type: 'fatal', error: String(e) }),
     );
   } else if (m.type === 'go') {
-    go(m).catch((e: unknown) => process.send?.({ type: 'fatal', error: String(e) }));
+    armed = () => go(m);
+    process.send?.({ type: 'armed' });
+  } else if (m.type === 'fire') {
+    const round = armed;
+    armed = undefined;
+    if (round === undefined) process.send?.({ type: 'fatal', error: 'fire before go' });
+    else round().catch((e: unknown) => process.send?.({ type: 'fatal', error: String(e) }));
   } else {
     void Promise.resolve(ledger?.close()).finally(() => process.exit(0));
   }

@@ -1,7 +1,8 @@
 /**
  * Parent side of the cross-process races: N forked processes fire M concurrent spends each at one
  * jti (case spend-1), or M concurrent takes each of one grant's last use or one plan slot, round
- * after round.
+ * after round, or M concurrent issues each into one SQLite file. Every round starts behind a
+ * barrier of messages ({@link armAndFire}), never a clock.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -23,6 +24,7 @@ export interface RoundResult {
 
 type Reply =
   | { type: 'ready' }
+  | { type: 'armed' }
   | { type: 'result'; outcomes: Record<SpendOutcome, number>; errors: string[] }
   | { type: 'taken'; taken: number; refused: Record<string, number>; errors: string[] }
   | { type: 'fatal'; error: string };
@@ -53,6 +55,36 @@ function nextReply(child: ChildProcess, timeoutMs: number): Promise<Reply> {
   });
 }
 
+/** Forks `count` workers of `worker` and sends each `open`; resolves once every one answered 'ready'. */
+async function startWorkers(worker: string, count: number, open: object): Promise<ChildProcess[]> {
+  const children = Array.from({ length: count }, () =>
+    fork(worker, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  try {
+    const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
+    for (const c of children) c.send(open);
+    for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
+  } catch (e) {
+    await stopWorkers(children);
+    throw e;
+  }
+  return children;
+}
+
+/**
+ * One round behind a start barrier of messages: sends `round` to every worker, waits until each has
+ * answered 'armed' (ready to fire), then sends each 'fire' and resolves with their replies. No
+ * worker starts before all are ready, however slowly a busy machine runs them: by order, not time.
+ */
+async function armAndFire(children: readonly ChildProcess[], round: object): Promise<Reply[]> {
+  const armed = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
+  for (const c of children) c.send(round);
+  for (const r of await Promise.all(armed)) if (r.type !== 'armed') throw new Error(`worker not armed: ${r.type}`);
+  const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
+  for (const c of children) c.send({ type: 'fire' });
+  return Promise.all(replies);
+}
+
 /**
  * Forks `processes` workers on `spec`, then for each round issues a fresh jti
  * through `issuer` and lets every worker fire `attempts` spends of it at once.
@@ -64,25 +96,17 @@ export async function raceSpends(opts: {
   attempts: number;
   rounds: number;
 }): Promise<RoundResult[]> {
-  const children = Array.from({ length: opts.processes }, () =>
-    fork(WORKER, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
+  const children = await startWorkers(WORKER, opts.processes, { type: 'open', ...opts.spec });
   try {
-    const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
-    for (const c of children) c.send({ type: 'open', ...opts.spec });
-    for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
-
     const results: RoundResult[] = [];
     for (let round = 0; round < opts.rounds; round++) {
       const jti = randomUUID();
       const nowMs = Date.now();
       await opts.issuer.issue(jti, 'racer', nowMs + 300_000, nowMs);
-      const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
-      const startAtMs = Date.now() + 30;
-      for (const c of children) c.send({ type: 'go', jti, attempts: opts.attempts, nowMs: nowMs + 1, startAtMs });
+      const replies = await armAndFire(children, { type: 'go', jti, attempts: opts.attempts, nowMs: nowMs + 1 });
       const outcomes: Record<SpendOutcome, number> = { spent: 0, 'already-spent': 0, unknown: 0, expired: 0 };
       const errors: string[] = [];
-      for (const r of await Promise.all(replies)) {
+      for (const r of replies) {
         if (r.type !== 'result') throw new Error('unexpected reply');
         for (const k of Object.keys(outcomes) as SpendOutcome[]) outcomes[k] += r.outcomes[k];
         errors.push(...r.errors);
@@ -118,14 +142,8 @@ export async function raceTakes(opts: {
   attempts: number;
   rounds: number;
 }): Promise<TakeRoundResult[]> {
-  const children = Array.from({ length: opts.processes }, () =>
-    fork(WORKER, [], { cwd: REPO, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
+  const children = await startWorkers(WORKER, opts.processes, { type: 'open', ...opts.spec });
   try {
-    const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
-    for (const c of children) c.send({ type: 'open', ...opts.spec });
-    for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
-
     const results: TakeRoundResult[] = [];
     for (let round = 0; round < opts.rounds; round++) {
       const nowMs = Date.now();
@@ -164,12 +182,15 @@ export async function raceTakes(opts: {
       }
       if ((created as { created?: string }).created !== 'created')
         throw new Error(`round ${round}: nothing created (${JSON.stringify(created)})`);
-      const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
-      const startAtMs = Date.now() + 30;
-      for (const c of children)
-        c.send({ type: 'take', kind: opts.kind, target, attempts: opts.attempts, nowMs: nowMs + 1, startAtMs });
+      const replies = await armAndFire(children, {
+        type: 'take',
+        kind: opts.kind,
+        target,
+        attempts: opts.attempts,
+        nowMs: nowMs + 1,
+      });
       const result: TakeRoundResult = { target, taken: 0, refused: {}, errors: [] };
-      for (const r of await Promise.all(replies)) {
+      for (const r of replies) {
         if (r.type !== 'taken') throw new Error('unexpected reply');
         result.taken += r.taken;
         for (const [reason, n] of Object.entries(r.refused)) result.refused[reason] = (result.refused[reason] ?? 0) + n;
@@ -215,7 +236,7 @@ export interface IssueRaceResult {
 
 /**
  * Forks `processes` workers, each opening its own SqliteLedger on `path` with the given bounds,
- * and lets each fire `attempts` concurrent issues of fresh jtis at the same instant
+ * and lets each fire `attempts` concurrent issues of fresh jtis once all are ready
  * (the i-th for `principals[i % length]`). Resolves with each process's outcomes.
  */
 export async function raceIssues(opts: {
@@ -226,24 +247,15 @@ export async function raceIssues(opts: {
   processes: number;
   attempts: number;
 }): Promise<IssueRaceResult[]> {
-  const children = Array.from({ length: opts.processes }, () =>
-    fork(ISSUE_WORKER, [], {
-      cwd: REPO,
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
+  const children = await startWorkers(ISSUE_WORKER, opts.processes, {
+    type: 'open',
+    path: opts.path,
+    maxPerPrincipal: opts.maxPerPrincipal,
+    maxTotal: opts.maxTotal,
+  });
   try {
-    const ready = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
-    for (const c of children)
-      c.send({ type: 'open', path: opts.path, maxPerPrincipal: opts.maxPerPrincipal, maxTotal: opts.maxTotal });
-    for (const r of await Promise.all(ready)) if (r.type !== 'ready') throw new Error('worker not ready');
-    const replies = children.map((c) => nextReply(c, PROCESS_DEADLINE_MS));
-    const nowMs = Date.now();
-    const startAtMs = nowMs + 30;
-    for (const c of children)
-      c.send({ type: 'go', principals: opts.principals, attempts: opts.attempts, nowMs, startAtMs });
-    return (await Promise.all(replies)) as unknown as IssueRaceResult[];
+    const go = { type: 'go', principals: opts.principals, attempts: opts.attempts, nowMs: Date.now() };
+    return (await armAndFire(children, go)) as unknown as IssueRaceResult[];
   } finally {
     await stopWorkers(children);
   }

@@ -5,15 +5,21 @@
  *
  *   parent → { type: 'open', store: 'sqlite', path } | { type: 'open', store: 'redis', url, namespace }
  *   child  → { type: 'ready' }
- *   parent → { type: 'go', jti, attempts, nowMs, startAtMs }   (any number of rounds)
+ *   parent → { type: 'go', jti, attempts, nowMs }   (any number of rounds)
+ *   child  → { type: 'armed' }
+ *   parent → { type: 'fire' }
  *   child  → { type: 'result', outcomes: Record<outcome, number>, errors: string[] }
- *   parent → { type: 'take', kind: 'grant' | 'plan', target, attempts, nowMs, startAtMs }   (any number of rounds)
+ *   parent → { type: 'take', kind: 'grant' | 'plan', target, attempts, nowMs }   (any number of rounds)
+ *   child  → { type: 'armed' }
+ *   parent → { type: 'fire' }
  *   child  → { type: 'taken', taken: number, refused: Record<reason, number>, errors: string[] }
  *   parent → { type: 'exit' }
  *
- * On 'go' the child spins until `startAtMs` (so all processes start together),
- * then fires `attempts` spends of the same jti at once and counts the outcomes.
- * On 'take' likewise, `attempts` takes of one grant's use (`target`: its id) or of one plan slot
+ * A round is armed, then fired: on 'go' or 'take' the child only gets the round ready and answers
+ * 'armed'; the parent sends 'fire' once every child has answered (a start barrier by messages, not
+ * by the clock: however slowly a busy machine delivers them, no child starts before all are
+ * ready). On 'fire', 'go' fires `attempts` spends of the same jti at once and counts the outcomes;
+ * 'take' likewise `attempts` takes of one grant's use (`target`: its id) or of one plan slot
  * (`target`: its key); a refused take counts under its reason (`'none'` for a slot not given).
  */
 import type { ConfirmStore } from '../../src/store/confirmStore.js';
@@ -21,18 +27,19 @@ import type { SpendOutcome } from '../../src/store/ledger.js';
 
 type OpenMessage =
   { type: 'open'; store: 'sqlite'; path: string } | { type: 'open'; store: 'redis'; url: string; namespace: string };
-type GoMessage = { type: 'go'; jti: string; attempts: number; nowMs: number; startAtMs: number };
+type GoMessage = { type: 'go'; jti: string; attempts: number; nowMs: number };
 type TakeMessage = {
   type: 'take';
   kind: 'grant' | 'plan';
   target: string;
   attempts: number;
   nowMs: number;
-  startAtMs: number;
 };
-type Message = OpenMessage | GoMessage | TakeMessage | { type: 'exit' };
+type Message = OpenMessage | GoMessage | TakeMessage | { type: 'fire' } | { type: 'exit' };
 
 let ledger: ConfirmStore | undefined;
+/** The armed round, run on 'fire'. */
+let armed: (() => Promise<void>) | undefined;
 
 function send(message: unknown): void {
   process.send?.(message);
@@ -46,15 +53,14 @@ async function open(m: OpenMessage): Promise<ConfirmStore> {
     return new SqliteLedger({ path: m.path, timeoutMs: 60_000 });
   }
   const { RedisLedger } = await import('../../src/store/redis.js');
-  return RedisLedger.open({ url: m.url, namespace: m.namespace });
+  // Likewise: the default 2 s deadline is about a frozen Redis, and 1,000 scripts queued at once
+  // on a busy machine can take longer than that without anything being wrong.
+  return RedisLedger.open({ url: m.url, namespace: m.namespace, timeoutMs: 60_000 });
 }
 
 async function go(m: GoMessage): Promise<void> {
   const l = ledger;
   if (l === undefined) throw new Error('go before open');
-  while (Date.now() < m.startAtMs) {
-    // spin: start every process at the same instant
-  }
   const outcomes: Record<SpendOutcome, number> = { spent: 0, 'already-spent': 0, unknown: 0, expired: 0 };
   const errors: string[] = [];
   const settled = await Promise.allSettled(Array.from({ length: m.attempts }, () => l.spend(m.jti, m.nowMs)));
@@ -68,9 +74,6 @@ async function go(m: GoMessage): Promise<void> {
 async function take(m: TakeMessage): Promise<void> {
   const l = ledger;
   if (l === undefined) throw new Error('take before open');
-  while (Date.now() < m.startAtMs) {
-    // spin: start every process at the same instant
-  }
   let taken = 0;
   const refused: Record<string, number> = {};
   const errors: string[] = [];
@@ -100,10 +103,14 @@ process.on('message', (raw) => {
       },
       (e: unknown) => send({ type: 'fatal', error: String(e) }),
     );
-  } else if (m.type === 'go') {
-    go(m).catch((e: unknown) => send({ type: 'fatal', error: String(e) }));
-  } else if (m.type === 'take') {
-    take(m).catch((e: unknown) => send({ type: 'fatal', error: String(e) }));
+  } else if (m.type === 'go' || m.type === 'take') {
+    armed = m.type === 'go' ? () => go(m) : () => take(m);
+    send({ type: 'armed' });
+  } else if (m.type === 'fire') {
+    const round = armed;
+    armed = undefined;
+    if (round === undefined) send({ type: 'fatal', error: 'fire before go or take' });
+    else round().catch((e: unknown) => send({ type: 'fatal', error: String(e) }));
   } else if (m.type === 'exit') {
     void Promise.resolve(ledger?.close?.()).finally(() => process.exit(0));
   }
