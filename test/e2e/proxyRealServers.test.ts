@@ -14,6 +14,7 @@ import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextpro
 import { describe, expect, it } from 'vitest';
 import { childOf } from '../../src/proxy/upstream.js';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
+import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 import { MAIN } from '../helpers/httpServer.js';
 import { resultText as text, startStdioProxy, useProxyRoot, type Closers } from '../helpers/proxyProcess.js';
 import { liveProcessesMentioning, until } from '../helpers/processes.js';
@@ -206,7 +207,13 @@ describe('a result larger than the SDK reads as one stdio message (10 MiB)', () 
     );
     const reason =
       'its answer was larger than 10485760 bytes (10 MiB), the most the MCP SDK reads as one message over stdio, so the SDK ended the connection to it';
-    const whole = await callTool(client, { name: 'read_text_file', arguments: { path: join(root, 'big.txt') } });
+    // The SDK's default request timeout (60 s) only bounds a hang; moving 12 MB through two processes
+    // on a busy machine can take longer, and this asserts what the answer says, not when it comes.
+    const whole = await callTool(
+      client,
+      { name: 'read_text_file', arguments: { path: join(root, 'big.txt') } },
+      { timeoutMs: 2 * PROCESS_DEADLINE_MS },
+    );
     expect(whole).toMatchObject({ kind: 'result', isError: true });
     expect(text(whole)).toBe(
       `[ERR_CONFIRM_UPSTREAM_FAILED] The upstream server failed during the call (${reason}); whether it acted is unknown, and the call was not retried.`,

@@ -79,12 +79,16 @@ export async function connect(
   };
 }
 
-/** One `tools/call` request, returned as a {@link Reply}. */
-export async function callTool(client: Client, params: Record<string, unknown>): Promise<Reply> {
+/** One `tools/call` request, returned as a {@link Reply}; `timeoutMs` replaces the SDK's default request timeout (60 s). */
+export async function callTool(
+  client: Client,
+  params: Record<string, unknown>,
+  options: { timeoutMs?: number } = {},
+): Promise<Reply> {
   try {
     const r = (await client.request(
       { method: 'tools/call', params } as never,
-      { allowInputRequired: true } as never,
+      { allowInputRequired: true, ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }) } as never,
     )) as CallToolResult | InputRequiredResult;
     if ((r as InputRequiredResult).resultType === 'input_required') {
       const ir = r as InputRequiredResult;
