@@ -57,3 +57,6 @@ export const MAX_PLAN_SLOTS = 50;
  * cannot bury the human in links.
  */
 export const MAX_PENDING_LINK_APPROVALS = 5;
+
+/** The most approvers an approval can require (a quorum, `--approvers-required`): 16. */
+export const MAX_APPROVALS_REQUIRED = 16;

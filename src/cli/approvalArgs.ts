@@ -9,8 +9,7 @@
  * @module
  */
 import { allowedHostnames } from '../http/bind.js';
-import { DEFAULT_APPROVAL_WAIT_SECONDS } from '../defaults.js';
-import { MAX_APPROVALS_REQUIRED } from '../store/approvalStore.js';
+import { DEFAULT_APPROVAL_WAIT_SECONDS, MAX_APPROVALS_REQUIRED } from '../defaults.js';
 import { parsePublicUrl } from '../approval/publicUrl.js';
 import { parseNotifySpec, type NotifyChannel } from '../notify/spec.js';
 import { asUsageError, UsageError, type FlagValues } from './common.js';

@@ -4,9 +4,8 @@
  *
  * @module
  */
-import { DEFAULT_ENROLL_TIMEOUT_SECONDS } from '../defaults.js';
+import { DEFAULT_ENROLL_TIMEOUT_SECONDS, MAX_APPROVALS_REQUIRED } from '../defaults.js';
 import { jwtPrincipalFor } from '../principals.js';
-import { MAX_APPROVALS_REQUIRED } from '../store/approvalStore.js';
 import { APPROVAL_OPTIONS, checkedPublicUrl, wholeNumber } from './approvalArgs.js';
 import { UsageError, type FlagValues } from './common.js';
 

@@ -29,6 +29,9 @@
 
 /** An approval must be redeemed within this many milliseconds of being given (and before the TTL); defined in `src/defaults.ts`. */
 export { REDEEM_WITHIN_MS } from '../defaults.js';
+import { MAX_APPROVALS_REQUIRED } from '../defaults.js';
+/** The most approvers an approval can require: 16; defined in `src/defaults.ts`, which the CLI loads first. */
+export { MAX_APPROVALS_REQUIRED };
 
 /** What the page decided. */
 export type ApprovalStatus = 'pending' | 'approved' | 'declined';
@@ -107,8 +110,6 @@ export interface ApprovalVote {
  */
 export type CountOutcome = 'approved' | 'counted' | 'already-counted' | 'already-decided' | 'unknown' | 'expired';
 
-/** The most approvers an approval can require: 16. */
-export const MAX_APPROVALS_REQUIRED = 16;
 
 /** A decision as {@link ApprovalStore.decideApproval} records it. */
 export interface ApprovalDecision {
