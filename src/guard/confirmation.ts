@@ -794,6 +794,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
               nowMs,
               expiresAtMs: nowMs + ttlSeconds * 1000,
               binding: (t, a, f) => bindingOf(t, a, f, ctx),
+              planBinding: bindingOf(tool, args, claims.fingerprint as F, ctx),
               slotKey,
             });
             return calls.spendPlanning(claims.jti, nowMs, plan).then((outcome) => ({ id: plan.id, plan, outcome }));

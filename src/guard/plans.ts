@@ -56,6 +56,8 @@ export interface PlanContext {
   readonly expiresAtMs: number;
   /** The binding of one call, as a grant's or a slot's is computed. */
   binding(tool: PlannedTool, args: unknown, fingerprint: unknown): string;
+  /** The plan's own binding (over stdio, the serving process): the store bounds live plans per principal and binding. */
+  readonly planBinding: string;
   /** The key of one slot. */
   slotKey(principalTag: string, binding: string, tool: string, argsDigest: string): string;
 }
@@ -201,6 +203,7 @@ export function planTool(
         id: newRecordId(),
         audience: c.audience,
         principal: c.principalTag,
+        binding: c.planBinding,
         slots,
         approver: c.approver,
         createdAtMs: c.nowMs,
