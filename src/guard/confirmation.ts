@@ -497,7 +497,9 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   const approval = options.approval;
   const plans = options.plans === true;
   // Over stdio every caller is 'local': a grant or plan given there serves only this serving process.
-  const processBinding = newRecordId();
+  // Its process id and start time let an operator tell which host app a grant belongs to (`grants
+  // list`); the random id keeps two processes apart even when a process id is reused.
+  const processBinding = `pid ${process.pid}, started ${new Date().toISOString()}, ${newRecordId()}`;
   /** The tools registered on each server with `register` (what a plan may list), and whether it has `confirm_plan`. */
   const planEntries = new WeakMap<McpServer, Map<string, PlanEntry>>();
   const emit = (event: ConfirmEvent): void => {
