@@ -318,7 +318,7 @@ ${
     : offered === undefined
       ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <p id="outcome" class="outcome" role="status"></p>
-<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it${(record.approvalsRequired ?? 1) > 1 ? ` after ${record.approvalsRequired} distinct approvers have approved` : ''}.</p>${this.#denyNote()}`
+<p class="note">Approving asks your passkey (with user verification). ${isPlan ? 'The plan is stored' : 'The tool call then runs once'}, when the client retries it${(record.approvalsRequired ?? 1) > 1 ? ` after ${record.approvalsRequired} distinct approvers have approved` : ''}${isPlan ? '; approving runs nothing itself, and each call listed may then be made once, exactly as listed, without another question' : ''}.</p>${this.#denyNote()}`
       : `<div class="actions"><button id="approve" type="button">Approve this call</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <div class="grant-offer">
 <button id="approve-grant" type="button" aria-describedby="grant">Approve and allow similar calls</button>

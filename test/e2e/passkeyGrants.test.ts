@@ -207,6 +207,9 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     expect(await ann.page.locator('h1').textContent()).toBe('Approve this plan?');
     expect(await ann.page.title()).toContain('Approve a plan');
     expect(await ann.page.locator('#question').textContent()).toContain('2. Permanently delete the file');
+    expect(await ann.page.locator('.note').textContent()).toBe(
+      'Approving asks your passkey (with user verification). The plan is stored, when the client retries it; approving runs nothing itself, and each call listed may then be made once, exactly as listed, without another question.',
+    );
     mkdirSync(DOCS, { recursive: true });
     await ann.page.screenshot({ path: join(DOCS, 'approval-page-plan.png'), fullPage: true });
     await ann.page.click('#approve');
