@@ -78,6 +78,11 @@ export interface ApprovalView {
    * this call". Absent when no grant is offered.
    */
   grant?: string;
+  /**
+   * `true` when the call is a plan (`confirm_plan`: several calls approved at once): the page is
+   * titled "Approve this plan?" instead of "Approve this tool call?". Absent for one call.
+   */
+  plan?: boolean;
 }
 
 /** Something worth a line on stderr. Never carries secrets. */
@@ -294,7 +299,8 @@ export class ApprovalPage {
           : '';
     const values = view.values.map((v) => `<li>${escapeHtml(v.label)}: ${questionHtml(v.text)}</li>`).join('\n');
     const offered = typeof view.grant === 'string' && view.grant !== '' ? view.grant : undefined;
-    const main = `<h1>Approve this tool call?</h1>
+    const isPlan = view.plan === true;
+    const main = `<h1>${isPlan ? 'Approve this plan?' : 'Approve this tool call?'}</h1>
 <dl class="facts">
 <dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
 <dt>Principal</dt><dd>${principalHtml(view.principal)}</dd>
@@ -312,7 +318,7 @@ ${
     : offered === undefined
       ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <p id="outcome" class="outcome" role="status"></p>
-<p class="note">Approving asks your passkey (with user verification). The tool call then runs once, when the client retries it${(record.approvalsRequired ?? 1) > 1 ? ` after ${record.approvalsRequired} distinct approvers have approved` : ''}.</p>${this.#denyNote()}`
+<p class="note">Approving asks your passkey (with user verification). ${isPlan ? 'The plan is stored' : 'The tool call then runs once'}, when the client retries it${(record.approvalsRequired ?? 1) > 1 ? ` after ${record.approvalsRequired} distinct approvers have approved` : ''}${isPlan ? '; approving runs nothing itself, and each call listed may then be made once, exactly as listed, without another question' : ''}.</p>${this.#denyNote()}`
       : `<div class="actions"><button id="approve" type="button">Approve this call</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <div class="grant-offer">
 <button id="approve-grant" type="button" aria-describedby="grant">Approve and allow similar calls</button>
@@ -321,7 +327,10 @@ ${
 <p id="outcome" class="outcome" role="status"></p>
 <p class="note">Either button asks your passkey (with user verification). The tool call then runs once, when the client retries it; with "Approve and allow similar calls" that retry also creates the grant above, and the calls it covers then run without asking until it ends. This page can revoke it.</p>${this.#denyNote()}`
 }`;
-    return html(200, layout('Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main));
+    return html(
+      200,
+      layout(isPlan ? 'Approve a plan' : 'Approve a tool call', `data-base="/approve/${escapeHtml(id)}"`, main),
+    );
   }
 
   /** The approval when it is pending; else the answer to give. */

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { parseArgs } from 'node:util';
 import {
   DEFAULT_APPROVAL_WAIT_SECONDS,
   DEFAULT_AUDIENCE,
@@ -392,6 +393,49 @@ function wordsAndPrincipals(tokens: readonly ArgToken[]): { words: string[]; pri
   return { words, principals };
 }
 
+/** A grant id as the stores accept them: 22 base64url characters, the first of which may be `-`. */
+const DASHED_GRANT_ID = /^-[A-Za-z0-9_-]{21}$/;
+
+/**
+ * `grants revoke ID` with an ID that starts with `-` (1 in 64 random ids does): `parseArgs` would
+ * read it as options (`-a -b …`) and refuse it. Such a word, in a command line whose first two
+ * words are `grants revoke`, is moved after a `--` (where every word is a positional), unless it
+ * comes after `--` already, is the value of the option before it (`--audience -x…`, refused by
+ * `parseArgs` as ambiguous, as before), or names an option. Nothing else changes: `--` before
+ * the ID works as in any command.
+ */
+function idsAsWords(argv: readonly string[]): readonly string[] {
+  let loose: ArgToken[];
+  try {
+    loose = parseArgs({
+      args: [...argv],
+      options: ALL_OPTIONS,
+      strict: false,
+      allowPositionals: true,
+      tokens: true,
+    }).tokens;
+  } catch {
+    return argv;
+  }
+  // parseArgs spreads a dashed word over tokens of the same index (`-a -b …`; a `-` inside it makes
+  // a `--` of its own, and the rest positionals): only a token that is its whole word counts here.
+  const words = loose.flatMap((t) => (t.kind === 'positional' && argv[t.index] === t.value ? [t.value] : []));
+  if (words[0] !== 'grants' || words[1] !== 'revoke') return argv;
+  const end = loose.find((t) => t.kind === 'option-terminator' && argv[t.index] === '--')?.index ?? argv.length;
+  const moved = new Set<number>();
+  for (let i = 0; i < end; i++) {
+    const word = argv[i]!;
+    if (!DASHED_GRANT_ID.test(word) || Object.hasOwn(ALL_OPTIONS, word.replace(/^--?/, ''))) continue;
+    // Read as options of its own (not as the value of the option before it).
+    if (loose.some((t) => t.index === i && t.kind === 'option')) moved.add(i);
+  }
+  if (moved.size === 0) return argv;
+  const kept = argv.filter((_, i) => !moved.has(i));
+  const ids = [...moved].map((i) => argv[i]!);
+  const at = kept.indexOf('--', end - moved.size);
+  return at === -1 ? [...kept, '--', ...ids] : [...kept.slice(0, at + 1), ...ids, ...kept.slice(at + 1)];
+}
+
 /**
  * Parses `argv` (without the node and script paths): `proxy …` by its own parser
  * ({@link parseProxyCommand}: the upstream command follows its options); any other command line
@@ -403,6 +447,7 @@ function wordsAndPrincipals(tokens: readonly ArgToken[]): { words: string[]; pri
  */
 export function parseCommand(argv: readonly string[]): Command {
   if (argv[0] === 'proxy') return parseProxyCommand(argv.slice(1));
+  argv = idsAsWords(argv);
   const { values, tokens } = parseFlags(argv, ALL_OPTIONS);
   const { words, principals } = wordsAndPrincipals(tokens);
   if (values.help) return { kind: 'help' };

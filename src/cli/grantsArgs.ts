@@ -52,11 +52,13 @@ export const GRANTS_REVOKE_OPTIONS = {
 export const GRANTS_USAGE = `Grants (in a shared store; a memory ledger's grants live and end inside its serving process):
   mcp-confirm grants list --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME] [--json]
                          Print the live grants, oldest first, one line each (id, tool, principal tag,
-                         approver, uses left, expiry, creation, audience, summary), or with --json
-                         their records as a JSON array. --audience: only that audience's grants
-                         (with Redis also the namespace; default mcp-confirm).
+                         binding (over stdio the serving process), approver, uses left, expiry,
+                         creation, audience, summary), or with --json their records as a JSON
+                         array. --audience: only that audience's grants (with Redis also the
+                         namespace; default mcp-confirm).
   mcp-confirm grants revoke ID --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME] [--audit PATH --key-file PATH]
-                         Revoke grant ID (22 base64url characters): no use is taken after it. With
+                         Revoke grant ID (22 base64url characters; one starting with - is read as
+                         the ID too, or put -- before it): no use is taken after it. With
                          the servers' --audit and --key-file, a grant-revoked line is written to a
                          trail of its own under that PATH. Exit 0 revoked, 1 no such live grant, the
                          store unavailable or the line not written, 2 on usage errors.`;

@@ -40,10 +40,35 @@ function timeLeft(expiresAtMs: number, nowMs: number): string {
 }
 
 /**
+ * What a grant is bound to, as `grants list` shows it. The guard writes a binding as the JSON
+ * array `[PROCESS, TOOL]`: PROCESS the serving process over stdio (`pid N, started TIME, ID`),
+ * `''` over HTTP; TOOL the tool's own binding (for the proxy, the digest of the upstream and the
+ * tool's definition), `''` when none. So: `serving process \`pid 4242, started …, …\``, or `any
+ * serving process` (HTTP), followed by `, tool binding \`…\`` when the tool binds one; any other
+ * text is shown as `binding \`…\`` (`no binding` when empty). Values are rendered as every field.
+ */
+export function bindingText(binding: string): string {
+  const v = (value: string): string => renderValue(value);
+  let parts: unknown;
+  try {
+    parts = JSON.parse(binding);
+  } catch {
+    parts = undefined;
+  }
+  if (Array.isArray(parts) && parts.length === 2 && parts.every((p) => typeof p === 'string')) {
+    const [proc, own] = parts as [string, string];
+    const where = proc === '' ? 'any serving process' : `serving process ${v(proc)}`;
+    return own === '' ? where : `${where}, tool binding ${v(own)}`;
+  }
+  return binding === '' ? 'no binding' : `binding ${v(binding)}`;
+}
+
+/**
  * One grant as one line of `grants list`, its fields separated by tabs (the renderer shows a tab
- * inside a value as an escape, so the fields cannot be shifted): the id, tool, principal tag,
- * approver, uses left of `maxUses`, expiry (ISO time and minutes left), creation, audience and
- * summary. The summary is shown whole (at most {@link MAX_GRANT_TEXT_LENGTH} graphemes).
+ * inside a value as an escape, so the fields cannot be shifted): the id, tool, principal tag, what
+ * it is bound to ({@link bindingText}: over stdio the serving process), approver, uses left of
+ * `maxUses`, expiry (ISO time and minutes left), creation, audience and summary. The summary is
+ * shown whole (at most {@link MAX_GRANT_TEXT_LENGTH} graphemes).
  */
 export function grantLine(grant: Grant, nowMs: number): string {
   const v = (value: string): string => renderValue(value);
@@ -51,6 +76,7 @@ export function grantLine(grant: Grant, nowMs: number): string {
     GRANT_ID.test(grant.id) ? grant.id : v(grant.id),
     `tool ${v(grant.tool)}`,
     `principal tag ${v(grant.principal)}`,
+    `bound to ${bindingText(grant.binding)}`,
     `approver ${v(grant.approver)}`,
     `uses left ${grant.usesLeft} of ${grant.maxUses}`,
     `expires ${isoTime(grant.expiresAtMs)} (${timeLeft(grant.expiresAtMs, nowMs)})`,

@@ -30,6 +30,24 @@ function byteCount(size: string): string {
   return `${size} ${size === '1' ? 'byte' : 'bytes'}`;
 }
 
+/** The link count of a fingerprint (`nlink`, a decimal string from our own lstat); 1 when it is not one. */
+function linkCount(fp: FileFingerprint): bigint {
+  return /^[0-9]+$/.test(fp.nlink) ? BigInt(fp.nlink) : 1n;
+}
+
+/**
+ * The sentence a deletion's result ends with when the file had other names (hard links), `''`
+ * otherwise: the fact the question states before a confirmed deletion ("It has N names (hard
+ * links): deleting removes only this name."), said after the fact, so that a deletion under a
+ * grant or a plan slot (asked no question) carries it too.
+ */
+function otherNamesSentence(fp: FileFingerprint): string {
+  const nlink = linkCount(fp);
+  if (nlink <= 1n) return '';
+  const others = nlink - 1n;
+  return ` It had ${nlink} names (hard links): only this name was removed; its content stays under the ${others === 1n ? 'other name' : `${others} other names`}.`;
+}
+
 /**
  * The question for one file: trusted wording, untrusted values rendered by
  * {@link pathQuestion}. Shows the argument as sent, the file it resolved to, its
@@ -43,7 +61,7 @@ function byteCount(size: string): string {
 export function deleteFileQuestion(args: { path: string }, fp: FileFingerprint): string {
   // Sizes and link counts are decimal strings from our own lstat, not untrusted text.
   const size = /^[0-9]+$/.test(fp.size) ? fp.size : '?';
-  const nlink = /^[0-9]+$/.test(fp.nlink) ? BigInt(fp.nlink) : 1n;
+  const nlink = linkCount(fp);
   const links = nlink > 1n ? ` It has ${nlink} names (hard links): deleting removes only this name.` : '';
   return (
     pathQuestion`Permanently delete the file ${fp.path}, requested as ${args.path}?` +
@@ -104,19 +122,25 @@ function withinPin(pin: unknown, fp: FileFingerprint): boolean {
  */
 export function deleteFileTool(roots: Roots): ConfirmableTool<{ path: string }, FileFingerprint> {
   // The result reaches the model and the client's screen: the path is untrusted text, rendered like the question's.
-  const deleted = (done: Deleted): CallToolResult => ({
-    content: [{ type: 'text', text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).` }],
+  // A file with other names says so (the re-check found the link count the fingerprint holds).
+  const deleted = (done: Deleted, fp: FileFingerprint): CallToolResult => ({
+    content: [
+      {
+        type: 'text',
+        text: `Deleted ${renderPath(done.path)} (${byteCount(String(done.size))}).${otherNamesSentence(fp)}`,
+      },
+    ],
   });
   return {
     fingerprint: (args) => inspectFile(roots, args.path),
     question: deleteFileQuestion,
-    act: async (_args, { fingerprint }) => deleted(await deleteVerified(roots, fingerprint)),
+    act: async (_args, { fingerprint }) => deleted(await deleteVerified(roots, fingerprint), fingerprint),
     // Under a grant or a plan slot: one walk, the directories held open from the fingerprint to the deletion.
     open: async (args) => {
       const file = await openFile(roots, args.path);
       return {
         fingerprint: file.fingerprint,
-        act: async ({ fingerprint }) => deleted(await file.delete(fingerprint)),
+        act: async ({ fingerprint }) => deleted(await file.delete(fingerprint), fingerprint),
         close: () => file.close(),
       };
     },

@@ -74,10 +74,16 @@ import { checkGrantPolicy, argumentsAccepted, grantPolicyDigest, type GrantPolic
 import { MAX_PLAN_SLOTS } from '../store/grantStore.js';
 import { CONFIRM_KEY, CONFIRM_SCHEMA, GRANT_OFFER_SCHEMA, readAnswer, type NotConfirmed } from './answer.js';
 import {
+  countOf,
+  grantedNote,
   grantOffer,
   grantRecord,
+  grantUseSpentNote,
+  planSlotSpentNote,
   scopeOf,
   timeLeftText,
+  underGrantNote,
+  underPlanNote,
   withNote,
   newRecordId,
   type GrantOffer,
@@ -455,6 +461,12 @@ function isInputRequired(result: CallToolResult | InputRequiredResult): result i
 /** Errors whose audit line was already written (by the "failed" line after `act`). */
 const RECORDED = new WeakSet<object>();
 
+/**
+ * Refusals thrown after a grant's use or a plan slot was taken (the action then refused), with the
+ * line that says so: the handler adds it to the refusal's result.
+ */
+const SPENT_NOTES = new WeakMap<object, string>();
+
 /** The default of {@link ConfirmationOptions.unknownHint}. */
 const DEFAULT_UNKNOWN_HINT =
   'This server keeps its ledger in process memory, so a confirmation asked by one server process cannot be redeemed on another: give every process the same keys and a shared ledger (SqliteLedger on one host, RedisLedger across hosts).';
@@ -497,7 +509,9 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
   const approval = options.approval;
   const plans = options.plans === true;
   // Over stdio every caller is 'local': a grant or plan given there serves only this serving process.
-  const processBinding = newRecordId();
+  // Its process id and start time let an operator tell which host app a grant belongs to (`grants
+  // list`); the random id keeps two processes apart even when a process id is reused.
+  const processBinding = `pid ${process.pid}, started ${new Date().toISOString()}, ${newRecordId()}`;
   /** The tools registered on each server with `register` (what a plan may list), and whether it has `confirm_plan`. */
   const planEntries = new WeakMap<McpServer, Map<string, PlanEntry>>();
   const emit = (event: ConfirmEvent): void => {
@@ -614,6 +628,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           now,
           nothingDone,
           pageValues: (args, fingerprint) => tool.pageValues?.(args, fingerprint),
+          ...(guardOptions.plan ? { plan: true } : {}),
         })
       : undefined;
 
@@ -706,6 +721,20 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       }
     };
 
+    /**
+     * Runs the action of a call that took a grant's use or a plan slot: a refusal from it (the
+     * re-check found the file changed, gone, a link, outside the roots) carries `note()`, saying the
+     * use or slot is spent all the same (added to the refusal's result by the handler).
+     */
+    const spentAnyway = async <T>(action: Promise<T>, note: () => string): Promise<T> => {
+      try {
+        return await action;
+      } catch (e) {
+        if (typeof e === 'object' && e !== null) SPENT_NOTES.set(e, note());
+        throw e;
+      }
+    };
+
     /** A grant created with the spend of a confirmation (`'full'`: none could be). */
     type Granting = { created: 'created'; id: string; offer: GrantOffer; expiresAtMs: number } | { created: 'full' };
 
@@ -770,10 +799,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       emit(approver === undefined ? { type: 'confirmed', tool: name } : { type: 'confirmed', tool: name, approver });
       if (granting?.created === 'created') {
         const { policy: p } = granting.offer;
-        return withNote(
-          result,
-          `Granted (grant ${granting.id}): ${p.maxUses - 1} more call${p.maxUses - 1 === 1 ? '' : 's'} like this one need no question for ${timeLeftText(granting.expiresAtMs, now())}; each is still checked before it runs.`,
-        );
+        return withNote(result, grantedNote(granting.id, p.maxUses - 1, timeLeftText(granting.expiresAtMs, now())));
       }
       if (granting?.created === 'full')
         return withNote(
@@ -794,6 +820,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
               nowMs,
               expiresAtMs: nowMs + ttlSeconds * 1000,
               binding: (t, a, f) => bindingOf(t, a, f, ctx),
+              planBinding: bindingOf(tool, args, claims.fingerprint as F, ctx),
               slotKey,
             });
             return calls.spendPlanning(claims.jti, nowMs, plan).then((outcome) => ({ id: plan.id, plan, outcome }));
@@ -1066,14 +1093,11 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
           }
           await record('acted-under-plan', trail, { grant: slot.planId, outcome: `${slot.slotsLeft} left` });
           emit({ type: 'acted-under-plan', tool: name });
-          const result = await actOrAskAgain(args, seen, ctx, trail, opened);
+          const result = await spentAnyway(actOrAskAgain(args, seen, ctx, trail, opened), () =>
+            planSlotSpentNote(slot.planId, slot.slotsLeft),
+          );
           if (isInputRequired(result)) return { done: result };
-          return {
-            done: withNote(
-              result,
-              `Done under plan ${slot.planId}, approved before (no question asked): ${slot.slotsLeft} of its calls left.`,
-            ),
-          };
+          return { done: withNote(result, underPlanNote(slot.planId, slot.slotsLeft)) };
         }
       }
       if (policy) {
@@ -1094,13 +1118,12 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
             await recordAfter('grant-exhausted', trail, { grant: grant.id });
             emit({ type: 'grant-exhausted', tool: name });
           }
-          const result = await actOrAskAgain(args, fingerprint, ctx, trail, opened);
+          const result = await spentAnyway(actOrAskAgain(args, fingerprint, ctx, trail, opened), () =>
+            grantUseSpentNote(grant.id, taken.usesLeft, timeLeftText(taken.expiresAtMs, now())),
+          );
           if (isInputRequired(result)) return { done: result };
           return {
-            done: withNote(
-              result,
-              `Done under grant ${grant.id} (no question asked): ${taken.usesLeft} more call${taken.usesLeft === 1 ? '' : 's'} and ${timeLeftText(taken.expiresAtMs, now())} left.`,
-            ),
+            done: withNote(result, underGrantNote(grant.id, taken.usesLeft, timeLeftText(taken.expiresAtMs, now()))),
           };
         }
       }
@@ -1131,7 +1154,7 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       if (created.outcome === 'full') throw hooks.full();
       await recordAfter('plan-approved', trail, {
         grant: created.id,
-        outcome: `${created.plan.slots.length} calls`,
+        outcome: countOf(created.plan.slots.length, 'call'),
       });
       emit({ type: 'plan-approved', tool: name });
       return hooks.approved(created.plan, timeLeftText(created.plan.expiresAtMs, now()));
@@ -1237,7 +1260,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
         // 2026-07-28: the spec's -32021 (a JSON-RPC error, whatever rethrow says), with this refusal's sentence.
         if (e instanceof ConfirmNoElicitationError && clientCapabilities(server, ctx).era === 'modern')
           throw noElicitationError(ctx, e);
-        return toToolError(e);
+        const spent = typeof e === 'object' && e !== null ? SPENT_NOTES.get(e) : undefined;
+        return spent === undefined ? toToolError(e) : withNote(toToolError(e), spent);
       }
     };
     return handler;

@@ -52,10 +52,9 @@ export interface GrantOffer {
 
 /** A number of seconds in words: whole hours, else whole minutes, else seconds (`1 hour`, `15 minutes`, `90 seconds`). */
 export function durationText(seconds: number): string {
-  const unit = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-  if (seconds % 3600 === 0) return unit(seconds / 3600, 'hour');
-  if (seconds % 60 === 0) return unit(seconds / 60, 'minute');
-  return unit(seconds, 'second');
+  if (seconds % 3600 === 0) return countOf(seconds / 3600, 'hour');
+  if (seconds % 60 === 0) return countOf(seconds / 60, 'minute');
+  return countOf(seconds, 'second');
 }
 
 /**
@@ -69,9 +68,66 @@ export function durationText(seconds: number): string {
  */
 export function timeLeftText(expiresAtMs: number, nowMs: number): string {
   const seconds = Math.max(0, Math.ceil((expiresAtMs - nowMs) / 1000));
-  if (seconds < 120) return `${seconds} second${seconds === 1 ? '' : 's'}`;
-  const minutes = Math.ceil(seconds / 60);
-  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+  if (seconds < 120) return countOf(seconds, 'second');
+  return countOf(Math.ceil(seconds / 60), 'minute');
+}
+
+/** `1 call`, `2 calls`, `0 calls`: a count with the noun in the right number. */
+export function countOf(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * The line of a result that created a grant: how many more calls it covers and for how long, the
+ * verb agreeing with the count (`1 more call like this one needs no question`, `19 more calls …
+ * need …`).
+ */
+export function grantedNote(id: string, moreUses: number, timeLeft: string): string {
+  return (
+    `Granted (grant ${id}): ${countOf(moreUses, 'more call')} like this one ${moreUses === 1 ? 'needs' : 'need'} ` +
+    `no question for ${timeLeft}; each is still checked before it runs.`
+  );
+}
+
+/** What a grant has left after a use: `18 more calls and 15 minutes left`, `1 more call and …`, `no more calls: the grant is used up`. */
+export function grantLeftText(usesLeft: number, timeLeft: string): string {
+  return usesLeft === 0
+    ? 'no more calls: the grant is used up'
+    : `${countOf(usesLeft, 'more call')} and ${timeLeft} left`;
+}
+
+/** What a plan has left after a slot is taken: `2 of its calls left`, `1 of its calls left`, `none of its calls left`. */
+export function planLeftText(slotsLeft: number): string {
+  return slotsLeft === 0 ? 'none of its calls left' : `${slotsLeft} of its calls left`;
+}
+
+/** The line of a result that acted under a grant: `Done under grant ID (no question asked): 18 more calls and 15 minutes left.` */
+export function underGrantNote(id: string, usesLeft: number, timeLeft: string): string {
+  return `Done under grant ${id} (no question asked): ${grantLeftText(usesLeft, timeLeft)}.`;
+}
+
+/** The line of a result that acted under a plan slot: `Done under plan ID, approved before (no question asked): 2 of its calls left.` */
+export function underPlanNote(id: string, slotsLeft: number): string {
+  return `Done under plan ${id}, approved before (no question asked): ${planLeftText(slotsLeft)}.`;
+}
+
+/**
+ * The line added to a refusal after a grant's use was taken (the action then refused: the file
+ * changed, went away, became a link, left the roots): the use is spent all the same.
+ */
+export function grantUseSpentNote(id: string, usesLeft: number, timeLeft: string): string {
+  return `This call used one use of grant ${id} although nothing was done: ${grantLeftText(usesLeft, timeLeft)}.`;
+}
+
+/**
+ * The line added to a refusal after a plan slot was taken: the slot is used all the same, and the
+ * same call is asked from now on.
+ */
+export function planSlotSpentNote(id: string, slotsLeft: number): string {
+  return (
+    `This call used its slot of plan ${id} although nothing was done: the slot cannot be used again, ` +
+    `and the same call is asked from now on (${planLeftText(slotsLeft)}).`
+  );
 }
 
 /** The generic offer line: which arguments may vary and how, for how long, how many calls. */
@@ -104,7 +160,7 @@ export function defaultOfferLine<A, F>(terms: GrantTerms<A, F>): string {
   return (
     questionTag`Or allow: calls of ${terms.tool} ` +
     `${varying}${exact ? ' (every other argument exactly as here)' : ''} for ${terms.duration}, ` +
-    `at most ${terms.policy.maxUses} call${terms.policy.maxUses === 1 ? '' : 's'} in all; each is still checked before it runs.`
+    `at most ${countOf(terms.policy.maxUses, 'call')} in all; each is still checked before it runs.`
   );
 }
 

@@ -118,6 +118,7 @@ export interface PasskeyRound<A, F> {
  * @param options.nothingDone - the tail of the sentence when nothing is done.
  * @param options.pageValues - the raw values the page shows uncut below the question, each with a
  *   label. When absent or when it returns `undefined`: every top-level string argument, labelled by its name.
+ * @param options.plan - `true` for `confirm_plan`: the page is titled as a plan's (`ApprovalView.plan`).
  */
 export function passkeyRound<A, F>(options: {
   approval: PasskeyApproval;
@@ -128,6 +129,7 @@ export function passkeyRound<A, F>(options: {
   now: () => number;
   nothingDone: string;
   pageValues?: (args: A, fingerprint: F) => Array<{ label: string; value: string }> | undefined;
+  plan?: boolean;
 }): PasskeyRound<A, F> {
   const { approval, server, store, now } = options;
 
@@ -163,6 +165,7 @@ export function passkeyRound<A, F>(options: {
         text: renderValue(v.value, { maxGraphemes: Number.MAX_SAFE_INTEGER, segments: '/' }),
       })),
       ...(grant === undefined ? {} : { grant }),
+      ...(options.plan === true ? { plan: true } : {}),
     };
   };
 

@@ -20,7 +20,7 @@ import {
   MAX_PLAN_SLOTS,
   type NewPlan,
 } from '../store/grantStore.js';
-import { durationText, newRecordId } from './grants.js';
+import { countOf, durationText, newRecordId } from './grants.js';
 import type { PlanArgs } from './planSpec.js';
 
 /** What round 1 of a plan captured and sealed: each call's fingerprint, in order. */
@@ -56,6 +56,8 @@ export interface PlanContext {
   readonly expiresAtMs: number;
   /** The binding of one call, as a grant's or a slot's is computed. */
   binding(tool: PlannedTool, args: unknown, fingerprint: unknown): string;
+  /** The plan's own binding (over stdio, the serving process): the store bounds live plans per principal and binding. */
+  readonly planBinding: string;
   /** The key of one slot. */
   slotKey(principalTag: string, binding: string, tool: string, argsDigest: string): string;
 }
@@ -99,7 +101,7 @@ export function planTool(
   const resolve = (args: PlanArgs): Array<{ name: string; entry: PlanEntry; args: unknown; digest: string }> => {
     if (args.calls.length > limits.maxCalls)
       throw new ConfirmPlanError(
-        `A plan holds at most ${limits.maxCalls} calls when approved this way; this one has ${args.calls.length}.`,
+        `A plan holds at most ${countOf(limits.maxCalls, 'call')} when approved this way; this one has ${args.calls.length}.`,
       );
     if (Number.isFinite(limits.maxArgumentBytes)) {
       const bytes = args.calls.reduce((n, c) => n + Buffer.byteLength(JSON.stringify(c.arguments ?? {}), 'utf8'), 0);
@@ -157,7 +159,7 @@ export function planTool(
         (call, i) => `${i + 1}. ${questionOf(call.entry, call.args, fingerprint.calls[i]?.fingerprint ?? null)}`,
       );
       return (
-        `Approve this plan of ${calls.length} call${calls.length === 1 ? '' : 's'}? Approving does nothing by itself: ` +
+        `Approve this plan of ${countOf(calls.length, 'call')}? Approving does nothing by itself: ` +
         `each call listed may then be made once, exactly as listed, within ${durationText(ttlSeconds)}, without another question; ` +
         `each is still checked before it runs.\n\n${lines.join('\n')}`
       );
@@ -201,6 +203,7 @@ export function planTool(
         id: newRecordId(),
         audience: c.audience,
         principal: c.principalTag,
+        binding: c.planBinding,
         slots,
         approver: c.approver,
         createdAtMs: c.nowMs,
@@ -212,7 +215,10 @@ export function planTool(
         content: [
           {
             type: 'text',
-            text: `Plan ${plan.id} approved: make each of its ${plan.slots.length} call${plan.slots.length === 1 ? '' : 's'} once, exactly as listed, within ${timeLeft}; none needs another question. Nothing was done yet.`,
+            text:
+              plan.slots.length === 1
+                ? `Plan ${plan.id} approved: make its one call once, exactly as listed, within ${timeLeft}; it needs no other question. Nothing was done yet.`
+                : `Plan ${plan.id} approved: make each of its ${plan.slots.length} calls once, exactly as listed, within ${timeLeft}; none needs another question. Nothing was done yet.`,
           },
         ],
       };

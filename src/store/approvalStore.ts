@@ -110,7 +110,6 @@ export interface ApprovalVote {
  */
 export type CountOutcome = 'approved' | 'counted' | 'already-counted' | 'already-decided' | 'unknown' | 'expired';
 
-
 /** A decision as {@link ApprovalStore.decideApproval} records it. */
 export interface ApprovalDecision {
   status: 'approved' | 'declined';

@@ -52,8 +52,8 @@ export interface Grant {
   readonly scope: string;
   /**
    * An opaque binding the guard compares on use, `''` when none: the serving process over stdio,
-   * the upstream's identity and the tool's definition digest for the proxy. At most
-   * {@link MAX_GRANT_TEXT_LENGTH} characters.
+   * the upstream's identity and the tool's definition digest for the proxy. The bound on live
+   * grants is counted per principal and binding. At most {@link MAX_GRANT_TEXT_LENGTH} characters.
    */
   readonly binding: string;
   /** The grant's offer as the human read it (rendered text), for listings and the page. At most {@link MAX_GRANT_TEXT_LENGTH} characters. */
@@ -118,6 +118,12 @@ export interface NewPlan {
   readonly id: string;
   readonly audience: string;
   readonly principal: string;
+  /**
+   * An opaque binding, `''` when none: over stdio the serving process (as a grant's). The store
+   * counts the bound on live plans per principal and binding; a slot's own key already binds
+   * what must match exactly. At most {@link MAX_GRANT_TEXT_LENGTH} characters.
+   */
+  readonly binding: string;
   /** The approved calls, in the order the human read them: 1 to {@link MAX_PLAN_SLOTS}. */
   readonly slots: readonly PlanSlot[];
   /** Who approved it: an approver's name (passkey), or `'client'` for a form answer. */
@@ -144,8 +150,8 @@ export interface SpendCreating {
   /** The outcome of spending the confirmation, as {@link Ledger.spend} gives it. */
   readonly spend: SpendOutcome;
   /**
-   * `'created'`: spent and created in one atomic step. `'full'`: spent, but the principal's or the
-   * store's bound on live records was reached, so nothing was created (the call acts as "this
+   * `'created'`: spent and created in one atomic step. `'full'`: spent, but the bound on live
+   * records of the principal and binding, or the store's, was reached, so nothing was created (the call acts as "this
    * call"). `'none'`: not spent by this call (see `spend`), nothing created.
    */
   readonly created: 'created' | 'full' | 'none';
@@ -153,9 +159,11 @@ export interface SpendCreating {
 
 /**
  * Grants and plans, implemented by every store (memory, SQLite, Redis) with the same bounds:
- * live grants and live plans are each bounded per principal (`maxGrantsPerPrincipal`,
- * `maxPlansPerPrincipal`, default {@link DEFAULT_MAX_GRANTS_PER_PRINCIPAL}) and in total
- * (`maxGrants`, `maxPlans`, default {@link DEFAULT_MAX_GRANTS}). A grant is live until its
+ * live grants and live plans are each bounded per principal **and binding**
+ * (`maxGrantsPerPrincipal`, `maxPlansPerPrincipal`, default {@link DEFAULT_MAX_GRANTS_PER_PRINCIPAL}:
+ * over stdio every caller is the principal `local` and the binding is the serving process, so
+ * host apps sharing a ledger file each get the whole bound) and in total (`maxGrants`,
+ * `maxPlans`, default {@link DEFAULT_MAX_GRANTS}). A grant is live until its
  * expiry, its last use or its revocation; a plan until its expiry or its last slot's use.
  */
 export interface GrantStore {
@@ -231,7 +239,7 @@ export const GRANT_STORE_METHODS = [
   'takePlanSlot',
 ] as const;
 
-/** Default bound on live grants per principal, and on live plans per principal: 16. */
+/** Default bound on live grants per principal and binding, and on live plans per principal and binding: 16. */
 export const DEFAULT_MAX_GRANTS_PER_PRINCIPAL = 16;
 
 /** Default bound on live grants in total, and on live plans in total: 10,000. */
@@ -301,7 +309,8 @@ export function checkNewGrant(grant: NewGrant, nowMs?: number): void {
  * @param nowMs - when given, the caller's current time in milliseconds: the plan must not have
  *   expired by then (`expiresAtMs > nowMs`).
  * @throws {RangeError} naming the first malformed field: `id` not 22 base64url characters;
- *   `audience`, `principal`, `approver` empty or over 1,024 characters; no slot or more than
+ *   `audience`, `principal`, `approver` empty or over 1,024 characters; `binding` over
+ *   {@link MAX_GRANT_TEXT_LENGTH}; no slot or more than
  *   {@link MAX_PLAN_SLOTS}; a slot `key` not 43 base64url characters, two slots with one key,
  *   a slot `tool` empty or over 1,024 characters, a slot `identity` over
  *   {@link MAX_GRANT_TEXT_LENGTH}; times not whole milliseconds, or `expiresAtMs <= createdAtMs`;
@@ -311,6 +320,7 @@ export function checkNewPlan(plan: NewPlan, nowMs?: number): void {
   if (typeof plan !== 'object' || plan === null) throw new RangeError('plan must be an object');
   if (typeof plan.id !== 'string' || !ID.test(plan.id)) throw new RangeError('plan id must be 22 base64url characters');
   for (const f of ['audience', 'principal', 'approver'] as const) text(`plan ${f}`, plan[f], 1_024, false);
+  text('plan binding', plan.binding, MAX_GRANT_TEXT_LENGTH, true);
   if (!Array.isArray(plan.slots) || plan.slots.length < 1 || plan.slots.length > MAX_PLAN_SLOTS) {
     throw new RangeError(`plan slots must hold 1 to ${MAX_PLAN_SLOTS} calls`);
   }

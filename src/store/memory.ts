@@ -61,14 +61,14 @@ export interface MemoryLedgerOptions {
   maxPerPrincipal?: number;
   /** Most outstanding confirmations in total; also the bound on tombstones. Defaults to 100,000. */
   maxTotal?: number;
-  /** Most live grants one principal may hold (see {@link GrantStore}). Defaults to 16. */
+  /** Most live grants one principal may hold under one binding (see {@link GrantStore}). Defaults to 16. */
   maxGrantsPerPrincipal?: number;
   /**
    * Most live grants in total; also the bound on ended grants kept until their expiry (so that a
    * take can say `'exhausted'` or `'revoked'`). Defaults to 10,000.
    */
   maxGrants?: number;
-  /** Most live plans one principal may hold. Defaults to 16. */
+  /** Most live plans one principal may hold under one binding. Defaults to 16. */
   maxPlansPerPrincipal?: number;
   /** Most live plans in total. Defaults to 10,000. */
   maxPlans?: number;
@@ -511,7 +511,7 @@ export class MemoryLedger implements ConfirmStore {
     for (const r of this.#grants.values()) {
       if (!grantLive(r, nowMs)) continue;
       live++;
-      if (r.grant.principal === grant.principal) held++;
+      if (r.grant.principal === grant.principal && r.grant.binding === grant.binding) held++;
     }
     if (held >= this.maxGrantsPerPrincipal || live >= this.maxGrants) return { spend, created: 'full' };
     this.#grants.set(grant.id, { grant: copyGrant(grant), usesLeft: grant.maxUses - 1, revoked: false });
@@ -566,7 +566,8 @@ export class MemoryLedger implements ConfirmStore {
     if (spend !== 'spent') return { spend, created: 'none' };
     for (const r of this.#plans.values()) if (nowMs >= r.plan.expiresAtMs) this.#dropPlan(r);
     let held = 0;
-    for (const r of this.#plans.values()) if (r.plan.principal === plan.principal) held++;
+    for (const r of this.#plans.values())
+      if (r.plan.principal === plan.principal && r.plan.binding === plan.binding) held++;
     if (held >= this.maxPlansPerPrincipal || this.#plans.size >= this.maxPlans) return { spend, created: 'full' };
     const record: PlanRecord = { plan: copyPlan(plan), unused: new Map(plan.slots.map((slot, i) => [slot.key, i])) };
     this.#plans.set(plan.id, record);
@@ -688,6 +689,7 @@ function copyPlan(p: NewPlan): NewPlan {
     id: p.id,
     audience: p.audience,
     principal: p.principal,
+    binding: p.binding,
     slots: p.slots.map((s) => ({ key: s.key, tool: s.tool, identity: s.identity })),
     approver: p.approver,
     createdAtMs: p.createdAtMs,

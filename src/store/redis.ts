@@ -14,17 +14,22 @@
  * mcp-confirm:{NS}:ah:PATH        hash    trail, seq, mac: the head of the audit trail file at PATH
  *                                         (no TTL: kept as long as the trail may be verified)
  * mcp-confirm:{NS}:gr:ID          hash    a grant: id, principal, aud, tool, scope, binding, summary,
- *                                         policy, approver, max, left, created, exp, revoked (0|1)
+ *                                         policy, approver, max, left, created, exp, revoked (0|1), bk
  *                                         PX = remaining lifetime + clockSkewMs
  * mcp-confirm:{NS}:gr-live        zset    member ID, score EXPIRES_AT_MS: every live grant
  * mcp-confirm:{NS}:gr-p:PRINCIPAL zset    the same, for one principal
+ * mcp-confirm:{NS}:gr-b:BK        zset    the same, for one principal and binding (BK: unpadded
+ *                                         base64url SHA-256 of the JSON [principal, binding]):
+ *                                         what the bound maxGrantsPerPrincipal counts
  * mcp-confirm:{NS}:gr-ended       zset    the grants ended by their last use or revocation, kept
  *                                         (with their hash) until their expiry, at most maxGrants
  * mcp-confirm:{NS}:pl:ID          hash    a plan: id, principal, aud, approver, created, exp, slots,
- *                                         left, and per slot I: k:I (key), t:I (tool), i:I (identity),
+ *                                         left, binding, bk, and per slot I: k:I (key), t:I (tool), i:I (identity),
  *                                         x:KEY = I while unused; PX as a grant's; deleted at left 0
  * mcp-confirm:{NS}:pl-live        zset    member ID, score EXPIRES_AT_MS: every live plan
  * mcp-confirm:{NS}:pl-p:PRINCIPAL zset    the same, for one principal
+ * mcp-confirm:{NS}:pl-b:BK        zset    the same, for one principal and binding: what the bound
+ *                                         maxPlansPerPrincipal counts
  * mcp-confirm:{NS}:pl-s:KEY       zset    member ID, score EXPIRES_AT_MS: the plans holding an unused
  *                                         slot with that key
  * ```
@@ -267,14 +272,14 @@ export interface RedisLedgerOptions {
   connectTimeoutMs?: number;
   /** Receives connection errors of an owned client (they are also retried). Defaults to ignoring them. */
   onError?: (error: unknown) => void;
-  /** Most live grants one principal may hold (see {@link GrantStore}). Defaults to 16. */
+  /** Most live grants one principal may hold under one binding (see {@link GrantStore}). Defaults to 16. */
   maxGrantsPerPrincipal?: number;
   /**
    * Most live grants in the namespace; also the bound on ended grants kept until their expiry (so
    * that a take can say `'exhausted'` or `'revoked'`). Defaults to 10,000.
    */
   maxGrants?: number;
-  /** Most live plans one principal may hold. Defaults to 16. */
+  /** Most live plans one principal may hold under one binding. Defaults to 16. */
   maxPlansPerPrincipal?: number;
   /** Most live plans in the namespace. Defaults to 10,000. */
   maxPlans?: number;
@@ -293,6 +298,17 @@ function finiteMs(name: string, value: number): number {
   if (typeof value !== 'number' || !Number.isFinite(value))
     throw new RangeError(`${name} must be a finite number of milliseconds`);
   return value;
+}
+
+/**
+ * The name part of the zset counting the live grants (or plans) of one principal and binding:
+ * unpadded base64url SHA-256 of the JSON array `[principal, binding]` (43 characters, whatever
+ * their lengths; the JSON keeps the two apart).
+ */
+function boundKey(record: { principal: string; binding: string }): string {
+  return createHash('sha256')
+    .update(JSON.stringify([record.principal, record.binding]))
+    .digest('base64url');
 }
 
 /** The grant and plan scripts of a ledger, by the method that runs each. */
@@ -820,7 +836,7 @@ export class RedisLedger implements ConfirmStore {
     const px = Math.max(1, Math.ceil(grant.expiresAtMs - nowMs) + this.clockSkewMs);
     const reply = await this.#grantScript(
       'spendGranting',
-      [this.#entryPrefix + jti, this.#prefix + 'gr:' + grant.id],
+      [this.#entryPrefix + jti, this.#prefix + 'gr:' + grant.id, this.#prefix + 'gr-b:' + boundKey(grant)],
       [
         String(nowMs),
         grant.principal,
@@ -913,11 +929,12 @@ export class RedisLedger implements ConfirmStore {
       String(plan.expiresAtMs),
       String(px),
       String(plan.slots.length),
+      plan.binding,
     ];
     for (const slot of plan.slots) args.push(slot.key, slot.tool, slot.identity);
     const reply = await this.#grantScript(
       'spendPlanning',
-      [this.#entryPrefix + jti, this.#prefix + 'pl:' + plan.id],
+      [this.#entryPrefix + jti, this.#prefix + 'pl:' + plan.id, this.#prefix + 'pl-b:' + boundKey(plan)],
       args,
     );
     return spendCreating(reply, 'plan', 'spendPlanning');

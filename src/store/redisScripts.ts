@@ -157,14 +157,16 @@ end
 /**
  * The spendGranting script of one ledger: the ledger's spend script, byte for byte, as the body of
  * a local function, then (only when it answered `'spent'`) the grant's creation, in one script.
- * KEYS: entry (`…jti:JTI`), grant (`…gr:ID`). ARGV: nowMs, principal, audience, tool, scope,
- * binding, summary, policyDigest, approver, maxUses, createdAtMs, expiresAtMs, px (the grant's TTL).
+ * KEYS: entry (`…jti:JTI`), grant (`…gr:ID`), the principal and binding's zset (`…gr-b:BK`, `BK`
+ * the digest of the two). ARGV: nowMs, principal, audience, tool, scope, binding, summary,
+ * policyDigest, approver, maxUses, createdAtMs, expiresAtMs, px (the grant's TTL).
  *
  * Answers `'duplicate'` (the grant's key exists: nothing spent), `SPEND|none` for a spend that did
- * not spend, `'spent|full'` when the principal's `gr-p:PRINCIPAL` or the namespace's `gr-live`
- * zset (live grants, score: expiry; expired members removed first) is at its bound, else
- * `'spent|created'`: the `gr:ID` hash written with its TTL, its id added to both zsets (a grant
- * of one use is created ended, into `gr-ended` instead).
+ * not spend, `'spent|full'` when the principal and binding's `gr-b:BK` or the namespace's
+ * `gr-live` zset (live grants, score: expiry; expired members removed first) is at its bound, else
+ * `'spent|created'`: the `gr:ID` hash written with its TTL (`bk` = `BK`), its id added to the
+ * zsets `gr-live`, `gr-p:PRINCIPAL` and `gr-b:BK` (a grant of one use is created ended, into
+ * `gr-ended` instead).
  */
 export function spendGrantingScript(
   prefix: string,
@@ -183,21 +185,26 @@ if outcome ~= 'spent' then return outcome .. '|none' end
 local now = tonumber(ARGV[1])
 local live = ${luaString(prefix + 'gr-live')}
 local pz = ${luaString(prefix + 'gr-p:')} .. ARGV[2]
+local bz = KEYS[3]
 redis.call('ZREMRANGEBYSCORE', live, '-inf', ARGV[1])
 redis.call('ZREMRANGEBYSCORE', pz, '-inf', ARGV[1])
-if redis.call('ZCARD', pz) >= ${bounds.maxGrantsPerPrincipal} or redis.call('ZCARD', live) >= ${bounds.maxGrants} then return 'spent|full' end
+redis.call('ZREMRANGEBYSCORE', bz, '-inf', ARGV[1])
+if redis.call('ZCARD', bz) >= ${bounds.maxGrantsPerPrincipal} or redis.call('ZCARD', live) >= ${bounds.maxGrants} then return 'spent|full' end
 local id = string.sub(KEYS[2], ${Buffer.byteLength(prefix + 'gr:') + 1})
+local bk = string.sub(bz, ${Buffer.byteLength(prefix + 'gr-b:') + 1})
 local left = tonumber(ARGV[10]) - 1
 redis.call('HSET', KEYS[2], 'id', id, 'principal', ARGV[2], 'aud', ARGV[3], 'tool', ARGV[4], 'scope', ARGV[5],
   'binding', ARGV[6], 'summary', ARGV[7], 'policy', ARGV[8], 'approver', ARGV[9], 'max', ARGV[10],
-  'left', tostring(left), 'created', ARGV[11], 'exp', ARGV[12], 'revoked', '0')
+  'left', tostring(left), 'created', ARGV[11], 'exp', ARGV[12], 'revoked', '0', 'bk', bk)
 local px = tonumber(ARGV[13])
 redis.call('PEXPIRE', KEYS[2], px)
 if left > 0 then
   redis.call('ZADD', live, ARGV[12], id)
   redis.call('ZADD', pz, ARGV[12], id)
+  redis.call('ZADD', bz, ARGV[12], id)
   keep(live, px)
   keep(pz, px)
+  keep(bz, px)
 else
   ended(id, ARGV[12], now)
 end
@@ -209,13 +216,13 @@ return 'spent|created'
  * The takeGrantUse script of one ledger. KEYS: grant (`…gr:ID`). ARGV: nowMs.
  * Answers `'unknown'`, `'expired'`, `'revoked'`, `'exhausted'` (the first that applies), or
  * `'taken|USES_LEFT|EXPIRES_AT_MS'` after taking one use; the last use takes the grant out of the
- * live zsets into `gr-ended`. A record that is not as the store writes it (`left`, `exp`, `max` not
+ * live zsets (`gr-live`, `gr-p:PRINCIPAL`, and `gr-b:BK` by its `bk` field) into `gr-ended`. A record that is not as the store writes it (`left`, `exp`, `max` not
  * whole decimal numbers, `left > max`, `revoked` neither `'0'` nor `'1'`, no principal) is an error,
  * never a use: the same record that `findGrants` and `revokeGrant` would not see as live.
  */
 export function takeGrantUseScript(prefix: string, maxGrants: number): string {
   return `${endedGrantLua(prefix, maxGrants)}
-local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal', 'max')
+local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal', 'max', 'bk')
 if not v[1] and not v[2] then return 'unknown' end
 local function whole(s) return s and string.match(s, '^%d+$') and tonumber(s) end
 local left = whole(v[1])
@@ -234,6 +241,7 @@ if left == 0 then
   local id = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'gr:') + 1})
   redis.call('ZREM', ${luaString(prefix + 'gr-live')}, id)
   redis.call('ZREM', ${luaString(prefix + 'gr-p:')} .. v[4], id)
+  if v[6] then redis.call('ZREM', ${luaString(prefix + 'gr-b:')} .. v[6], id) end
   ended(id, v[2], now)
 end
 return 'taken|' .. tostring(left) .. '|' .. v[2]
@@ -243,11 +251,11 @@ return 'taken|' .. tostring(left) .. '|' .. v[2]
 /**
  * The revokeGrant script of one ledger. KEYS: grant (`…gr:ID`). ARGV: nowMs.
  * A live grant (not expired, a use left, not revoked) is marked revoked and moved from the live
- * zsets into `gr-ended`: `'revoked'`; anything else `'unknown'`, nothing changed.
+ * zsets (`gr-b:BK` included) into `gr-ended`: `'revoked'`; anything else `'unknown'`, nothing changed.
  */
 export function revokeGrantScript(prefix: string, maxGrants: number): string {
   return `${endedGrantLua(prefix, maxGrants)}
-local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal')
+local v = redis.call('HMGET', KEYS[1], 'left', 'exp', 'revoked', 'principal', 'bk')
 local left = tonumber(v[1])
 local exp = tonumber(v[2])
 local now = tonumber(ARGV[1])
@@ -256,6 +264,7 @@ redis.call('HSET', KEYS[1], 'revoked', '1')
 local id = string.sub(KEYS[1], ${Buffer.byteLength(prefix + 'gr:') + 1})
 redis.call('ZREM', ${luaString(prefix + 'gr-live')}, id)
 redis.call('ZREM', ${luaString(prefix + 'gr-p:')} .. v[4], id)
+if v[5] then redis.call('ZREM', ${luaString(prefix + 'gr-b:')} .. v[5], id) end
 ended(id, v[2], now)
 return 'revoked'
 `;
@@ -302,11 +311,13 @@ return cjson.encode(found)
 /**
  * The spendPlanning script of one ledger: the ledger's spend script, byte for byte, as the body of
  * a local function, then (only when it spent) the plan's creation. KEYS: entry (`…jti:JTI`), plan
- * (`…pl:ID`). ARGV: nowMs, principal, audience, approver, createdAtMs, expiresAtMs, px, the
- * number of slots N, then N times: slot key, tool, identity.
+ * (`…pl:ID`), the principal and binding's zset (`…pl-b:BK`). ARGV: nowMs, principal, audience,
+ * approver, createdAtMs, expiresAtMs, px, the number of slots N, binding, then N times: slot key,
+ * tool, identity.
  *
- * Answers as {@link spendGrantingScript}, with the zsets `pl-p:PRINCIPAL` and `pl-live`. Created:
- * the `pl:ID` hash (the plan's fields, `left` = N, and per slot I the fields `k:I`, `t:I`,
+ * Answers as {@link spendGrantingScript}, with the zsets `pl-b:BK` and `pl-live` bounded (and
+ * `pl-p:PRINCIPAL` kept). Created: the `pl:ID` hash (the plan's fields, `bk` = `BK`, `left` = N,
+ * and per slot I the fields `k:I`, `t:I`,
  * `i:I` and `x:KEY` = I, the last deleted when the slot is used), and per slot its id in the zset
  * `pl-s:KEY` (score: the plan's expiry).
  */
@@ -326,16 +337,19 @@ if type(outcome) ~= 'string' then return outcome end
 if outcome ~= 'spent' then return outcome .. '|none' end
 local live = ${luaString(prefix + 'pl-live')}
 local pz = ${luaString(prefix + 'pl-p:')} .. ARGV[2]
+local bz = KEYS[3]
 redis.call('ZREMRANGEBYSCORE', live, '-inf', ARGV[1])
 redis.call('ZREMRANGEBYSCORE', pz, '-inf', ARGV[1])
-if redis.call('ZCARD', pz) >= ${bounds.maxPlansPerPrincipal} or redis.call('ZCARD', live) >= ${bounds.maxPlans} then return 'spent|full' end
+redis.call('ZREMRANGEBYSCORE', bz, '-inf', ARGV[1])
+if redis.call('ZCARD', bz) >= ${bounds.maxPlansPerPrincipal} or redis.call('ZCARD', live) >= ${bounds.maxPlans} then return 'spent|full' end
 local id = string.sub(KEYS[2], ${Buffer.byteLength(prefix + 'pl:') + 1})
+local bk = string.sub(bz, ${Buffer.byteLength(prefix + 'pl-b:') + 1})
 local n = tonumber(ARGV[8])
 local px = tonumber(ARGV[7])
 redis.call('HSET', KEYS[2], 'id', id, 'principal', ARGV[2], 'aud', ARGV[3], 'approver', ARGV[4], 'created', ARGV[5],
-  'exp', ARGV[6], 'slots', ARGV[8], 'left', ARGV[8])
+  'exp', ARGV[6], 'slots', ARGV[8], 'left', ARGV[8], 'binding', ARGV[9], 'bk', bk)
 for i = 0, n - 1 do
-  local b = 9 + 3 * i
+  local b = 10 + 3 * i
   redis.call('HSET', KEYS[2], 'k:' .. i, ARGV[b], 't:' .. i, ARGV[b + 1], 'i:' .. i, ARGV[b + 2], 'x:' .. ARGV[b], tostring(i))
   local sk = ${luaString(prefix + 'pl-s:')} .. ARGV[b]
   redis.call('ZADD', sk, ARGV[6], id)
@@ -344,8 +358,10 @@ end
 redis.call('PEXPIRE', KEYS[2], px)
 redis.call('ZADD', live, ARGV[6], id)
 redis.call('ZADD', pz, ARGV[6], id)
+redis.call('ZADD', bz, ARGV[6], id)
 keep(live, px)
 keep(pz, px)
+keep(bz, px)
 return 'spent|created'
 `;
 }
@@ -354,7 +370,7 @@ return 'spent|created'
  * The takePlanSlot script of one ledger. KEYS: the slot key's zset (`…pl-s:KEY`). ARGV: nowMs.
  * Removes the expired members, then takes the first (the plan expiring first; of those expiring
  * together, the lowest id): out of the zset, its `x:KEY` field deleted, `left` decremented (the
- * plan deleted, and out of `pl-live` and `pl-p:PRINCIPAL`, at 0). A member whose plan no longer
+ * plan deleted, and out of `pl-live`, `pl-p:PRINCIPAL` and `pl-b:BK`, at 0). A member whose plan no longer
  * holds the slot is dropped and the next one tried. Answers `'none'`, or
  * `'taken|PLAN_ID|INDEX|SLOTS_LEFT|EXPIRES_AT_MS|IDENTITY'`.
  */
@@ -369,7 +385,7 @@ while true do
   if not id then return 'none' end
   redis.call('ZREM', KEYS[1], id)
   local pk = ${luaString(prefix + 'pl:')} .. id
-  local v = redis.call('HMGET', pk, 'x:' .. key, 'exp', 'principal')
+  local v = redis.call('HMGET', pk, 'x:' .. key, 'exp', 'principal', 'bk')
   local exp = tonumber(v[2])
   if v[1] and exp and v[3] and now < exp then
     redis.call('HDEL', pk, 'x:' .. key)
@@ -379,6 +395,7 @@ while true do
       redis.call('DEL', pk)
       redis.call('ZREM', ${luaString(prefix + 'pl-live')}, id)
       redis.call('ZREM', ${luaString(prefix + 'pl-p:')} .. v[3], id)
+      if v[4] then redis.call('ZREM', ${luaString(prefix + 'pl-b:')} .. v[4], id) end
     end
     return 'taken|' .. id .. '|' .. v[1] .. '|' .. tostring(left) .. '|' .. v[2] .. '|' .. identity
   end

@@ -16,7 +16,7 @@
  *                     policy_digest, approver, max_uses, uses_left, created_at_ms,
  *                     expires_at_ms, revoked 0|1)       -- one row per grant
  * mcp_confirm_plans (id TEXT PRIMARY KEY, audience, principal, approver, created_at_ms,
- *                    expires_at_ms, slots, slots_left)  -- one row per plan
+ *                    expires_at_ms, slots, slots_left, binding)  -- one row per plan
  * mcp_confirm_plan_slots (plan_id, idx, slot_key, tool, identity, expires_at_ms,
  *                         PRIMARY KEY (plan_id, idx))   -- one row per unused slot
  *                                                       -- (the three created on the first grant
@@ -63,8 +63,8 @@
  * under the same non-blocking retry and deadline as the ledger's steps:
  * - **spendGranting** / **spendPlanning**: in one transaction, the ledger's spend (the same
  *   statements as {@link SqliteLedger.spend}), then, only when it spent, expired grants (plans)
- *   are deleted, the live ones of the principal and in all counted (`count(*)` over partial
- *   indexes of the live rows: exact, and few), and the row inserted or `'full'` answered.
+ *   are deleted, the live ones of the principal and binding and in all counted (`count(*)` over
+ *   partial indexes of the live rows: exact, and few), and the row inserted or `'full'` answered.
  * - **takeGrantUse**: `UPDATE … SET uses_left = uses_left - 1 WHERE` a use is left, not revoked,
  *   not expired `… RETURNING`; with no row, the row is read for the reason. **revokeGrant**:
  *   `UPDATE … SET revoked = 1 WHERE` live.
@@ -164,14 +164,14 @@ export interface SqliteLedgerOptions {
   timeoutMs?: number;
   /** SQLite `synchronous` with WAL: `'normal'` (default) or `'full'` (fsync per commit). */
   synchronous?: 'normal' | 'full';
-  /** Most live grants one principal may hold (see {@link GrantStore}). Defaults to 16. */
+  /** Most live grants one principal may hold under one binding (see {@link GrantStore}). Defaults to 16. */
   maxGrantsPerPrincipal?: number;
   /**
    * Most live grants in the file; also the bound on ended grants kept until their expiry (so that
    * a take can say `'exhausted'` or `'revoked'`). Defaults to 10,000.
    */
   maxGrants?: number;
-  /** Most live plans one principal may hold. Defaults to 16. */
+  /** Most live plans one principal may hold under one binding. Defaults to 16. */
   maxPlansPerPrincipal?: number;
   /** Most live plans in the file. Defaults to 10,000. */
   maxPlans?: number;
@@ -1244,7 +1244,6 @@ CREATE TABLE IF NOT EXISTS ${GRANTS} (
   revoked INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1))
 );
 CREATE INDEX IF NOT EXISTS ${GRANTS}_expiry ON ${GRANTS} (expires_at_ms);
-CREATE INDEX IF NOT EXISTS ${GRANTS}_live ON ${GRANTS} (principal, expires_at_ms) WHERE uses_left > 0 AND revoked = 0;
 CREATE INDEX IF NOT EXISTS ${GRANTS}_live_all ON ${GRANTS} (expires_at_ms) WHERE uses_left > 0 AND revoked = 0;
 CREATE INDEX IF NOT EXISTS ${GRANTS}_ended ON ${GRANTS} (expires_at_ms, id) WHERE uses_left = 0 OR revoked = 1;
 CREATE TABLE IF NOT EXISTS ${PLANS} (
@@ -1255,9 +1254,9 @@ CREATE TABLE IF NOT EXISTS ${PLANS} (
   created_at_ms INTEGER NOT NULL,
   expires_at_ms INTEGER NOT NULL,
   slots INTEGER NOT NULL,
+  binding TEXT NOT NULL DEFAULT '',
   slots_left INTEGER NOT NULL CHECK (slots_left >= 0)
 );
-CREATE INDEX IF NOT EXISTS ${PLANS}_principal ON ${PLANS} (principal, expires_at_ms);
 CREATE INDEX IF NOT EXISTS ${PLANS}_expiry ON ${PLANS} (expires_at_ms);
 CREATE TABLE IF NOT EXISTS ${PLAN_SLOTS} (
   plan_id TEXT NOT NULL,
@@ -1272,15 +1271,24 @@ CREATE INDEX IF NOT EXISTS ${PLAN_SLOTS}_key ON ${PLAN_SLOTS} (slot_key, expires
 CREATE INDEX IF NOT EXISTS ${PLAN_SLOTS}_expiry ON ${PLAN_SLOTS} (expires_at_ms);
 `;
 
+/**
+ * The indexes each bound per principal and binding counts over, created after {@link GRANT_SCHEMA}
+ * and after a plans table made before it had a `binding` column gained one.
+ */
+const GRANT_BOUND_INDEXES = `
+CREATE INDEX IF NOT EXISTS ${GRANTS}_live_bound ON ${GRANTS} (principal, binding, expires_at_ms) WHERE uses_left > 0 AND revoked = 0;
+CREATE INDEX IF NOT EXISTS ${PLANS}_bound ON ${PLANS} (principal, binding, expires_at_ms);
+`;
+
 /** Every table and index of {@link GRANT_SCHEMA}: when all exist, the first grant call needs no write lock to set up. */
 const GRANT_SCHEMA_OBJECTS = [
   GRANTS,
   `${GRANTS}_expiry`,
-  `${GRANTS}_live`,
+  `${GRANTS}_live_bound`,
   `${GRANTS}_live_all`,
   `${GRANTS}_ended`,
   PLANS,
-  `${PLANS}_principal`,
+  `${PLANS}_bound`,
   `${PLANS}_expiry`,
   PLAN_SLOTS,
   `${PLAN_SLOTS}_key`,
@@ -1353,15 +1361,22 @@ function prepareGrantOps(
       `SELECT count(*) AS n FROM sqlite_schema WHERE name IN (${GRANT_SCHEMA_OBJECTS.map(() => '?').join(', ')})`,
     )
     .get(...GRANT_SCHEMA_OBJECTS) as { n: number };
-  if (present.n !== GRANT_SCHEMA_OBJECTS.length) db.transaction(() => db.exec(GRANT_SCHEMA)).immediate();
+  if (present.n !== GRANT_SCHEMA_OBJECTS.length)
+    db.transaction(() => {
+      db.exec(GRANT_SCHEMA);
+      // A plans table made before plans had a binding gets the column (existing rows: '').
+      const have = (db.prepare(`PRAGMA table_info(${PLANS})`).all() as Array<{ name: string }>).map((c) => c.name);
+      if (!have.includes('binding')) db.exec(`ALTER TABLE ${PLANS} ADD COLUMN binding TEXT NOT NULL DEFAULT ''`);
+      db.exec(GRANT_BOUND_INDEXES);
+    }).immediate();
   const LIVE = 'uses_left > 0 AND revoked = 0';
   const columns =
     'id, audience, principal, tool, scope, binding, summary, policy_digest, approver, max_uses, uses_left, created_at_ms, expires_at_ms';
   const st = {
     grantExists: db.prepare<[string], { one: number }>(`SELECT 1 AS one FROM ${GRANTS} WHERE id = ?`),
     sweepGrants: db.prepare<[number], unknown>(`DELETE FROM ${GRANTS} WHERE expires_at_ms <= ?`),
-    grantCounts: db.prepare<[string, number, number], { held: number; total: number }>(
-      `SELECT (SELECT count(*) FROM ${GRANTS} WHERE principal = ? AND expires_at_ms > ? AND ${LIVE}) AS held,
+    grantCounts: db.prepare<[string, string, number, number], { held: number; total: number }>(
+      `SELECT (SELECT count(*) FROM ${GRANTS} WHERE principal = ? AND binding = ? AND expires_at_ms > ? AND ${LIVE}) AS held,
               (SELECT count(*) FROM ${GRANTS} WHERE expires_at_ms > ? AND ${LIVE}) AS total`,
     ),
     insertGrant: db.prepare<
@@ -1391,12 +1406,12 @@ function prepareGrantOps(
     planExists: db.prepare<[string], { one: number }>(`SELECT 1 AS one FROM ${PLANS} WHERE id = ?`),
     sweepPlans: db.prepare<[number], unknown>(`DELETE FROM ${PLANS} WHERE expires_at_ms <= ?`),
     sweepSlots: db.prepare<[number], unknown>(`DELETE FROM ${PLAN_SLOTS} WHERE expires_at_ms <= ?`),
-    planCounts: db.prepare<[string, number, number], { held: number; total: number }>(
-      `SELECT (SELECT count(*) FROM ${PLANS} WHERE principal = ? AND expires_at_ms > ?) AS held,
+    planCounts: db.prepare<[string, string, number, number], { held: number; total: number }>(
+      `SELECT (SELECT count(*) FROM ${PLANS} WHERE principal = ? AND binding = ? AND expires_at_ms > ?) AS held,
               (SELECT count(*) FROM ${PLANS} WHERE expires_at_ms > ?) AS total`,
     ),
-    insertPlan: db.prepare<[string, string, string, string, number, number, number, number], unknown>(
-      `INSERT INTO ${PLANS} (id, audience, principal, approver, created_at_ms, expires_at_ms, slots, slots_left) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    insertPlan: db.prepare<[string, string, string, string, string, number, number, number, number], unknown>(
+      `INSERT INTO ${PLANS} (id, audience, principal, binding, approver, created_at_ms, expires_at_ms, slots, slots_left) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertSlot: db.prepare<[string, number, string, string, string, number], unknown>(
       `INSERT INTO ${PLAN_SLOTS} (plan_id, idx, slot_key, tool, identity, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -1422,7 +1437,7 @@ function prepareGrantOps(
       const spend = spendInTransaction(ledger, jti, nowMs);
       if (spend !== 'spent') return { spend, created: 'none' };
       st.sweepGrants.run(nowMs);
-      const c = st.grantCounts.get(g.principal, nowMs, nowMs)!;
+      const c = st.grantCounts.get(g.principal, g.binding, nowMs, nowMs)!;
       if (c.held >= bounds.maxGrantsPerPrincipal || c.total >= bounds.maxGrants) return { spend, created: 'full' };
       st.insertGrant.run(
         g.id,
@@ -1473,12 +1488,13 @@ function prepareGrantOps(
       if (spend !== 'spent') return { spend, created: 'none' };
       st.sweepPlans.run(nowMs);
       st.sweepSlots.run(nowMs);
-      const c = st.planCounts.get(p.principal, nowMs, nowMs)!;
+      const c = st.planCounts.get(p.principal, p.binding, nowMs, nowMs)!;
       if (c.held >= bounds.maxPlansPerPrincipal || c.total >= bounds.maxPlans) return { spend, created: 'full' };
       st.insertPlan.run(
         p.id,
         p.audience,
         p.principal,
+        p.binding,
         p.approver,
         p.createdAtMs,
         p.expiresAtMs,

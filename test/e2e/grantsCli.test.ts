@@ -99,10 +99,12 @@ async function closedPort(): Promise<number> {
 }
 
 describe('grants list (SQLite)', () => {
-  it('prints the live grants oldest first, one line each with id, tool, principal tag, approver, uses, expiry, creation, audience and summary', async () => {
+  it('prints the live grants oldest first, one line each with id, tool, principal tag, binding (over stdio the serving process), approver, uses, expiry, creation, audience and summary', async () => {
     const store = sqlite();
-    const newer = await granted(store, {}, 1_000);
-    const older = await granted(store, { approver: 'ann', maxUses: 5 }, 2_000);
+    // As the guard binds them: over HTTP no serving process; over stdio the serving process.
+    const newer = await granted(store, { binding: '["",""]' }, 1_000);
+    const stdio = 'pid 4242, started 2026-12-04T10:00:00.000Z, Ab3_xYz0-QwErTyUiOpAs';
+    const older = await granted(store, { approver: 'ann', maxUses: 5, binding: JSON.stringify([stdio, '']) }, 2_000);
     const before = Date.now();
     const r = await run(['grants', 'list', '--ledger', `sqlite:${db}`]);
     const after = Date.now();
@@ -115,12 +117,13 @@ describe('grants list (SQLite)', () => {
     const lines = r.stdout.split('\n');
     expect(lines[0]).toMatch(
       new RegExp(
-        `^${older.id}\\ttool \`delete_file\`\\tprincipal tag \`${older.principal}\`\\tapprover \`ann\`\\tuses left 4 of 5\\texpires ${ISO} \\(${minutesLeft} minutes left\\)\\tcreated ${ISO}\\taudience \`files\`\\tsummary \`Or allow: delete any file directly in /srv/cache/ for 15 minutes, at most 20 files\\.\`$`,
+        `^${older.id}\\ttool \`delete_file\`\\tprincipal tag \`${older.principal}\`\\tbound to serving process \`${stdio}\`\\tapprover \`ann\`\\tuses left 4 of 5\\texpires ${ISO} \\(${minutesLeft} minutes left\\)\\tcreated ${ISO}\\taudience \`files\`\\tsummary \`Or allow: delete any file directly in /srv/cache/ for 15 minutes, at most 20 files\\.\`$`,
       ),
     );
     expect(lines[0]).toContain(`expires ${new Date(older.expiresAtMs).toISOString()}`);
     expect(lines[0]).toContain(`created ${new Date(older.createdAtMs).toISOString()}`);
     expect(lines[1]).toContain('uses left 19 of 20');
+    expect(lines[1]).toContain('\tbound to any serving process\t');
     expect(lines[1]).toContain('approver `client`');
     expect(r.stderr).toBe('');
   });
@@ -148,6 +151,7 @@ describe('grants list (SQLite)', () => {
         summary: `ok\n${forged}\r\u2028\u202Egnp.exe`,
         approver: 'mallory\u2066\tapprover `ann`',
         tool: 'delete_file\u0085x',
+        binding: JSON.stringify(['pid 1\tapprover `ann`\n', '']),
       },
       2_000,
     );
@@ -157,11 +161,12 @@ describe('grants list (SQLite)', () => {
     const lines = r.stdout.split('\n').filter((l) => l !== '');
     expect(lines).toHaveLength(2);
     expect(listedIds(r)).toEqual([attack.id, plain.id]);
-    expect(lines.map((l) => l.split('\t').length)).toEqual([9, 9]);
+    expect(lines.map((l) => l.split('\t').length)).toEqual([10, 10]);
     expect(r.stdout).not.toMatch(/[\r\u2028\u2066\u202E\u0085]/);
     expect(lines[0]).toContain('\\n');
     expect(lines[0]).toContain('⟨U+202E⟩');
     expect(lines[0]).toContain('approver `mallory⟨U+2066⟩\\tapprover');
+    expect(lines[0]).toContain('bound to serving process `pid 1\\tapprover ⟨U+0060⟩ann⟨U+0060⟩\\n`');
     // Control: a plain summary, whole and as it is.
     expect(lines[1]).toContain(`summary \`${plain.summary}\``);
   });
@@ -185,7 +190,7 @@ describe('grants list (SQLite)', () => {
     expect(lines[0]).not.toContain('⟨U+0060⟩');
     // The longest run inside is two backticks: the fence is three; the tab, line break and bidi control are escapes.
     expect(lines[1]).toMatch(/\tsummary ``` Or allow: `a\\tb`` ``\\n⟨U\+202E⟩x` end ```$/);
-    expect(lines.map((l) => l.split('\t').length)).toEqual([9, 9, 9]);
+    expect(lines.map((l) => l.split('\t').length)).toEqual([10, 10, 10]);
     expect(r.stdout).not.toMatch(/[\u202E]/);
     expect(lines[2]).toContain(`summary \`${plain.summary}\``);
   });
@@ -233,6 +238,20 @@ describe('grants revoke (SQLite)', () => {
     expect(again.stderr).toBe(
       `mcp-confirm: no live grant ${gone.id} (ended, revoked before, or never in this store)\n`,
     );
+  });
+
+  it('revokes a grant whose id starts with - (1 random id in 64 does), given as the first word after revoke or after --; control: the other dashed grant stays live until revoked', async () => {
+    const store = sqlite();
+    const first = await granted(store, { id: '-Ab3_xYz0-QwErTyUiOpAs' }, 2_000);
+    const second = await granted(store, { id: '--b3_xYz0-QwErTyUiOpAs' }, 1_000);
+    const r = await run(['grants', 'revoke', first.id, '--ledger', `sqlite:${db}`]);
+    expect(r.stderr).toBe(`mcp-confirm: revoked grant ${first.id}\n`);
+    expect(r.status).toBe(0);
+    expect(listedIds(await run(['grants', 'list', '--ledger', `sqlite:${db}`]))).toEqual([second.id]);
+    const after = await run(['grants', 'revoke', '--ledger', `sqlite:${db}`, '--', second.id]);
+    expect(after.stderr).toBe(`mcp-confirm: revoked grant ${second.id}\n`);
+    expect(after.status).toBe(0);
+    expect(await store.takeGrantUse(second.id, Date.now())).toEqual({ taken: false, reason: 'revoked' });
   });
 
   it('an id never in the store is exit 1 with the same message', async () => {

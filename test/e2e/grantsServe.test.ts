@@ -188,7 +188,7 @@ describe('over stdio: mcp-confirm --root DIR --grants same-directory --grant-max
     expect(there('cache/f0.tmp')).toBe(false);
     for (const [i, left] of [
       [1, '1 more call and'],
-      [2, '0 more calls and'],
+      [2, 'no more calls: the grant is used up.'],
     ] as const) {
       const text = resultText(await call(client, `cache/f${i}.tmp`));
       expect(text).toContain(`Done under grant ${id} (no question asked): ${left}`);
@@ -244,7 +244,9 @@ describe('over stdio: mcp-confirm --root DIR --grants same-directory --grant-max
     for (const p of paths) expect(there(p), p).toBe(true); // approving does nothing
     for (const [i, p] of paths.entries()) {
       const text = resultText(await call(client, p));
-      expect(text).toContain(`Done under plan ${id}, approved before (no question asked): ${1 - i} of its calls left.`);
+      expect(text).toContain(
+        `Done under plan ${id}, approved before (no question asked): ${i === 0 ? '1 of its calls left' : 'none of its calls left'}.`,
+      );
       expect(there(p), p).toBe(false);
     }
     expectAsked(await call(client, 'cache/f1.tmp'), 'cache/f1.tmp');
@@ -496,7 +498,7 @@ describe('two --http replicas sharing --key-file and --ledger (no process bindin
     );
     expect(there('cache/f1.tmp')).toBe(false);
     expect(resultText(await call(u1a, 'cache/f2.tmp'))).toContain(
-      `Done under grant ${id} (no question asked): 0 more calls`,
+      `Done under grant ${id} (no question asked): no more calls: the grant is used up.`,
     );
     // Used up across both replicas: the next is asked on either.
     expectAsked(await call(u1b, 'cache/f3.tmp'), 'cache/f3.tmp');

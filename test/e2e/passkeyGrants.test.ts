@@ -22,7 +22,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, until } from '../helpers/processes.js';
-import type { Reply } from '../helpers/harness.js';
+import { callTool, type Reply } from '../helpers/harness.js';
 import {
   assertionIn,
   launchBrowser,
@@ -56,8 +56,10 @@ let ann: AuthPage;
 const children: ChildProcess[] = [];
 const clients: Client[] = [];
 
-/** The CLI over stdio with passkey approval (and `--grants same-directory` unless `grants: false`). */
-function startServer(options: { grants?: boolean; mode?: 'url' | 'form'; audit?: string } = {}): Promise<Served> {
+/** The CLI over stdio with passkey approval (and `--grants same-directory` unless `grants: false`; `--plans` with `plans`). */
+function startServer(
+  options: { grants?: boolean; plans?: boolean; mode?: 'url' | 'form'; audit?: string } = {},
+): Promise<Served> {
   return startPasskeyStdio(
     {
       name: 'passkey-grants-test',
@@ -66,6 +68,7 @@ function startServer(options: { grants?: boolean; mode?: 'url' | 'form'; audit?:
       ...(options.mode === undefined ? {} : { mode: options.mode }),
       extra: [
         ...(options.grants === false ? [] : ['--grants', 'same-directory']),
+        ...(options.plans === true ? ['--plans'] : []),
         ...(options.audit === undefined ? [] : ['--key-file', keyFile, '--audit', options.audit]),
       ],
     },
@@ -188,6 +191,44 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     expect(await buttons(ann)).toEqual(['Revoke']);
     await ann.page.screenshot({ path: join(DOCS, 'approval-page-granted.png'), fullPage: true });
     await until(() => s.stderr().includes('approval page: approved by ann, with similar calls'));
+  });
+
+  it('a plan with passkey approval: its page is titled "Approve this plan?" and lists every call; approved there, each call then runs once without a question (control: one call\'s page is titled "Approve this tool call?")', async () => {
+    const s = await startServer({ grants: false, plans: true });
+    const files = ['plan0.tmp', 'plan1.tmp'].map(cacheFile);
+    const calls = {
+      calls: ['cache/plan0.tmp', 'cache/plan1.tmp'].map((path) => ({ tool: 'delete_file', arguments: { path } })),
+    };
+    const plan = (extra: { inputResponses?: unknown; requestState?: unknown } = {}): Promise<Reply> =>
+      callTool(s.client, { name: 'confirm_plan', arguments: calls, ...extra });
+    const e = elicitation(await plan());
+    expect(e.message).toContain('Approve this plan of 2 calls?');
+    await ann.page.goto(e.url);
+    expect(await ann.page.locator('h1').textContent()).toBe('Approve this plan?');
+    expect(await ann.page.title()).toContain('Approve a plan');
+    expect(await ann.page.locator('#question').textContent()).toContain('2. Permanently delete the file');
+    expect(await ann.page.locator('.note').textContent()).toBe(
+      'Approving asks your passkey (with user verification). The plan is stored, when the client retries it; approving runs nothing itself, and each call listed may then be made once, exactly as listed, without another question.',
+    );
+    mkdirSync(DOCS, { recursive: true });
+    await ann.page.screenshot({ path: join(DOCS, 'approval-page-plan.png'), fullPage: true });
+    await ann.page.click('#approve');
+    expect(await outcomeOf(ann.page)).toContain('approved by ann');
+    expect(text(await plan({ inputResponses: URL_ACCEPT, requestState: e.state }))).toContain(
+      'approved: make each of its 2 calls once, exactly as listed',
+    );
+    for (const [i, file] of files.entries()) {
+      expect(text(await s.call(`cache/plan${i}.tmp`))).toContain('Done under plan');
+      expect(existsSync(file)).toBe(false);
+    }
+    // Control: the page of one call keeps its title.
+    cacheFile('single.tmp');
+    const one = elicitation(await s.call('cache/single.tmp'));
+    await ann.page.goto(one.url);
+    expect(await ann.page.locator('h1').textContent()).toBe('Approve this tool call?');
+    expect(await ann.page.title()).toContain('Approve a tool call');
+    await ann.page.click('#deny');
+    expect(await outcomeOf(ann.page)).toContain('denied');
   });
 
   it('attack: an assertion POSTed with scope "grant" to a page that offers no grant approves this call only, and a scope the page did not offer never creates one; control: the same POST on a page with an offer creates the grant', async () => {

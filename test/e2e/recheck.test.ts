@@ -92,11 +92,16 @@ function expectRefused(reply: Reply, errorCode: string): string {
   return reply.text;
 }
 
-function expectDeleted(reply: Reply, path: string, bytes: number): void {
+/** The result of a deletion: its path and size, and (`names` > 1) that the file's other names keep its content. */
+function expectDeleted(reply: Reply, path: string, bytes: number, names = 1): void {
+  const others =
+    names > 1
+      ? ` It had ${names} names (hard links): only this name was removed; its content stays under the ${names === 2 ? 'other name' : `${names - 1} other names`}.`
+      : '';
   expect(reply, JSON.stringify(reply)).toMatchObject({
     kind: 'result',
     isError: false,
-    text: `Deleted \`${path}\` (${bytes} bytes).`,
+    text: `Deleted \`${path}\` (${bytes} bytes).${others}`,
   });
 }
 
@@ -301,7 +306,7 @@ describe('hard links', () => {
     expect(message).toMatch(/hard links/);
     expect(message).toContain('only this name');
     expect(message).toContain('2 names');
-    expectDeleted(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: state }), file, 16);
+    expectDeleted(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: state }), file, 16, 2);
     expect(existsSync(file)).toBe(false);
     expect(readFileSync(other, 'utf8')).toBe('quarterly report');
     expect(lstatSync(other).nlink).toBe(1);
@@ -344,7 +349,7 @@ describe('hard links', () => {
     expect(quarantinedIn(join(root, 'a'))).toEqual([]);
     // Control: asked again about the file as it now is, and accepted, it is deleted (the other name keeps the data).
     const again = asked(await del(c, 'a/report.txt'));
-    expectDeleted(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: again.state }), file, 16);
+    expectDeleted(await del(c, 'a/report.txt', { inputResponses: ACCEPT, requestState: again.state }), file, 16, 2);
     expect(existsSync(file)).toBe(false);
     expect(readFileSync(keep, 'utf8')).toBe('quarterly report');
   });

@@ -51,6 +51,7 @@ describe('ServerMetrics.instrument', () => {
         id: 'bad',
         audience: 'a',
         principal: 'p',
+        binding: '',
         slots: [],
         approver: 'a',
         createdAtMs: now,

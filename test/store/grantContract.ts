@@ -83,6 +83,7 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         id: recordId(),
         audience: 'files',
         principal: 'alice',
+        binding: '',
         slots: Array.from({ length: calls }, (_, i) => ({
           key: slotKey(),
           tool: 'delete_file',
@@ -154,6 +155,42 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         expect(await s.takeGrantUse(refused.id, t0 + 2)).toEqual({ taken: false, reason: 'unknown' });
         await granted(s, { principal: 'bob' });
         expect(await s.findGrants({ principal: 'alice' }, t0 + 2)).toHaveLength(2);
+      });
+
+      it('counts the bound per principal and binding: two bindings of one principal (two serving processes over stdio, both `local`) each get their full bound, then full; another principal is counted apart (control)', async () => {
+        const s = await make({ maxGrantsPerPrincipal: 2, maxGrants: 100 });
+        const [one, two] = ['["proc-1",""]', '["proc-2",""]'];
+        await granted(s, { principal: 'local', binding: one });
+        await granted(s, { principal: 'local', binding: one });
+        // The first binding is at its bound…
+        expect(
+          await s.spendGranting(await issued(s, 'local'), t0 + 1, newGrant({ principal: 'local', binding: one })),
+        ).toEqual({
+          spend: 'spent',
+          created: 'full',
+        });
+        // …and the second binding of the same principal still gets its own two, then is full too.
+        await granted(s, { principal: 'local', binding: two });
+        await granted(s, { principal: 'local', binding: two });
+        expect(
+          await s.spendGranting(await issued(s, 'local'), t0 + 1, newGrant({ principal: 'local', binding: two })),
+        ).toEqual({
+          spend: 'spent',
+          created: 'full',
+        });
+        // Another principal under the first binding's text is bounded apart.
+        await granted(s, { principal: 'bob', binding: one });
+        expect(await s.findGrants({ principal: 'local' }, t0 + 2)).toHaveLength(4);
+        // A grant that ends frees a place under its own binding only.
+        const [first] = (await s.findGrants({ principal: 'local' }, t0 + 2)).filter((g) => g.binding === two);
+        expect(await s.revokeGrant(first!.id, t0 + 2)).toBe('revoked');
+        expect(
+          await s.spendGranting(await issued(s, 'local'), t0 + 3, newGrant({ principal: 'local', binding: one })),
+        ).toEqual({
+          spend: 'spent',
+          created: 'full',
+        });
+        await granted(s, { principal: 'local', binding: two });
       });
 
       it("answers full at the store's total bound and spends the jti anyway", async () => {
@@ -523,6 +560,31 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
         expect(await s.takePlanSlot(bobs.slots[0]!.key, t0 + 5_000)).toBeUndefined();
       });
 
+      it('counts the bound on live plans per principal and binding: two bindings of one principal each get their full bound, then full; a plan that ends frees a place under its own binding only', async () => {
+        const s = await make({ maxPlansPerPrincipal: 2, maxPlans: 100 });
+        const [one, two] = ['["proc-1",""]', '["proc-2",""]'];
+        const full = async (binding: string): Promise<void> => {
+          expect(
+            await s.spendPlanning(await issued(s, 'local'), t0 + 1, newPlan({ principal: 'local', binding })),
+          ).toEqual({
+            spend: 'spent',
+            created: 'full',
+          });
+        };
+        const p = await planned(s, { principal: 'local', binding: one, calls: 1 });
+        await planned(s, { principal: 'local', binding: one });
+        await full(one);
+        await planned(s, { principal: 'local', binding: two });
+        await planned(s, { principal: 'local', binding: two });
+        await full(two);
+        // Control: another principal under the same binding text is counted apart.
+        await planned(s, { principal: 'bob', binding: one });
+        // The first binding's one-call plan ends with its slot: a place frees there, not under the second.
+        expect(await s.takePlanSlot(p.slots[0]!.key, t0 + 2)).toMatchObject({ planId: p.id, slotsLeft: 0 });
+        await full(two);
+        await planned(s, { principal: 'local', binding: one });
+      });
+
       it('keeps a slot identity byte for byte (bars, newlines, non-ASCII, the longest), and opaque principals', async () => {
         const s = await make();
         const identity = `{"path":"/a|b\\n|c é 🙂","x":"${'i'.repeat(MAX_GRANT_TEXT_LENGTH - 40)}"}`;
@@ -560,6 +622,7 @@ export function grantStoreContract(name: string, makeStore: MakeGrantStore): voi
           { principal: '' },
           { audience: 'a'.repeat(1_025) },
           { approver: '' },
+          { binding: 'b'.repeat(MAX_GRANT_TEXT_LENGTH + 1) },
           { slots: [] },
           { slots: Array.from({ length: MAX_PLAN_SLOTS + 1 }, () => ({ ...slot, key: slotKey() })) },
           {

@@ -121,6 +121,7 @@ describe('a store written by the previous version (f150933)', () => {
         id: id(),
         audience: 'mcp-confirm',
         principal: FIXTURE.principal,
+        binding: '',
         slots: [{ key, tool: 'delete_file', identity: '{}' }],
         approver: 'client',
         createdAtMs: now,

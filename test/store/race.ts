@@ -174,6 +174,7 @@ export async function raceTakes(opts: {
           id,
           audience: 'race',
           principal: 'racer',
+          binding: '',
           slots: [{ key: target, tool: 'delete_file', identity: '{}' }],
           approver: 'client',
           createdAtMs: nowMs,

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { until } from '../helpers/processes.js';
 import { expectUnavailable, rejection } from '../helpers/rejections.js';
 import { createClient } from 'redis';
@@ -738,17 +738,20 @@ describe('RedisLedger grants and plans', () => {
     id: recordId(),
     audience: 'files',
     principal: 'ali:ce',
+    binding: 'pid|1',
     slots: Array.from({ length: calls }, (_, i) => ({ key: slotKey(), tool: 'delete_file', identity: `{"i":${i}}` })),
     approver: 'ann',
     createdAtMs: now,
     expiresAtMs: now + 30_000,
   });
 
-  it('keeps grants and plans under the namespace (gr:ID, gr-live, gr-p:PRINCIPAL, gr-ended, pl:ID, pl-live, pl-p:PRINCIPAL, pl-s:KEY) with TTLs of the remaining lifetime plus clock skew, zsets never shorter', async () => {
+  it('keeps grants and plans under the namespace (gr:ID, gr-live, gr-p:PRINCIPAL, gr-b:BK, gr-ended, pl:ID, pl-live, pl-p:PRINCIPAL, pl-b:BK, pl-s:KEY; BK the digest of the principal and binding) with TTLs of the remaining lifetime plus clock skew, zsets never shorter', async () => {
     const namespace = ns();
     const ledger = await openLedger({ namespace, clockSkewMs: 10_000 });
     const raw = await rawClient();
     const k = (name: string): string => `mcp-confirm:{${namespace}}:${name}`;
+    // The bound's key of the principal `ali:ce` and the binding `pid|1`: SHA-256 of the JSON of the two.
+    const bk = createHash('sha256').update('["ali:ce","pid|1"]').digest('base64url');
     try {
       const now = Date.now();
       const [j1, j2] = [randomUUID(), randomUUID()];
@@ -766,9 +769,11 @@ describe('RedisLedger grants and plans', () => {
           `gr:${g.id}`,
           'gr-live',
           'gr-p:ali:ce',
+          `gr-b:${bk}`,
           `pl:${p.id}`,
           'pl-live',
           'pl-p:ali:ce',
+          `pl-b:${bk}`,
           ...p.slots.map((slot) => `pl-s:${slot.key}`),
         ]
           .map(k)
@@ -791,11 +796,12 @@ describe('RedisLedger grants and plans', () => {
         created: String(now),
         exp: String(now + 30_000),
         revoked: '0',
+        bk,
       });
       const ttl = await raw.pTTL(k(`gr:${g.id}`));
       expect(ttl).toBeGreaterThan(39_000);
       expect(ttl).toBeLessThanOrEqual(40_000);
-      for (const z of ['gr-live', 'gr-p:ali:ce']) {
+      for (const z of ['gr-live', 'gr-p:ali:ce', `gr-b:${bk}`]) {
         expect(await raw.zScore(k(z), g.id)).toBe(now + 30_000);
         expect(await raw.pTTL(k(z))).toBeGreaterThanOrEqual(ttl);
       }
@@ -808,6 +814,8 @@ describe('RedisLedger grants and plans', () => {
         exp: String(now + 30_000),
         slots: '2',
         left: '2',
+        binding: 'pid|1',
+        bk,
         'k:0': p.slots[0]!.key,
         't:0': 'delete_file',
         'i:0': '{"i":0}',
@@ -817,14 +825,14 @@ describe('RedisLedger grants and plans', () => {
         'i:1': '{"i":1}',
         [`x:${p.slots[1]!.key}`]: '1',
       });
-      for (const z of ['pl-live', 'pl-p:ali:ce', `pl-s:${p.slots[0]!.key}`]) {
+      for (const z of ['pl-live', 'pl-p:ali:ce', `pl-b:${bk}`, `pl-s:${p.slots[0]!.key}`]) {
         expect(await raw.zScore(k(z), p.id)).toBe(now + 30_000);
         expect(await raw.pTTL(k(z))).toBeGreaterThanOrEqual(ttl);
       }
       // A used-up grant leaves the live zsets for gr-ended, its hash kept (to say why a take is refused).
       await ledger.takeGrantUse(g.id, now + 1);
       await ledger.takeGrantUse(g.id, now + 1);
-      expect(await raw.exists([k('gr-live'), k('gr-p:ali:ce')])).toBe(0);
+      expect(await raw.exists([k('gr-live'), k('gr-p:ali:ce'), k(`gr-b:${bk}`)])).toBe(0);
       expect(await raw.zScore(k('gr-ended'), g.id)).toBe(now + 30_000);
       expect(await raw.pTTL(k('gr-ended'))).toBeGreaterThanOrEqual(ttl);
       expect(await raw.hGet(k(`gr:${g.id}`), 'left')).toBe('0');

@@ -525,6 +525,7 @@ describe('SqliteLedger grants and plans', () => {
     id: recordId(),
     audience: 'files',
     principal: 'alice',
+    binding: '',
     slots: [{ key: slotKey(), tool: 'delete_file', identity: '{}' }],
     approver: 'client',
     createdAtMs: now,
@@ -547,12 +548,12 @@ describe('SqliteLedger grants and plans', () => {
     expect(after.filter(ours).map((o) => [o.type, o.name])).toEqual([
       ['index', 'mcp_confirm_grants_ended'],
       ['index', 'mcp_confirm_grants_expiry'],
-      ['index', 'mcp_confirm_grants_live'],
       ['index', 'mcp_confirm_grants_live_all'],
+      ['index', 'mcp_confirm_grants_live_bound'],
       ['index', 'mcp_confirm_plan_slots_expiry'],
       ['index', 'mcp_confirm_plan_slots_key'],
+      ['index', 'mcp_confirm_plans_bound'],
       ['index', 'mcp_confirm_plans_expiry'],
-      ['index', 'mcp_confirm_plans_principal'],
       ['index', 'sqlite_autoindex_mcp_confirm_grants_1'],
       ['index', 'sqlite_autoindex_mcp_confirm_plan_slots_1'],
       ['index', 'sqlite_autoindex_mcp_confirm_plans_1'],
@@ -570,6 +571,50 @@ describe('SqliteLedger grants and plans', () => {
     const other = new SqliteLedger({ path });
     expect(await other.takeGrantUse(g.id, now + 1)).toEqual({ taken: true, usesLeft: 1, expiresAtMs: g.expiresAtMs });
     await other.close();
+  });
+
+  it("gives a plans table made before plans had a binding its binding column (existing plans under the binding '', their slots still taken) and the bound indexes; bounds then count per principal and binding", async () => {
+    const path = freshPath();
+    const now = Date.now();
+    // The grant and plan tables as the first grants release made them: no plans.binding, the per-principal indexes.
+    const early = new SqliteLedger({ path, maxPlansPerPrincipal: 1 });
+    const jti = randomUUID();
+    await early.issue(jti, 'alice', now + 60_000, now);
+    const old = plan(now);
+    expect(await early.spendPlanning(jti, now, old)).toEqual({ spend: 'spent', created: 'created' });
+    await early.close();
+    const vandal = new Database(path);
+    vandal.exec(`DROP INDEX mcp_confirm_plans_bound; DROP INDEX mcp_confirm_grants_live_bound;
+      CREATE TABLE p (id TEXT NOT NULL PRIMARY KEY, audience TEXT NOT NULL, principal TEXT NOT NULL, approver TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL, slots INTEGER NOT NULL, slots_left INTEGER NOT NULL CHECK (slots_left >= 0));
+      INSERT INTO p SELECT id, audience, principal, approver, created_at_ms, expires_at_ms, slots, slots_left FROM mcp_confirm_plans;
+      DROP TABLE mcp_confirm_plans; ALTER TABLE p RENAME TO mcp_confirm_plans;
+      CREATE INDEX mcp_confirm_plans_principal ON mcp_confirm_plans (principal, expires_at_ms);`);
+    expect(
+      vandal.prepare("SELECT count(*) AS n FROM pragma_table_info('mcp_confirm_plans') WHERE name = 'binding'").get(),
+    ).toEqual({ n: 0 });
+    vandal.close();
+    const ledger = new SqliteLedger({ path, maxPlansPerPrincipal: 1 });
+    const issued = async (): Promise<string> => {
+      const j = randomUUID();
+      await ledger.issue(j, 'alice', now + 60_000, now);
+      return j;
+    };
+    // The old plan holds alice's place under the binding '': another there is full; under another binding it fits.
+    expect(await ledger.spendPlanning(await issued(), now, plan(now))).toEqual({ spend: 'spent', created: 'full' });
+    expect(await ledger.spendPlanning(await issued(), now, { ...plan(now), binding: '["proc-2",""]' })).toEqual({
+      spend: 'spent',
+      created: 'created',
+    });
+    expect(await ledger.takePlanSlot(old.slots[0]!.key, now + 1)).toMatchObject({ planId: old.id, slotsLeft: 0 });
+    const names = schemaOf(path).map((o) => o.name);
+    expect(names).toEqual(expect.arrayContaining(['mcp_confirm_plans_bound', 'mcp_confirm_grants_live_bound']));
+    const db = new Database(path, { readonly: true });
+    expect(
+      db.prepare("SELECT count(*) AS n FROM pragma_table_info('mcp_confirm_plans') WHERE name = 'binding'").get(),
+    ).toEqual({ n: 1 });
+    db.close();
+    await ledger.close();
   });
 
   it('enforces the grant bounds across ledgers sharing one file', async () => {
