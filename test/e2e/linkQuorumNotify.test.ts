@@ -94,7 +94,7 @@ interface Served {
  * a slack and an ntfy channel at fresh receivers; a v2 client declaring `elicitation` (default:
  * none, the link flow).
  */
-async function startServer(elicitation?: Record<string, unknown>): Promise<Served> {
+async function startServer(elicitation?: { url: Record<string, never> }): Promise<Served> {
   const channels: Channels = { std: await startReceiver(), slack: await startReceiver(), ntfy: await startReceiver() };
   for (const rx of Object.values(channels)) cleanups.push(() => rx.close());
   const transport = new InPlaceStdioTransport({
