@@ -300,6 +300,10 @@ export class ApprovalPage {
     const values = view.values.map((v) => `<li>${escapeHtml(v.label)}: ${questionHtml(v.text)}</li>`).join('\n');
     const offered = typeof view.grant === 'string' && view.grant !== '' ? view.grant : undefined;
     const isPlan = view.plan === true;
+    const granting = grantHtml(record, offered);
+    // The offer is shown once: beside its button (pending) or in the grant's section (decided), not in the question too.
+    const shownQuestion =
+      record.status === 'pending' || granting !== '' ? withoutOffer(view.question, offered) : view.question;
     const main = `<h1>${isPlan ? 'Approve this plan?' : 'Approve this tool call?'}</h1>
 <dl class="facts">
 <dt>Server</dt><dd>${escapeHtml(view.audience)}</dd>
@@ -307,14 +311,14 @@ export class ApprovalPage {
 <dt>Tool</dt><dd>${questionHtml(renderValue(view.tool, UNCUT))}</dd>
 <dt>Time left</dt><dd id="time-left" data-seconds="${Math.max(0, Math.floor((record.expiresAtMs - nowMs) / 1000))}">${minutes(record.expiresAtMs - nowMs)}</dd>
 </dl>
-<p class="question" id="question">${questionHtml(view.question)}</p>${quorumHtml(record)}
+<p class="question" id="question">${questionHtml(shownQuestion)}</p>${quorumHtml(record)}
 <h2>Every value, uncut</h2>
 <ul class="values" id="values">
 ${values}
 </ul>
 ${
   record.status !== 'pending'
-    ? `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>${grantHtml(record, offered)}`
+    ? `<p id="outcome" class="outcome ${record.status === 'approved' ? 'approved' : 'denied'}" role="status">${decided}</p>${granting}`
     : offered === undefined
       ? `<div class="actions"><button id="approve" type="button">Approve with passkey</button><button id="deny" type="button"${this.#denyAttrs()}>Deny</button></div>
 <p id="outcome" class="outcome" role="status"></p>
@@ -603,6 +607,18 @@ function json(status: number, value: unknown): Answer {
 
 function isRecord(value: ApprovalRecord | Answer): value is ApprovalRecord {
   return typeof (value as ApprovalRecord).jti === 'string';
+}
+
+/**
+ * The question as the page shows it when the grant offer is shown on its own: without the offer's
+ * line the guard appended (`question + "\n\n" + offer`). Only the display changes: the stored
+ * question, its digest and what the client was asked keep the offer. Unchanged without an offer,
+ * or when the question does not end with it.
+ */
+function withoutOffer(question: string, offered: string | undefined): string {
+  if (offered === undefined) return question;
+  const tail = `\n\n${offered}`;
+  return question.endsWith(tail) ? question.slice(0, -tail.length) : question;
 }
 
 /**

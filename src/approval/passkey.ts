@@ -7,9 +7,10 @@
  * ({@link PasskeyApproval.waitForDecision}). Round 2 redeems an approved record (see
  * `createConfirmation`): approving requires a WebAuthn assertion with user verification (W3C Web
  * Authentication Level 3, §7.2; `webauthn.ts`) from an enrolled approver allowed for the calling
- * principal. With `notify` ({@link PasskeyApprovalOptions.notify}), each approval opened and its
- * outcome (approved, declined, or expired, seen by the process that opened it) go to notification
- * channels (`../notify/`) in the background, and Deny on the page needs a passkey too.
+ * principal. With `notify` ({@link PasskeyApprovalOptions.notify}), each approval opened, each
+ * step of a quorum (an approval counted, more still needed) and its outcome (approved, declined,
+ * or expired, seen by the process that opened it) go to notification channels (`../notify/`) in
+ * the background, and Deny on the page needs a passkey too.
  *
  * > [!WARNING]
  * > Trust boundary: this protects against everything that speaks MCP or HTTP
@@ -83,8 +84,9 @@ export interface PasskeyApprovalOptions {
   approversRequired?: number | ((tool: string) => number);
   /**
    * Notifications (`src/notify/`, docs/notifications.md): each approval opened is sent to the
-   * channels as `approval.requested`, and its outcome as `approval.decided` (`approved`, `declined`,
-   * or `expired`). Given channels (from `parseNotifySpec`), the approval makes a {@link Notifier}
+   * channels as `approval.requested`, each approval of a quorum counted that does not complete it
+   * as `approval.counted` (`1 of 2 approvals`), and its outcome as `approval.decided` (`approved`,
+   * `declined`, or `expired`). Given channels (from `parseNotifySpec`), the approval makes a {@link Notifier}
    * (reporting on stderr) and closes it with itself; given a `Notifier`, you close it. Or
    * {@link ApprovalNotifyOptions}, to include the question too. Delivery never blocks or fails a
    * call. With at least one channel, Deny on the page also needs an enrolled approver's passkey
@@ -474,11 +476,40 @@ export class PasskeyApproval {
     return n === 1 ? {} : { approvalsRequired: n };
   }
 
-  /** Counts one approver's approval of a quorum; when it completes it, wakes whoever waits for it in this process. */
+  /**
+   * Counts one approver's approval of a quorum; when it completes it, wakes whoever waits for it
+   * in this process. With `notify`: `approval.counted` for an approval counted that does not
+   * complete the quorum, `approval.decided` (`approved`, every approver named) for the one that does.
+   */
   async #count(id: string, vote: ApprovalVote): Promise<CountOutcome> {
     const outcome = await this.store.countApproval(id, vote, this.#now());
-    if (outcome === 'approved') this.#decided.emit(id);
+    if (outcome === 'approved') {
+      this.#decided.emit(id);
+      if (this.#notifier !== undefined) await this.#noticeDecided(id, 'approved');
+    } else if (outcome === 'counted' && this.#notifier !== undefined) await this.#noticeCounted(id, vote);
     return outcome;
+  }
+
+  /**
+   * Sends `approval.counted` for `vote`, just counted here: the approvers up to and including this
+   * one (so a later approval counted meanwhile does not change what this step says), of how many
+   * are needed. Read back from the store; none when the record is gone or this approver is not in it.
+   */
+  async #noticeCounted(id: string, vote: ApprovalVote): Promise<void> {
+    try {
+      const record = await this.store.approvalById(id, this.#now());
+      const approvals = record?.approvals ?? [];
+      const at = approvals.findIndex((a) => a.approver === vote.approver && a.credentialId === vote.credentialId);
+      const required = record?.approvalsRequired ?? 1;
+      if (record === undefined || at < 0 || at + 1 >= required) return;
+      const approvers = approvals.slice(0, at + 1).map((a) => a.approver);
+      this.#notice('approval.counted', record, undefined, approvers, {
+        approvals: at + 1,
+        approvalsRequired: required,
+      });
+    } catch {
+      // A notice never changes or fails a decision.
+    }
   }
 
   /** Records the page's decision on the approval `id` (once), then wakes whoever waits for it in this process. */
@@ -499,7 +530,12 @@ export class PasskeyApproval {
     try {
       const record = await this.store.approvalById(id, this.#now());
       if (record === undefined || record.status !== status) return;
-      this.#notice('approval.decided', record, status, status === 'approved' ? [record.approver] : undefined);
+      // A quorum's approvers one by one, in the order they approved (its `approver` joins them).
+      const approvers =
+        (record.approvalsRequired ?? 1) > 1 && record.approvals !== undefined
+          ? record.approvals.map((a) => a.approver)
+          : [record.approver];
+      this.#notice('approval.decided', record, status, status === 'approved' ? approvers : undefined);
     } catch {
       // A notice never changes or fails a decision.
     }
@@ -537,6 +573,7 @@ export class PasskeyApproval {
     approval: { id: string; principal: string; view: ApprovalView | string; expiresAtMs: number },
     decision?: NoticeDecision,
     approvers?: string[],
+    quorum?: { approvals: number; approvalsRequired: number },
   ): void {
     const notifier = this.#notifier;
     if (notifier === undefined) return;
@@ -555,6 +592,7 @@ export class PasskeyApproval {
         ...(this.#includeQuestion ? { question: view.question } : {}),
         ...(decision === undefined ? {} : { decision }),
         ...(approvers === undefined ? {} : { approvers }),
+        ...(quorum ?? {}),
       });
     } catch {
       // A notice never changes or fails a call or a decision.

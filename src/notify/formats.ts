@@ -15,7 +15,10 @@
  *   value cannot open a link or a mention).
  * - `ntfy`: a publish: body the question (when included) or a neutral sentence, headers `Title`
  *   (ASCII: a header is bytes), `Click` (the page), `Priority` (`high` for a request, `default`
- *   for an outcome) and `Tags` (emoji short codes); plain text, no `Markdown` header.
+ *   for a quorum's step and an outcome) and `Tags` (emoji short codes); plain text, no `Markdown` header.
+ *
+ * An `approval.counted` notice (one approval of a quorum, more still needed) reads `1 of 2
+ * approvals` in the human channels, with the link: the approval is still open.
  *
  * The tool's name and the audience are shown to a human (Slack, ntfy) through `renderValue`; the
  * question as the guard rendered it ({@link shownQuestion}).
@@ -55,7 +58,7 @@ export function standardSignature(key: Uint8Array, id: string, timestampSeconds:
 /**
  * The JSON body of a `standard` event: `{ type, timestamp, data }`, `data` holding `approvalId`,
  * `url`, `tool`, `audience`, `expiresAt` (ISO 8601), `principalTag`, and when present
- * `question`, `decision`, `approvers`. Values as they are (JSON carries any string; the receiver
+ * `question`, `decision`, `approvers`, `approvals`, `approvalsRequired`. Values as they are (JSON carries any string; the receiver
  * renders them).
  *
  * @param eventMs - the event's time (when it was queued), in milliseconds since the epoch.
@@ -72,6 +75,8 @@ export function standardBody(notice: ApprovalNotice, eventMs: number): string {
   if (notice.question !== undefined) data.question = notice.question;
   if (notice.decision !== undefined) data.decision = notice.decision;
   if (notice.approvers !== undefined) data.approvers = [...notice.approvers];
+  if (notice.approvals !== undefined) data.approvals = notice.approvals;
+  if (notice.approvalsRequired !== undefined) data.approvalsRequired = notice.approvalsRequired;
   return JSON.stringify({ type: notice.type, timestamp: isoTime(eventMs), data });
 }
 
@@ -99,10 +104,24 @@ function shownName(value: string): string {
   return renderValue(value, { maxGraphemes: SHOWN_NAME_GRAPHEMES });
 }
 
+/** A quorum's step as the human channels title it: `1 of 2 approvals`. */
+export function countedTitle(notice: ApprovalNotice): string {
+  return `${notice.approvals ?? '?'} of ${notice.approvalsRequired ?? '?'} approvals`;
+}
+
+/** Whether the approval a notice is about is still open (asked for, or a quorum's step): its link still approves. */
+function stillOpen(notice: ApprovalNotice): boolean {
+  return notice.type === 'approval.requested' || notice.type === 'approval.counted';
+}
+
 /** The one-line summary both human channels show (renderings of the untrusted names inside). */
 export function summary(notice: ApprovalNotice): string {
   const call = `${shownName(notice.tool)} on ${shownName(notice.audience)}`;
   if (notice.type === 'approval.requested') return `Approval requested: ${call}`;
+  if (notice.type === 'approval.counted') {
+    const so = notice.approvers !== undefined && notice.approvers.length > 0;
+    return `${countedTitle(notice)}: ${call}${so ? ` (by ${notice.approvers!.map(shownName).join(', ')})` : ''}`;
+  }
   const outcome = notice.decision ?? 'decided';
   const by =
     outcome === 'approved' && notice.approvers !== undefined && notice.approvers.length > 0
@@ -120,7 +139,7 @@ export function slackEscape(text: string): string {
 export function slackRequest(notice: ApprovalNotice): NotifyRequest {
   const line = summary(notice);
   const lines = [`*${slackEscape(line)}*`];
-  if (notice.type === 'approval.requested') lines.push(`Expires ${isoTime(notice.expiresAtMs)}`);
+  if (stillOpen(notice)) lines.push(`Expires ${isoTime(notice.expiresAtMs)}`);
   if (notice.question !== undefined)
     lines.push('', slackEscape(clip(shownQuestion(notice.question), MAX_SHOWN_QUESTION)));
   const message = {
@@ -132,7 +151,7 @@ export function slackRequest(notice: ApprovalNotice): NotifyRequest {
         elements: [
           {
             type: 'button',
-            text: { type: 'plain_text', text: notice.type === 'approval.requested' ? 'Review and approve' : 'View' },
+            text: { type: 'plain_text', text: stillOpen(notice) ? 'Review and approve' : 'View' },
             url: notice.url,
           },
         ],
@@ -145,6 +164,7 @@ export function slackRequest(notice: ApprovalNotice): NotifyRequest {
 /** The ntfy tags (emoji short codes) of a notice. */
 const NTFY_TAGS: Record<string, string> = {
   requested: 'lock',
+  counted: 'ballot_box_with_check',
   approved: 'white_check_mark',
   declined: 'x',
   expired: 'hourglass',
@@ -153,19 +173,24 @@ const NTFY_TAGS: Record<string, string> = {
 /** The ntfy publish of a notice: a plain-text body, `Title`, `Click`, `Priority`, `Tags`. */
 export function ntfyRequest(notice: ApprovalNotice): NotifyRequest {
   const requested = notice.type === 'approval.requested';
+  const counted = notice.type === 'approval.counted';
   const body =
     notice.question !== undefined
       ? clipBytes(shownQuestion(notice.question), MAX_NTFY_BODY_BYTES)
-      : requested
+      : stillOpen(notice)
         ? `${summary(notice)}. Open the link to review it; it expires ${isoTime(notice.expiresAtMs)}.`
         : `${summary(notice)}.`;
   return {
     headers: {
       'content-type': 'text/plain; charset=utf-8',
-      Title: requested ? 'Approval requested' : `Approval ${notice.decision ?? 'decided'}`,
+      Title: requested
+        ? 'Approval requested'
+        : counted
+          ? countedTitle(notice)
+          : `Approval ${notice.decision ?? 'decided'}`,
       Click: notice.url,
       Priority: requested ? 'high' : 'default',
-      Tags: NTFY_TAGS[requested ? 'requested' : (notice.decision ?? 'expired')] ?? 'bell',
+      Tags: NTFY_TAGS[requested ? 'requested' : counted ? 'counted' : (notice.decision ?? 'expired')] ?? 'bell',
     },
     body,
   };

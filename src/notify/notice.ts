@@ -5,21 +5,33 @@
  *
  * A notice never carries a `requestState`, a token, an argument's value or a secret: only the
  * approval's id and page URL, the tool's name, the audience, the expiry, the principal's salted
- * tag (as the audit trail writes it), the outcome and the approvers' names, and the question
- * only when the caller includes it (a channel is often a third party).
+ * tag (as the audit trail writes it), the outcome, the approvers' enrolled names and, for a quorum,
+ * how many approved of how many needed, and the question only when the caller includes it (a
+ * channel is often a third party).
  *
  * @module
  */
 import { codePointEscape } from '../prompt/render.js';
 
-/** The kinds of event a channel receives: an approval asked for, and its outcome. */
-export type ApprovalNoticeType = 'approval.requested' | 'approval.decided';
+/**
+ * The kinds of event a channel receives: an approval asked for, one approval of a quorum counted
+ * that does not complete it, and the outcome.
+ */
+export type ApprovalNoticeType = 'approval.requested' | 'approval.counted' | 'approval.decided';
+
+/** Every {@link ApprovalNoticeType}, in the order an approval's events happen. */
+export const APPROVAL_NOTICE_TYPES: readonly ApprovalNoticeType[] = [
+  'approval.requested',
+  'approval.counted',
+  'approval.decided',
+];
 
 /** How an approval ended, in an `approval.decided` notice. */
 export type ApprovalDecision = 'approved' | 'declined' | 'expired';
 
 /**
- * One approval's request (`approval.requested`, sent as it is created) or outcome
+ * One approval's request (`approval.requested`, sent as it is created), a step of its quorum
+ * (`approval.counted`: an approver's approval counted, more still needed) or its outcome
  * (`approval.decided`), as every channel receives it.
  *
  * Never a state, token, argument value or secret. `tool` and `question` are untrusted text (a
@@ -28,7 +40,7 @@ export type ApprovalDecision = 'approved' | 'declined' | 'expired';
  * {@link shownQuestion}).
  */
 export interface ApprovalNotice {
-  /** `approval.requested` or `approval.decided`. */
+  /** `approval.requested`, `approval.counted` or `approval.decided`. */
   type: ApprovalNoticeType;
   /** The approval's id (the last segment of its page's URL). */
   approvalId: string;
@@ -49,8 +61,15 @@ export interface ApprovalNotice {
   question?: string;
   /** How it ended (`approval.decided` only). */
   decision?: ApprovalDecision;
-  /** Who approved, by their enrolled names (`approval.decided` only, when approved). */
+  /**
+   * Who approved, by their enrolled names, in the order they approved: those counted so far
+   * (`approval.counted`), or all of them (`approval.decided`, when approved). Never a credential.
+   */
   approvers?: string[];
+  /** With a quorum: how many distinct approvers have approved so far (`approval.counted`). */
+  approvals?: number;
+  /** With a quorum: how many distinct approvers must approve (`approval.counted`). */
+  approvalsRequired?: number;
 }
 
 /** An epoch time in milliseconds as ISO 8601 UTC (`2026-12-03T22:49:43.000Z`), or `unknown` when not a valid time. */

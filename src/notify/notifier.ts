@@ -28,7 +28,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ntfyRequest, slackRequest, standardBody, standardRequest, type NotifyRequest } from './formats.js';
-import type { ApprovalNotice } from './notice.js';
+import { APPROVAL_NOTICE_TYPES, type ApprovalNotice } from './notice.js';
 import { NOTIFY_KINDS, NotifyChannel, type NotifyKind } from './spec.js';
 
 /** Default bound of each channel's queue, in events: 1,000. */
@@ -190,8 +190,8 @@ export class Notifier {
   /**
    * Queues `notice` for every channel and returns at once: never throws, never waits, sends
    * nothing before it returns. After `close()` the notice is dropped (counted). A notice whose
-   * `url` is not an `http(s)` URL, or whose `type` or `decision` is not one of the known words, is
-   * not sent (counted `failed`, reported).
+   * `url` is not an `http(s)` URL, whose `type` or `decision` is not one of the known words, or
+   * whose quorum count is not a whole number from 0 to 16, is not sent (counted `failed`, reported).
    */
   notify(notice: ApprovalNotice): void {
     try {
@@ -209,7 +209,10 @@ export class Notifier {
       for (const lane of this.#lanes) {
         if (copy === undefined) {
           lane.counts.failed += 1;
-          this.#report(lane, 'a notice without an http(s) url, or with an unknown type or decision, was not sent');
+          this.#report(
+            lane,
+            'a notice without an http(s) url, or with an unknown type, decision or count, was not sent',
+          );
           continue;
         }
         lane.queue.push({ notice: copy, id: `msg_${randomBytes(16).toString('base64url')}`, eventMs });
@@ -420,13 +423,20 @@ export class Notifier {
   }
 }
 
+/** A count of a quorum as a notice may carry it: a whole number from 0 to 16 (`MAX_APPROVALS_REQUIRED`). */
+function isCount(n: unknown): n is number {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && n <= 16;
+}
+
 /**
  * A copy of the notice's own fields (nothing else a caller's object holds), its `url` normalized
- * (`URL.href`: ASCII, so it fits a header); `undefined` when its `url` is not `http(s)` or its
- * `type` or `decision` is unknown.
+ * (`URL.href`: ASCII, so it fits a header); `undefined` when its `url` is not `http(s)`, its
+ * `type` or `decision` is unknown, or a quorum's count is not a whole number from 0 to 16.
  */
 function copyNotice(notice: ApprovalNotice): ApprovalNotice | undefined {
-  if (notice.type !== 'approval.requested' && notice.type !== 'approval.decided') return undefined;
+  if (!APPROVAL_NOTICE_TYPES.includes(notice.type)) return undefined;
+  if (notice.approvals !== undefined && !isCount(notice.approvals)) return undefined;
+  if (notice.approvalsRequired !== undefined && !isCount(notice.approvalsRequired)) return undefined;
   if (notice.decision !== undefined && !['approved', 'declined', 'expired'].includes(notice.decision)) return undefined;
   let url: URL;
   try {
@@ -447,5 +457,7 @@ function copyNotice(notice: ApprovalNotice): ApprovalNotice | undefined {
   if (notice.question !== undefined) copy.question = String(notice.question);
   if (notice.decision !== undefined) copy.decision = notice.decision;
   if (notice.approvers !== undefined) copy.approvers = notice.approvers.map(String);
+  if (notice.approvals !== undefined) copy.approvals = notice.approvals;
+  if (notice.approvalsRequired !== undefined) copy.approvalsRequired = notice.approvalsRequired;
   return copy;
 }

@@ -92,6 +92,11 @@ async function buttons(page: AuthPage): Promise<string[]> {
   return (await page.page.locator('button').allTextContents()).map((t) => t.trim());
 }
 
+/** How many times the page in ann's tab shows a grant offer ("Or allow:"), in its visible text. */
+async function offersShown(): Promise<number> {
+  return (await ann.page.locator('body').innerText()).split('Or allow:').length - 1;
+}
+
 /** Opens the approval page and clicks `button` (`#approve` or `#approve-grant`); the page's outcome. */
 async function approveOnPage(url: string, button: '#approve' | '#approve-grant'): Promise<string> {
   await ann.page.goto(url);
@@ -148,7 +153,7 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     expect(await outcomeOf(ann.page)).toContain('denied');
   });
 
-  it('with a grant offered, the question carries the offer and the page shows two approve buttons, the offer whole; "Approve and allow similar calls" creates the grant, and later calls run under it without visiting the page', async () => {
+  it('with a grant offered, the question carries the offer and the page shows two approve buttons, the offer whole and once (beside its button, not in the question too); "Approve and allow similar calls" creates the grant, and later calls run under it without visiting the page', async () => {
     const s = await startServer();
     const first = cacheFile('g0.tmp');
     const e = elicitation(await s.call('cache/g0.tmp'));
@@ -159,9 +164,12 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     // The offer's line, whole, as the question carries it (code spans shown as code, not as backticks).
     const offerLine = e.message.slice(e.message.indexOf('Or allow:')).split('\n')[0]!;
     expect(await ann.page.locator('#grant').textContent()).toBe(offerLine.replaceAll('`', ''));
-    expect(await ann.page.locator('#question').textContent()).toContain('Or allow:');
-    // As rendered: the blank line between the question and the offer's line is kept (not collapsed into a space).
-    expect(await ann.page.locator('#question').innerText()).toContain('This cannot be undone.\n\nOr allow:');
+    // The offer is shown once, beside its button: the question above shows what was asked before it
+    // (what the client was asked, and what is sealed and bound, still carry the offer: see e.message).
+    const asked = e.message.slice(0, e.message.indexOf('\n\nOr allow:'));
+    expect(await ann.page.locator('#question').textContent()).toBe(asked.replaceAll('`', ''));
+    expect(await ann.page.locator('#question').innerText()).toMatch(/This cannot be undone\.$/);
+    expect(await offersShown()).toBe(1);
     mkdirSync(DOCS, { recursive: true });
     await ann.page.screenshot({ path: join(DOCS, 'approval-page-grant.png'), fullPage: true });
     await ann.page.click('#approve-grant');
@@ -188,6 +196,8 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     await ann.page.goto(e.url);
     expect(await ann.page.locator('#grant-id').textContent()).toBe(granted![1]);
     expect(await ann.page.locator('#granted #grant').textContent()).toBe(offerLine.replaceAll('`', ''));
+    expect(await ann.page.locator('#question').textContent()).toBe(asked.replaceAll('`', ''));
+    expect(await offersShown()).toBe(1);
     expect(await buttons(ann)).toEqual(['Revoke']);
     await ann.page.screenshot({ path: join(DOCS, 'approval-page-granted.png'), fullPage: true });
     await until(() => s.stderr().includes('approval page: approved by ann, with similar calls'));
@@ -269,9 +279,11 @@ describe('grants with passkey approval (real Chromium, real CLI)', { timeout: 18
     const next = cacheFile('c1.tmp');
     expect(elicitation(await s.call('cache/c1.tmp')).message).toContain('Or allow');
     expect(existsSync(next)).toBe(true);
-    // Its page shows no grant and no Revoke button.
+    // Its page shows no grant and no Revoke button; the question as it was asked, its offer once.
     await ann.page.goto(url);
     expect(await ann.page.locator('#revoke, #granted').count()).toBe(0);
+    expect(await ann.page.locator('#question').innerText()).toContain('This cannot be undone.\n\nOr allow:');
+    expect(await offersShown()).toBe(1);
   });
 
   it('grant-5: the page approves "this call" while the client answers scope "grant": no grant is created (control: the page\'s second button creates it, whatever the client answers)', async () => {

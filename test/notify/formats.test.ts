@@ -100,6 +100,26 @@ describe('standard: a Standard Webhooks event', () => {
     expect(asked!.headers['webhook-id']).not.toBe(decided!.headers['webhook-id']);
   });
 
+  it('carries a quorum step (approval.counted): the count, the number required and the approvers so far, never a credential', async () => {
+    const [r] = await deliver(
+      'standard',
+      requested({ type: 'approval.counted', approvals: 1, approvalsRequired: 2, approvers: ['Ada'] }),
+    );
+    const event = new Webhook(SECRET).verify(r!.body, r!.headers) as { type: string; data: Record<string, unknown> };
+    expect(event.type).toBe('approval.counted');
+    expect(event.data).toEqual({
+      approvalId: 'apr_1',
+      url: 'https://mcp.example.com/approve/apr_1',
+      tool: 'delete_file',
+      audience: 'mcp-confirm',
+      expiresAt: '2026-12-03T23:00:00.000Z',
+      principalTag: 'tag_0123456789abcdef',
+      approvers: ['Ada'],
+      approvals: 1,
+      approvalsRequired: 2,
+    });
+  });
+
   it('signs as the specification says: v1, base64 HMAC-SHA256 over id.timestamp.body (the oracle signs the same)', () => {
     const key = Buffer.from(SECRET.slice(6), 'base64');
     const ours = standardSignature(key, 'msg_1', 1_700_000_000, '{"a":1}');
@@ -160,6 +180,34 @@ describe('slack: an incoming-webhook message', () => {
     expect(d.text).toBe('Approval approved: `delete_file` on `mcp-confirm` by `Ada`, `Grace`');
     expect(d.blocks[0].text.text).not.toContain('Permanently');
     expect(d.blocks[1].elements[0].text.text).toBe('View');
+  });
+});
+
+describe('a quorum step (approval.counted) in the human channels', () => {
+  it('reads "1 of 2 approvals" with the approvers so far and links the page to approve (control: a request reads "Approval requested")', async () => {
+    const step = requested({ type: 'approval.counted', approvals: 1, approvalsRequired: 2, approvers: ['Ada'] });
+    const [slack] = await deliver('slack', step);
+    const message = JSON.parse(slack!.body);
+    expect(message.text).toBe('1 of 2 approvals: `delete_file` on `mcp-confirm` (by `Ada`)');
+    expect(message.blocks[0].text.text).toBe(
+      '*1 of 2 approvals: `delete_file` on `mcp-confirm` (by `Ada`)*\nExpires 2026-12-03T23:00:00.000Z',
+    );
+    expect(message.blocks[1].elements[0]).toEqual({
+      type: 'button',
+      text: { type: 'plain_text', text: 'Review and approve' },
+      url: 'https://mcp.example.com/approve/apr_1',
+    });
+    const [ntfy, asked] = await deliver('ntfy', step, requested());
+    expect(ntfy!.headers).toMatchObject({
+      title: '1 of 2 approvals',
+      click: 'https://mcp.example.com/approve/apr_1',
+      priority: 'default',
+      tags: 'ballot_box_with_check',
+    });
+    expect(ntfy!.body).toBe(
+      '1 of 2 approvals: `delete_file` on `mcp-confirm` (by `Ada`). Open the link to review it; it expires 2026-12-03T23:00:00.000Z.',
+    );
+    expect(asked!.headers.title).toBe('Approval requested');
   });
 });
 

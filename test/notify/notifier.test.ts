@@ -229,10 +229,16 @@ describe('Notifier: bounds and never failing the call', () => {
     expect(() => n.notify(hostile)).not.toThrow();
     expect(() => n.notify(requested({ url: 'javascript:alert(1)' }))).not.toThrow();
     expect(() => n.notify(requested({ decision: 'maybe' as never }))).not.toThrow();
+    expect(() => n.notify(requested({ type: 'approval.counted', approvals: 1.5, approvalsRequired: 2 }))).not.toThrow();
+    expect(() =>
+      n.notify(requested({ type: 'approval.counted', approvals: 1, approvalsRequired: '2' as never })),
+    ).not.toThrow();
     n.notify(requested());
+    // control: a quorum's step with whole counts is sent
+    n.notify(requested({ type: 'approval.counted', approvals: 1, approvalsRequired: 2, approvers: ['Ada'] }));
     await n.idle();
-    expect(rx.received).toHaveLength(1);
-    expect(n.counters().slack).toEqual({ sent: 1, failed: 3, dropped: 0, retried: 0 });
+    expect(rx.received).toHaveLength(2);
+    expect(n.counters().slack).toEqual({ sent: 2, failed: 5, dropped: 0, retried: 0 });
     await n.close();
   });
 
