@@ -5,6 +5,7 @@ import type { Ledger } from '../../src/store/ledger.js';
 import { POSTGRES_SCHEMA_VERSION, PostgresStore } from '../../src/store/postgres.js';
 import { expectUnavailable, rejection } from '../helpers/rejections.js';
 import { grantStoreContract } from './grantContract.js';
+import { raceSpends, raceTakes } from './race.js';
 import { ledgerContract, type HeldStore } from './ledgerContract.js';
 import { freshSchema, openStore, pgUrl, rawClient } from './postgresServer.js';
 
@@ -175,4 +176,52 @@ describe('PostgresStore', () => {
     await store.close();
     expectUnavailable(await rejection(store.spend(randomUUID(), Date.now())));
   });
+});
+
+describe('PostgresStore across processes', () => {
+  it('gives exactly one spent across 4 processes x 250 concurrent spends of one jti, every round (spend-1)', async () => {
+    const schema = freshSchema();
+    const issuer = await openStore({ schema });
+    try {
+      const rounds = await raceSpends({
+        spec: { store: 'postgres', url: pgUrl(), schema },
+        issuer,
+        processes: 4,
+        attempts: 250,
+        rounds: 5,
+      });
+      expect(rounds).toHaveLength(5);
+      for (const r of rounds) {
+        expect(r.errors).toEqual([]);
+        expect(r.outcomes).toEqual({ spent: 1, 'already-spent': 999, unknown: 0, expired: 0 });
+      }
+    } finally {
+      await issuer.close();
+    }
+  });
+
+  for (const kind of ['grant', 'plan'] as const) {
+    it(`gives ${kind === 'grant' ? "a grant's last use" : 'one plan slot'} to exactly one of 4 processes x 250 concurrent takes, every round`, async () => {
+      const schema = freshSchema();
+      const creator = await openStore({ schema });
+      try {
+        const rounds = await raceTakes({
+          spec: { store: 'postgres', url: pgUrl(), schema },
+          creator,
+          kind,
+          processes: 4,
+          attempts: 250,
+          rounds: 3,
+        });
+        expect(rounds).toHaveLength(3);
+        for (const r of rounds) {
+          expect(r.errors).toEqual([]);
+          expect(r.taken).toBe(1);
+          expect(r.refused).toEqual(kind === 'grant' ? { exhausted: 999 } : { none: 999 });
+        }
+      } finally {
+        await creator.close();
+      }
+    });
+  }
 });
