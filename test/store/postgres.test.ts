@@ -164,8 +164,14 @@ describe('PostgresStore', () => {
     const readOnlyUrl = new URL(pgUrl());
     readOnlyUrl.searchParams.set('options', '-c default_transaction_read_only=on');
     const readOnly = keep(await openStore({ schema, url: readOnlyUrl.href }));
-    expectUnavailable(await rejection(readOnly.spend(jti, Date.now())));
-    expectUnavailable(await rejection(readOnly.issue(randomUUID(), 'alice', Date.now() + TTL)));
+    for (const refused of [
+      await rejection(readOnly.spend(jti, Date.now())),
+      await rejection(readOnly.issue(randomUUID(), 'alice', Date.now() + TTL)),
+    ]) {
+      expectUnavailable(refused);
+      // Refused by the server as a write in a read-only transaction (SQLSTATE 25006), not by anything else.
+      expect(((refused as Error).cause as { code?: string }).code).toBe('25006');
+    }
     expect(await writable.spend(jti, Date.now())).toBe('spent');
     expect(await readOnly.spend(jti, Date.now()).catch(() => 'refused')).toBe('refused');
   });

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres.js';
@@ -56,12 +56,60 @@ export function startPostgres(port?: number, dataDir?: string): OwnPostgres {
   return { port: Number(p), pid: Number(pid), dataDir: dir, url: `postgres://postgres@127.0.0.1:${p}/postgres` };
 }
 
-/** Sends `signal` to our own server, ignoring "no such process". */
-export function signalPostgres(server: OwnPostgres, signal: NodeJS.Signals): void {
+function signal(pid: number, sig: NodeJS.Signals): void {
   try {
-    process.kill(server.pid, signal);
+    process.kill(pid, sig);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
+
+/** The state letter of a process in /proc (`undefined` when it is gone). */
+function procState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The children of `pid` (the server's backends and workers), from /proc. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * Sends `sig` to our own server's postmaster; SIGSTOP and SIGCONT also to every process it started
+ * (each connection has its own backend process: freezing the postmaster alone freezes none of them).
+ */
+export function signalPostgres(server: OwnPostgres, sig: NodeJS.Signals): void {
+  if (sig === 'SIGSTOP' || sig === 'SIGCONT') for (const child of childrenOf(server.pid)) signal(child, sig);
+  signal(server.pid, sig);
+}
+
+/**
+ * Resolves once the postmaster has exited (gone, or a zombie nobody reaped: a container's init may
+ * not reap orphans).
+ */
+export async function waitPostgresGone(server: OwnPostgres): Promise<void> {
+  const until = Date.now() + PROCESS_DEADLINE_MS;
+  for (;;) {
+    const state = procState(server.pid);
+    if (state === undefined || state === 'Z') return;
+    if (Date.now() > until) throw new Error(`postgres ${server.pid} still running after ${PROCESS_DEADLINE_MS} ms`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -69,18 +117,6 @@ export function signalPostgres(server: OwnPostgres, signal: NodeJS.Signals): voi
 export async function removePostgres(server: OwnPostgres): Promise<void> {
   signalPostgres(server, 'SIGCONT');
   signalPostgres(server, 'SIGINT');
-  const until = Date.now() + PROCESS_DEADLINE_MS;
-  for (;;) {
-    try {
-      process.kill(server.pid, 0);
-    } catch {
-      break;
-    }
-    if (Date.now() > until) {
-      signalPostgres(server, 'SIGKILL');
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitPostgresGone(server).catch(() => signalPostgres(server, 'SIGKILL'));
   rmSync(server.dataDir, { recursive: true, force: true });
 }
