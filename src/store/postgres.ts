@@ -630,6 +630,8 @@ export class PostgresStore implements ConfirmStore {
       if (!this.#isReady) await this.#withinDeadline(this.ready());
       return await this.#run(tx, this.timeoutMs, step);
     } catch (error) {
+      // A schema this store cannot use is a start-up error of open(); to a call it is an unavailable store.
+      if (error instanceof ConfigError) throw new ConfirmLedgerUnavailableError({ cause: error });
       throw unavailable(error);
     }
   }

@@ -15,6 +15,7 @@ import { PostgresStore } from '../../src/store/postgres.js';
 import { ACCEPT, asked, connect, type Connected, type Reply } from '../helpers/harness.js';
 import {
   freshSchema,
+  rawClient,
   removePostgres,
   signalPostgres,
   startPostgres,
@@ -77,6 +78,47 @@ describe('PostgreSQL store: the database stops answering between round 1 and rou
     writeFileSync(join(root, 'cache.txt'), 'again');
     expectRefused(await round2(s, state), 'ERR_CONFIRM_SPENT');
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('again');
+  });
+
+  it('made read-only (default_transaction_read_only, reloaded): round 2 is refused with ERR_CONFIRM_LEDGER_UNAVAILABLE, nothing deleted; writable again, the same state deletes once', async () => {
+    const s = await demo();
+    const { state } = asked(await s.call('delete_file', { path: 'cache.txt' }));
+    const admin = await rawClient(server.url);
+    try {
+      await admin.query('ALTER SYSTEM SET default_transaction_read_only = on');
+      await admin.query('SELECT pg_reload_conf()');
+      // The postmaster signals every backend when it reloads; a backend applies it before its next command.
+      // Wait until a new session sees it (the postmaster has reloaded, so the store's backends were signalled).
+      const probe = await rawClient(server.url);
+      try {
+        for (;;) {
+          const r = await probe.query<{ default_transaction_read_only: string }>('SHOW default_transaction_read_only');
+          if (r.rows[0]?.default_transaction_read_only === 'on') break;
+          await new Promise((res) => setTimeout(res, 20));
+        }
+      } finally {
+        await probe.end();
+      }
+      expectRefused(await round2(s, state), 'ERR_CONFIRM_LEDGER_UNAVAILABLE');
+      expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('cache');
+      expect((await s.client.listTools()).tools.map((t) => t.name)).toContain('delete_file');
+    } finally {
+      await admin.query('ALTER SYSTEM RESET default_transaction_read_only');
+      await admin.query('SELECT pg_reload_conf()');
+      await admin.end();
+    }
+    // Writable again (the reload reaches the store's sessions between statements): the same state deletes once.
+    let after = await round2(s, state);
+    for (
+      let i = 0;
+      i < 50 && after.kind === 'result' && after.text.startsWith('[ERR_CONFIRM_LEDGER_UNAVAILABLE]');
+      i++
+    ) {
+      await new Promise((res) => setTimeout(res, 20));
+      after = await round2(s, state);
+    }
+    expect(after).toMatchObject({ kind: 'result', isError: false });
+    expect(existsSync(join(root, 'cache.txt'))).toBe(false);
   });
 
   it('stopped (fast shutdown): round 2 is refused with ERR_CONFIRM_LEDGER_UNAVAILABLE, nothing deleted; restarted in place, the same state deletes once', async () => {

@@ -102,6 +102,11 @@ describe('PostgresStore', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).code).toBe('ERR_CONFIG_STORE_SCHEMA');
     expect((error as Error).message).toContain('newer');
+    // A store created without waiting refuses its calls as unavailable (the schema error as the cause).
+    const lazy = keep(await PostgresStore.create({ url: pgUrl(), schema }));
+    const refused = await rejection(lazy.spend(randomUUID(), Date.now()));
+    expectUnavailable(refused);
+    expect(((refused as Error).cause as ConfigError).code).toBe('ERR_CONFIG_STORE_SCHEMA');
   });
 
   it('with createSchema false refuses a missing schema with ERR_CONFIG_STORE_SCHEMA, creating nothing; after init it opens', async () => {
