@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command. On a fresh Debian/Ubuntu machine it installs what the tests need
-# (redis-server, haproxy and chromium with apt-get when missing; npm packages with npm ci), typechecks, builds, starts a
-# throwaway Redis on a free loopback port, runs every test with vitest, stops Redis, and ends with
+# (redis-server, postgresql, haproxy and chromium with apt-get when missing; npm packages with npm ci), typechecks, builds, starts a
+# throwaway Redis and PostgreSQL on free loopback ports, runs every test with vitest, stops both, and ends with
 # one plain line "N passed, N failed" derived from vitest's JSON report (extra arguments go to vitest):
 # failed = failed tests + test files that failed to load + skipped/todo tests (a skip is a defect).
 set -uo pipefail
@@ -22,6 +22,12 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
   echo "installing redis-server with apt-get" >&2
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends redis-server; } >&2 \
     || fail_early "apt-get install redis-server"
+fi
+# PostgreSQL for the PostgreSQL store's tests (test/store/postgres*.test.ts): Debian's server binaries.
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  echo "installing postgresql with apt-get" >&2
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends postgresql; } >&2 \
+    || fail_early "apt-get install postgresql"
 fi
 # HAProxy for test/e2e/loadBalancer.test.ts (Debian installs it in /usr/sbin, which may not be on PATH).
 if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
@@ -51,6 +57,12 @@ read -r REDIS_PORT REDIS_PID < <(scripts/start-redis.sh) || true
 trap 'kill "$REDIS_PID" 2>/dev/null || true' EXIT
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 echo "redis-server pid $REDIS_PID on $REDIS_URL" >&2
+
+read -r PG_PORT PG_PID PG_DATA < <(scripts/start-postgres.sh) || true
+[ -n "${PG_PID:-}" ] || fail_early "start postgres"
+trap 'kill "$REDIS_PID" 2>/dev/null || true; kill -INT "$PG_PID" 2>/dev/null || true; sleep 1; rm -rf "$PG_DATA"' EXIT
+export PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+echo "postgres pid $PG_PID on $PG_URL" >&2
 
 # `npm run coverage` (scripts/coverage.sh) sets MCP_CONFIRM_COVERAGE_DIR: then every Node.js process of
 # the run (vitest's, the CLI the e2e tests start, and theirs) writes V8 coverage there. Unset (npm test,

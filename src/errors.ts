@@ -466,7 +466,9 @@ export type ConfigErrorCode =
   | 'ERR_CONFIG_JWKS'
   | 'ERR_CONFIG_POLICY'
   | 'ERR_CONFIG_GRANT'
-  | 'ERR_CONFIG_NOTIFY';
+  | 'ERR_CONFIG_NOTIFY'
+  | 'ERR_CONFIG_STORE_DRIVER'
+  | 'ERR_CONFIG_STORE_SCHEMA';
 
 /**
  * A start-up or configuration refusal: a root that cannot be served, an approvers file that cannot

@@ -33,7 +33,7 @@ function importGraph(entry: string): { files: Set<string>; bare: Set<string> } {
 }
 
 describe('package exports', () => {
-  it('resolves mcp-confirm, mcp-confirm/stores/sqlite and mcp-confirm/stores/redis to the built modules', async () => {
+  it('resolves mcp-confirm, mcp-confirm/stores/sqlite, mcp-confirm/stores/redis and mcp-confirm/stores/postgres to the built modules', async () => {
     const root = await import('mcp-confirm');
     expect(typeof root.createConfirmation).toBe('function');
     expect(typeof root.MemoryLedger).toBe('function');
@@ -41,6 +41,9 @@ describe('package exports', () => {
     const { RedisLedger } = await import('mcp-confirm/stores/redis');
     expect(typeof SqliteLedger).toBe('function');
     expect(typeof RedisLedger).toBe('function');
+    const { PostgresStore, POSTGRES_SCHEMA_VERSION } = await import('mcp-confirm/stores/postgres');
+    expect(typeof PostgresStore.open).toBe('function');
+    expect(POSTGRES_SCHEMA_VERSION).toBe(1);
   });
 
   it('the root entry exports exactly its curated list: no demo server and no internals (sealer, digest, audit key derivation constants, URL-mode sentence)', async () => {

@@ -53,13 +53,14 @@ import {
   type GrantsCommand,
 } from './grantsArgs.js';
 import { parseServingFlags, SERVING_OPTIONS, type ServingFlags } from './servingArgs.js';
+import { parseStoreInit, STORE_INIT_OPTIONS, STORE_USAGE, storeForeign, type StoreInitCommand } from './storeArgs.js';
 import { parseProxyCommand, type ProxyCommand } from './proxyArgs.js';
 
 export { EXIT_USAGE, UsageError };
 
 export const USAGE = `Usage:
   mcp-confirm --root DIR [--root DIR ...] [--audience NAME] [--ttl SECONDS]
-              [--key-file PATH] [--ledger memory|sqlite:PATH|redis://HOST:PORT[/DB]]
+              [--key-file PATH] [--ledger memory|sqlite:PATH|redis://HOST:PORT[/DB]|postgres://HOST/DB]
               [--approval form|passkey] [--approvers PATH] [--approval-port PORT]
               [--approval-wait SECONDS] [--grants same-directory|subtree] [--grant-max-uses N]
               [--grant-max-seconds SECONDS] [--plans] [--approvers-required N]
@@ -76,6 +77,8 @@ export const USAGE = `Usage:
   mcp-confirm grants list --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME] [--json]
   mcp-confirm grants revoke ID --ledger sqlite:PATH|redis://HOST:PORT[/DB] [--audience NAME]
       List or revoke the live grants in the store servers share (see Grants below).
+  mcp-confirm store init --ledger postgres://[USER@]HOST[:PORT]/DB
+      Create the PostgreSQL store's tables (see Store below).
   mcp-confirm demo [--yes]
       Run the demo: a real server and client, a confirmed deletion, three refused attacks.
   mcp-confirm proxy [OPTIONS] [--] COMMAND [ARG ...]
@@ -92,7 +95,9 @@ Options:
   --key-file PATH   Key ring shared by replicas: {"keys":[{"kid":"k2","k":"<base64url 32 bytes>"}]};
                     the first key seals, every key opens. Default: one random key per process.
   --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
-                    sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts).
+                    sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts),
+                    postgres://[USER@]HOST[:PORT]/DB[?sslmode=…&schema=NAME] (several hosts; the
+                    password from PGPASSWORD or ~/.pgpass, never needed on the command line).
   --approval MODE   form (default: the client's yes is taken as given) or passkey (the human
                     approves on a local page with an enrolled passkey; needs --approvers).
   --approvers PATH  The approvers file (mcp-confirm approvers enroll). Mode 0600, outside every root.
@@ -131,7 +136,9 @@ ${HTTP_USAGE}
 
 ${AUDIT_USAGE}
 
-${GRANTS_USAGE}`;
+${GRANTS_USAGE}
+
+${STORE_USAGE}`;
 
 /** `mcp-confirm --root DIR …`: serve `delete_file`. */
 export interface ServeCommand extends ServingFlags {
@@ -152,6 +159,7 @@ export type Command =
   | AuditVerifyCommand
   | ApproversCommand
   | GrantsCommand
+  | StoreInitCommand
   | ServeCommand
   | ProxyCommand;
 
@@ -359,6 +367,18 @@ const FAMILIES = new Map<
         action === undefined
           ? 'grants needs a command: grants list --ledger SPEC, or grants revoke ID --ledger SPEC'
           : `unknown grants command: ${action} (grants takes list or revoke)`,
+    },
+  ],
+  [
+    'store',
+    {
+      commands: new Map([
+        ['init', command({ options: STORE_INIT_OPTIONS, words: 0, foreign: storeForeign, parse: parseStoreInit })],
+      ]),
+      refusal: (action) =>
+        action === undefined
+          ? 'store needs a command: store init --ledger postgres://HOST/DB'
+          : `unknown store command: ${action} (store takes init)`,
     },
   ],
 ]);

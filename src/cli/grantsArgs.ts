@@ -91,8 +91,16 @@ function sharedLedger(command: string, ledger: string | undefined): string {
   if (ledger === 'memory')
     throw new UsageError(`${command} --ledger needs a shared store (sqlite:PATH or redis://HOST:PORT[/DB]): ${why}`);
   if (ledger === 'sqlite:') throw new UsageError('--ledger sqlite:PATH needs a file path');
-  if (!ledger.startsWith('sqlite:') && !ledger.startsWith('redis://') && !ledger.startsWith('rediss://'))
-    throw new UsageError('--ledger: unknown ledger (use sqlite:PATH or redis://HOST:PORT[/DB])');
+  if (
+    !ledger.startsWith('sqlite:') &&
+    !ledger.startsWith('redis://') &&
+    !ledger.startsWith('rediss://') &&
+    !ledger.startsWith('postgres://') &&
+    !ledger.startsWith('postgresql://')
+  )
+    throw new UsageError(
+      '--ledger: unknown ledger (use sqlite:PATH, redis://HOST:PORT[/DB] or postgres://HOST[:PORT]/DB)',
+    );
   return ledger;
 }
 

@@ -20,7 +20,7 @@ import type { AuditLog } from '../audit/auditLog.js';
 import type { Ledger } from '../store/ledger.js';
 import { EXIT_USAGE, readKeyFile, UsageError } from './common.js';
 import type { GrantsCommand } from './grantsArgs.js';
-import { openLedger, redisUrl, shownLedger } from './ledgerSpec.js';
+import { isPostgresSpec, openLedger, postgresSpec, redisUrl, shownLedger } from './ledgerSpec.js';
 
 const err = (line: string): void => void process.stderr.write(`mcp-confirm: ${line}\n`);
 
@@ -156,7 +156,8 @@ export async function runGrants(command: GrantsCommand): Promise<number> {
     }
   } else {
     try {
-      redisUrl(command.ledger);
+      if (isPostgresSpec(command.ledger)) postgresSpec(command.ledger);
+      else redisUrl(command.ledger);
     } catch (e) {
       if (!(e instanceof UsageError)) throw e;
       err(e.message);

@@ -1,7 +1,8 @@
 /**
  * `--ledger SPEC` → a {@link ConfirmStore}: `memory` (one process), `sqlite:PATH`
  * (processes on one host sharing a file), `redis://HOST:PORT[/DB]` or
- * `rediss://…` (several hosts). The stores are imported only when named, so
+ * `rediss://…` (several hosts), `postgres://…` or `postgresql://…` (several hosts; across a
+ * failover with a synchronous standby). The stores are imported only when named, so
  * `--ledger memory` loads no native driver.
  *
  * @module
@@ -35,11 +36,47 @@ function shownRedisUrl(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
+/** Whether a `--ledger` value names the PostgreSQL store (`postgres://…` or `postgresql://…`). */
+export function isPostgresSpec(spec: string): boolean {
+  return spec.startsWith('postgres://') || spec.startsWith('postgresql://');
+}
+
 /**
- * A `--ledger` value as messages show it: `sqlite:PATH` and `memory` as given; a Redis URL without
- * its user name and password (`redis://HOST:PORT/DB`), or `a Redis URL` when it does not parse.
+ * Parses a `postgres://` or `postgresql://` `--ledger` value, without connecting: the URL given to
+ * the `pg` package (without `schema`), and the schema its `?schema=NAME` names (default `mcp_confirm`).
+ *
+ * @throws {UsageError} when it is not a URL or its schema is not a lower-case identifier; the
+ *   message never echoes the value (it may hold a password).
+ */
+export function postgresSpec(spec: string): { url: string; schema: string | undefined; shown: string } {
+  let url: URL;
+  try {
+    url = new URL(spec);
+  } catch {
+    throw new UsageError('--ledger: not a valid postgres://[USER[:PASSWORD]@]HOST[:PORT]/DB URL');
+  }
+  const schema = url.searchParams.get('schema') ?? undefined;
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema))
+    throw new UsageError('--ledger: the schema must be a lower-case identifier (a-z, 0-9, _; at most 63)');
+  url.searchParams.delete('schema');
+  // Shown: scheme, host, port and database only (never a user name, a password or the query).
+  return { url: url.href, schema, shown: `${url.protocol}//${url.host}${url.pathname}` };
+}
+
+/**
+ * A `--ledger` value as messages show it: `sqlite:PATH` and `memory` as given; a Redis or PostgreSQL
+ * URL without its user name, password and query (`redis://HOST:PORT/DB`), or `a Redis URL` / `a
+ * PostgreSQL URL` when it does not parse.
  */
 export function shownLedger(spec: string): string {
+  if (isPostgresSpec(spec)) {
+    try {
+      const url = new URL(spec);
+      return `${url.protocol}//${url.host}${url.pathname}`;
+    } catch {
+      return 'a PostgreSQL URL'; // never echo the value: it may hold a password
+    }
+  }
   if (!spec.startsWith('redis://') && !spec.startsWith('rediss://')) return spec;
   try {
     return shownRedisUrl(new URL(spec));
@@ -137,5 +174,53 @@ export async function openLedger(
       log(`Redis ledger at ${shown} is not reachable yet: serving anyway; confirmations are refused until it is`);
     return ledger;
   }
-  throw new UsageError('--ledger: unknown ledger (use memory, sqlite:PATH or redis://HOST:PORT[/DB])');
+  if (isPostgresSpec(spec)) return openPostgres(spec, log);
+  throw new UsageError(
+    '--ledger: unknown ledger (use memory, sqlite:PATH, redis://HOST:PORT[/DB] or postgres://HOST[:PORT]/DB)',
+  );
+}
+
+/**
+ * Opens the PostgreSQL store of a `postgres://` `--ledger` value: waits up to 3 s for its schema
+ * (read, or created when missing). A configuration error (no `pg` package, a schema newer than this
+ * version knows or missing and not creatable, a refused login) is a usage error (exit 2); an
+ * unreachable database is not: the server starts, confirmations fail closed with
+ * `ERR_CONFIRM_LEDGER_UNAVAILABLE`, and each call tries again.
+ *
+ * @throws {UsageError} as said; the message names the database by host, port and name only.
+ */
+async function openPostgres(spec: string, log: (line: string) => void): Promise<ConfirmStore> {
+  const { url, schema, shown } = postgresSpec(spec);
+  const { PostgresStore } = await import('../store/postgres.js');
+  let store;
+  try {
+    store = await PostgresStore.create({ url, ...(schema !== undefined ? { schema } : {}) });
+  } catch (e) {
+    throw new UsageError(`--ledger: ${(e as Error).message}`);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const waited = await Promise.race([
+    store.ready().then(
+      () => 'ready' as const,
+      (e: unknown) => e,
+    ),
+    new Promise<'waiting'>((resolve) => {
+      timer = setTimeout(() => resolve('waiting'), STARTUP_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (waited === 'ready') return store;
+  const cause = (waited as { cause?: unknown } | undefined)?.cause;
+  // The server refused the login or the database (SQLSTATE class 28, 3D000): configuration, not an outage.
+  const state = (cause as { code?: unknown } | undefined)?.code;
+  if ((waited as { code?: unknown } | undefined)?.code?.toString().startsWith('ERR_CONFIG_')) {
+    await store.close();
+    throw new UsageError(`--ledger: PostgreSQL at ${shown}: ${(waited as Error).message}`);
+  }
+  if (typeof state === 'string' && (state.startsWith('28') || state === '3D000')) {
+    await store.close();
+    throw new UsageError(`--ledger: PostgreSQL at ${shown} refused the connection: ${(cause as Error).message}`);
+  }
+  log(`PostgreSQL ledger at ${shown} is not reachable yet: serving anyway; confirmations are refused until it is`);
+  return store;
 }

@@ -19,7 +19,18 @@ import type { Runtime } from './runtime.js';
  * Arguments after which the command does not serve over stdio (or may not: `--http`), so
  * {@link prefetchStdio} loads nothing. A hint only: the parser decides what runs.
  */
-const NOT_STDIO = new Set(['proxy', 'demo', 'keygen', 'audit', 'approvers', 'grants', '--help', '-h', '--version']);
+const NOT_STDIO = new Set([
+  'proxy',
+  'demo',
+  'keygen',
+  'audit',
+  'approvers',
+  'grants',
+  'store',
+  '--help',
+  '-h',
+  '--version',
+]);
 
 /**
  * Starts loading the modules `mcp-confirm --root DIR` serves stdio with, while the argument parser
@@ -252,6 +263,10 @@ async function main(argv: readonly string[]): Promise<number> {
       case 'grants-revoke': {
         const { runGrants } = await import('./grantsCli.js');
         return await runGrants(command);
+      }
+      case 'store-init': {
+        const { runStoreInit } = await import('./storeCli.js');
+        return await runStoreInit(command);
       }
     }
   } catch (e) {

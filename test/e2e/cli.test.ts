@@ -235,7 +235,7 @@ async function spawnWith(
  * the demo, the MCP client, node:crypto.
  */
 const NOT_BEFORE_FIRST_ANSWER =
-  /\/dist\/guard\/(?!capabilityErrors\.js$)|\/dist\/(state|ledger|store|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!publicUrl\.js$)|\/dist\/demo\/(deleteFile|index)\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
+  /\/dist\/guard\/(?!capabilityErrors\.js$)|\/dist\/(state|ledger|store|prompt|stores|audit|proxy)\/|\/dist\/http\/(?!bind\.js$)|\/dist\/approval\/(?!publicUrl\.js$)|\/dist\/demo\/(deleteFile|index)\.js$|\/dist\/fs\/(target|quarantine)\.js$|\/dist\/cli\/(demo|serveHttp|approvalStart|auditCli|ledgerSpec)\.js$|\/node_modules\/(better-sqlite3|redis|@redis|pg|pg-[a-z-]+|pgpass|jose|@simplewebauthn|prom-client|canonicalize)\/|@modelcontextprotocol\/client\/|^node:crypto$/;
 
 describe('cold start', () => {
   it('answers the first request before loading the confirmation layer, the stores, their drivers, HTTP, JWT, metrics, WebAuthn, the demo or the MCP client; the first call loads the layer and is asked', async () => {

@@ -342,7 +342,7 @@ describe('grants: refusals before any store is opened', () => {
 
   it('an unknown --ledger, a bad --audience, a flag of another command are usage errors (exit 2)', async () => {
     const cases: Array<[string[], string]> = [
-      [['grants', 'list', '--ledger', 'postgres://x'], '--ledger: unknown ledger'],
+      [['grants', 'list', '--ledger', 'mysql://x'], '--ledger: unknown ledger'],
       [['grants', 'list', '--ledger', 'sqlite:'], '--ledger sqlite:PATH needs a file path'],
       [['grants', 'list', '--ledger', 'redis://127.0.0.1:1/db'], 'the Redis database must be a number'],
       [['grants', 'list', '--ledger', `sqlite:${db}`, '--audience', 'a{b}'], '--audience must be 1 to 200'],

@@ -14,7 +14,10 @@ import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
 const WORKER = fileURLToPath(new URL('./raceWorker.ts', import.meta.url));
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
-export type StoreSpec = { store: 'sqlite'; path: string } | { store: 'redis'; url: string; namespace: string };
+export type StoreSpec =
+  | { store: 'sqlite'; path: string }
+  | { store: 'redis'; url: string; namespace: string }
+  | { store: 'postgres'; url: string; schema: string };
 
 export interface RoundResult {
   jti: string;

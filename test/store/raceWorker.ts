@@ -4,6 +4,7 @@
  * IPC only:
  *
  *   parent → { type: 'open', store: 'sqlite', path } | { type: 'open', store: 'redis', url, namespace }
+ *            | { type: 'open', store: 'postgres', url, schema }
  *   child  → { type: 'ready' }
  *   parent → { type: 'go', jti, attempts, nowMs }   (any number of rounds)
  *   child  → { type: 'armed' }
@@ -26,7 +27,9 @@ import type { ConfirmStore } from '../../src/store/confirmStore.js';
 import type { SpendOutcome } from '../../src/store/ledger.js';
 
 type OpenMessage =
-  { type: 'open'; store: 'sqlite'; path: string } | { type: 'open'; store: 'redis'; url: string; namespace: string };
+  | { type: 'open'; store: 'sqlite'; path: string }
+  | { type: 'open'; store: 'redis'; url: string; namespace: string }
+  | { type: 'open'; store: 'postgres'; url: string; schema: string };
 type GoMessage = { type: 'go'; jti: string; attempts: number; nowMs: number };
 type TakeMessage = {
   type: 'take';
@@ -51,6 +54,11 @@ async function open(m: OpenMessage): Promise<ConfirmStore> {
     // A deadline far beyond the race: contended spends wait (without blocking) for the write lock,
     // and this test is about atomicity, not about how fast a loaded machine gets through 1,000 spends.
     return new SqliteLedger({ path: m.path, timeoutMs: 60_000 });
+  }
+  if (m.store === 'postgres') {
+    const { PostgresStore } = await import('../../src/store/postgres.js');
+    // Likewise a deadline far beyond the race (the spends wait for the row's lock and a connection).
+    return PostgresStore.open({ url: m.url, schema: m.schema, timeoutMs: 60_000 });
   }
   const { RedisLedger } = await import('../../src/store/redis.js');
   // Likewise: the default 2 s deadline is about a frozen Redis, and 1,000 scripts queued at once
