@@ -466,12 +466,14 @@ export type ConfigErrorCode =
   | 'ERR_CONFIG_JWKS'
   | 'ERR_CONFIG_POLICY'
   | 'ERR_CONFIG_GRANT'
-  | 'ERR_CONFIG_NOTIFY';
+  | 'ERR_CONFIG_NOTIFY'
+  | 'ERR_CONFIG_STORE_DRIVER';
 
 /**
  * A start-up or configuration refusal: a root that cannot be served, an approvers file that cannot
  * be used, a port that cannot be bound, a public URL, bind address, JWK set, proxy policy or
- * notification channel that is not usable, an enrolment that saved nothing. It never crosses the wire (that is
+ * notification channel that is not usable, an enrolment that saved nothing, a store whose driver
+ * package is not installed. It never crosses the wire (that is
  * {@link ConfirmError}); the command line prints it and exits with code 2 (an enrolment, 1).
  *
  * `code` is stable; `message` is a fixed sentence naming what is wrong, which never names a
