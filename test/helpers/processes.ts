@@ -23,12 +23,13 @@ export interface Finished {
 export function runProcess(
   command: string,
   args: readonly string[],
-  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       ...(options.env ? { env: options.env } : {}),
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     });
     let stdout = '';
     let stderr = '';
