@@ -11,13 +11,14 @@
  * the registry through one npm cache, in the one temporary folder this file uses for everything
  * (prefer-offline: once a package is in that cache, it is not fetched again).
  */
+import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, delimiter, join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT, asked, callTool, MANUAL_CLIENT_OPTIONS } from '../helpers/harness.js';
-import { InPlaceStdioTransport, runProcess, type Finished } from '../helpers/processes.js';
+import { InPlaceStdioTransport, runProcess, stderrSays, type Finished } from '../helpers/processes.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const { version: VERSION } = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string };
@@ -35,8 +36,11 @@ let packed: string[];
 /** The environment of every npm and CLI process: the test's, without npm's own variables, with one cache. */
 let env: Record<string, string>;
 
+/** How long one npm command may take: it fetches packages, on a machine shared with other tests. */
+const NPM_DEADLINE_MS = 5 * 60_000;
+
 function npm(args: string[], cwd: string): Promise<Finished> {
-  return runProcess('npm', args, { cwd, env });
+  return runProcess('npm', args, { cwd, env, deadlineMs: NPM_DEADLINE_MS });
 }
 
 async function npmOk(args: string[], cwd: string): Promise<Finished> {
@@ -57,6 +61,24 @@ async function script(code: string): Promise<unknown> {
   return JSON.parse(r.stdout);
 }
 
+/** Every client this file connected, closed at the end (their servers exit with them). */
+const clients: Client[] = [];
+
+/** A real client pinned to 2026-07-28, driving the rounds by hand, of `command args` started over stdio in `cwd`. */
+async function stdioClient(
+  command: string,
+  args: string[],
+  cwd: string,
+): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new InPlaceStdioTransport({ command, args, cwd, env, stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const client = new Client({ name: 'package-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
+  await client.connect(transport);
+  clients.push(client);
+  return { client, stderr: () => stderr };
+}
+
 /**
  * Starts `command args --root ROOT` (a fresh root holding `old.log`) as an MCP server over stdio and
  * deletes `old.log` through a real client pinned to 2026-07-28: round 1 asks, round 2 says yes.
@@ -66,34 +88,20 @@ async function confirmedDelete(command: string, args: string[]): Promise<{ text:
   const root = mkdtempSync(join(T, 'root-'));
   const file = join(root, 'old.log');
   writeFileSync(file, 'hello');
-  const transport = new InPlaceStdioTransport({
-    command,
-    args: [...args, '--root', root],
-    cwd: T,
-    env,
-    stderr: 'pipe',
+  const { client, stderr } = await stdioClient(command, [...args, '--root', root], T);
+  const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'old.log' } }));
+  expect(message).toContain(file);
+  expect(existsSync(file)).toBe(true);
+  const done = await callTool(client, {
+    name: 'delete_file',
+    arguments: { path: 'old.log' },
+    inputResponses: ACCEPT,
+    requestState: state,
   });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const client = new Client({ name: 'package-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
-  await client.connect(transport);
-  try {
-    const { state, message } = asked(await callTool(client, { name: 'delete_file', arguments: { path: 'old.log' } }));
-    expect(message).toContain(file);
-    expect(existsSync(file)).toBe(true);
-    const done = await callTool(client, {
-      name: 'delete_file',
-      arguments: { path: 'old.log' },
-      inputResponses: ACCEPT,
-      requestState: state,
-    });
-    if (done.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(done)}`);
-    expect(done.isError).toBe(false);
-    expect(existsSync(file)).toBe(false);
-    return { text: done.text, stderr };
-  } finally {
-    await client.close();
-  }
+  if (done.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(done)}`);
+  expect(done.isError).toBe(false);
+  expect(existsSync(file)).toBe(false);
+  return { text: done.text, stderr: stderr() };
 }
 
 beforeAll(async () => {
@@ -126,9 +134,10 @@ beforeAll(async () => {
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }, null, 2));
   await npmOk(['install', tarball], app);
-});
+}, 2 * NPM_DEADLINE_MS);
 
-afterAll(() => {
+afterAll(async () => {
+  for (const client of clients) await client.close().catch(() => {});
   if (T) rmSync(T, { recursive: true, force: true });
 });
 
@@ -330,5 +339,133 @@ describe('with each driver installed', () => {
     const { stderr } = await confirmedDelete(join(prefix, 'bin', 'mcp-confirm'), ['--ledger', `sqlite:${path}`]);
     expect(stderr).toContain('; ledger sqlite');
     expect(existsSync(path)).toBe(true);
+  });
+});
+
+describe('examples/, installed from the same tarball into the same project', () => {
+  const EXAMPLES = join(REPO, 'examples');
+  const NAMES = ['transfer-money', 'proxy-filesystem', 'http-tokens'];
+  /** Files a run of an example leaves in its folder, never copied. */
+  const LEFT_BY_A_RUN = /[/\\](node_modules|package-lock\.json|ledger\.db.*|signing-key\.json|jwks\.json|files)$/;
+
+  /** The example's copy, under the project: it resolves the project's node_modules. */
+  const folder = (name: string): string => join(app, 'examples', name);
+
+  /** The words of the example's `npm start`: a bin of the project (or node), and its arguments. */
+  function start(name: string): [string, string[]] {
+    const { scripts } = JSON.parse(readFileSync(join(EXAMPLES, name, 'package.json'), 'utf8')) as {
+      scripts: { start: string };
+    };
+    const [first, ...args] = scripts.start.split(' ');
+    return [first === 'node' ? process.execPath : join(app, 'node_modules', '.bin', first!), args];
+  }
+
+  beforeAll(async () => {
+    for (const name of NAMES) {
+      cpSync(join(EXAMPLES, name), folder(name), { recursive: true, filter: (src) => !LEFT_BY_A_RUN.test(src) });
+    }
+    // What the examples need besides mcp-confirm's own dependencies, linked from the repository's
+    // built copies (--ignore-scripts: see the top of this file); `npm start` puts the project's bins
+    // on PATH, as the proxy example's upstream command needs.
+    await npmOk(
+      [
+        'install',
+        '--ignore-scripts',
+        join(REPO, 'node_modules', 'better-sqlite3'),
+        join(REPO, 'node_modules', '@modelcontextprotocol', 'server-filesystem'),
+      ],
+      app,
+    );
+    env.PATH = `${join(app, 'node_modules', '.bin')}${delimiter}${env.PATH ?? ''}`;
+  }, NPM_DEADLINE_MS);
+
+  it('each has a README and a package.json installing mcp-confirm from the packed tarball, with the versions installed here', () => {
+    for (const name of NAMES) {
+      expect(existsSync(join(EXAMPLES, name, 'README.md')), name).toBe(true);
+      const { dependencies } = JSON.parse(readFileSync(join(EXAMPLES, name, 'package.json'), 'utf8')) as {
+        dependencies: Record<string, string>;
+      };
+      expect(dependencies['mcp-confirm'], name).toBe(`file:../../mcp-confirm-${VERSION}.tgz`);
+      const others = Object.entries(dependencies).filter(([dep]) => dep !== 'mcp-confirm');
+      expect(others.length, name).toBeGreaterThan(0);
+      for (const [dep, spec] of others) {
+        const installed = JSON.parse(readFileSync(join(app, 'node_modules', dep, 'package.json'), 'utf8')) as {
+          version: string;
+        };
+        expect(`${name}: ${dep} ${installed.version}`).toBe(`${name}: ${dep} ${spec}`);
+      }
+    }
+  });
+
+  it('transfer-money: a real client confirms a transfer over stdio; the replay is spent in the SQLite ledger; a transfer beyond the balance is refused before asking', async () => {
+    const [command, args] = start('transfer-money');
+    const { client } = await stdioClient(command, args, folder('transfer-money'));
+    const call = { name: 'transfer_money', arguments: { from: 'alice', to: 'bob', amountCents: 2_500 } };
+    const { state, message } = asked(await callTool(client, call));
+    expect(message).toContain('25.00 EUR');
+    expect(message).toContain('100.00 EUR');
+    const done = await callTool(client, { ...call, inputResponses: ACCEPT, requestState: state });
+    expect(done).toMatchObject({
+      kind: 'result',
+      isError: false,
+      text: 'Transferred 25.00 EUR from alice to bob; alice now has 75.00 EUR.',
+    });
+    const replay = await callTool(client, { ...call, inputResponses: ACCEPT, requestState: state });
+    expect(replay.kind === 'result' && replay.text.startsWith('[ERR_CONFIRM_SPENT]')).toBe(true);
+    expect(existsSync(join(folder('transfer-money'), 'ledger.db'))).toBe(true);
+    const tooMuch = await callTool(client, {
+      name: 'transfer_money',
+      arguments: { from: 'bob', to: 'alice', amountCents: 1_000_000 },
+    });
+    expect(tooMuch.kind === 'result' && tooMuch.text.startsWith('[ERR_CONFIRM_BAD_ARGUMENT]')).toBe(true);
+  });
+
+  it('proxy-filesystem: reading passes without a question; write_file is asked and written once after a yes', async () => {
+    const sandbox = join(folder('proxy-filesystem'), 'sandbox');
+    const [command, args] = start('proxy-filesystem');
+    const { client } = await stdioClient(command, args, folder('proxy-filesystem'));
+    const read = await callTool(client, { name: 'read_text_file', arguments: { path: join(sandbox, 'notes.txt') } });
+    expect(read).toMatchObject({ kind: 'result', isError: false });
+    expect(read.kind === 'result' && read.text).toContain('A note the agent may read');
+    const hello = join(sandbox, 'hello.txt');
+    const write = { name: 'write_file', arguments: { path: hello, content: 'hello' } };
+    const { state, message } = asked(await callTool(client, write));
+    expect(message).toContain('write_file');
+    expect(existsSync(hello)).toBe(false);
+    const done = await callTool(client, { ...write, inputResponses: ACCEPT, requestState: state });
+    expect(done).toMatchObject({ kind: 'result', isError: false });
+    expect(readFileSync(hello, 'utf8')).toBe('hello');
+  });
+
+  it('http-tokens: setup.js, the server with tokens from the local JWK set, and client.js, which deletes the file after a yes; no token, no call', async () => {
+    const cwd = folder('http-tokens');
+    expect(await runProcess(process.execPath, ['setup.js'], { cwd, env })).toMatchObject({ status: 0 });
+    expect(existsSync(join(cwd, 'files', 'report.txt'))).toBe(true);
+    // `npm start` on a free port instead of 8787 (tests run side by side).
+    const [command, args] = start('http-tokens');
+    const server = spawn(
+      command,
+      args.map((a) => a.replace('127.0.0.1:8787', '127.0.0.1:0')),
+      { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    try {
+      await stderrSays(() => stderr, '/mcp;');
+      const url = / at (http:\/\/\S+\/mcp);/.exec(stderr)![1]!;
+      const anonymous = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+      expect(anonymous.status).toBe(401);
+      const client = await runProcess(process.execPath, ['client.js', url], { cwd, env });
+      expect(client).toMatchObject({ status: 0 });
+      expect(client.stdout).toMatch(/^asked: Permanently delete .*report\.txt/m);
+      expect(client.stdout).toMatch(/^Deleted .*report\.txt/m);
+      expect(existsSync(join(cwd, 'files', 'report.txt'))).toBe(false);
+    } finally {
+      server.kill();
+    }
   });
 });
