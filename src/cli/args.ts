@@ -92,6 +92,8 @@ Options:
                     the first key seals, every key opens. Default: one random key per process.
   --ledger SPEC     Where outstanding confirmations live: memory (default, one process),
                     sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts).
+                    sqlite: needs the package better-sqlite3 and redis: the package redis, installed
+                    next to mcp-confirm (npm install -g mcp-confirm better-sqlite3).
   --approval MODE   form (default: the client's yes is taken as given) or passkey (the human
                     approves on a local page with an enrolled passkey; needs --approvers).
   --approvers PATH  The approvers file (mcp-confirm approvers enroll). Mode 0600, outside every root.
