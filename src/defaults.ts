@@ -8,6 +8,12 @@
  * @module
  */
 
+/**
+ * The package's version, as the servers announce it (`serverInfo.version`) and the proxy's upstream
+ * client names itself: `'0.2.0'`. test/exports.test.ts keeps it equal to package.json's `version`.
+ */
+export const PACKAGE_VERSION = '0.2.0';
+
 /** The `aud` claim a state is sealed for when none is given: `'mcp-confirm'`. */
 export const DEFAULT_AUDIENCE = 'mcp-confirm';
 

@@ -473,7 +473,8 @@ export type ConfigErrorCode =
 /**
  * A start-up or configuration refusal: a root that cannot be served, an approvers file that cannot
  * be used, a port that cannot be bound, a public URL, bind address, JWK set, proxy policy or
- * notification channel that is not usable, an enrolment that saved nothing. It never crosses the wire (that is
+ * notification channel that is not usable, an enrolment that saved nothing, a store whose driver
+ * package is not installed. It never crosses the wire (that is
  * {@link ConfirmError}); the command line prints it and exits with code 2 (an enrolment, 1).
  *
  * `code` is stable; `message` is a fixed sentence naming what is wrong, which never names a

@@ -150,7 +150,9 @@ describe('package exports', () => {
       ['createDemoServer', 'registerDeleteFile', 'deleteFileQuestion', 'SERVER_INFO', 'DeleteFileInput'].sort(),
     );
     expect(typeof demo.createDemoServer).toBe('function');
-    expect(demo.SERVER_INFO).toEqual({ name: 'mcp-confirm', version: '0.1.0' });
+    // The version the server announces is the package's.
+    const { version } = JSON.parse(readFileSync(join(DIST, '..', 'package.json'), 'utf8')) as { version: string };
+    expect(demo.SERVER_INFO).toEqual({ name: 'mcp-confirm', version });
     const { files } = importGraph(join(DIST, 'index.js'));
     expect([...files].filter((f) => f.includes(join('dist', 'demo')))).toEqual([]);
     // Control: the walker reaches the demo's modules from the subpath's entry.

@@ -98,6 +98,8 @@ Options:
                     sqlite:PATH (processes on one host), redis://HOST:PORT[/DB] (several hosts),
                     postgres://[USER@]HOST[:PORT]/DB[?sslmode=…&schema=NAME] (several hosts; the
                     password from PGPASSWORD or ~/.pgpass, never needed on the command line).
+                    sqlite: needs the package better-sqlite3, redis: the package redis, postgres: the
+                    package pg, installed next to mcp-confirm (npm install -g mcp-confirm better-sqlite3).
   --approval MODE   form (default: the client's yes is taken as given) or passkey (the human
                     approves on a local page with an enrolled passkey; needs --approvers).
   --approvers PATH  The approvers file (mcp-confirm approvers enroll). Mode 0600, outside every root.

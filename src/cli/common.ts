@@ -65,6 +65,12 @@ export function configMessage(error: ConfigError, publicUrl?: URL): string {
         ? `${message}; enrol them again without --public-url`
         : `${message}; enrol them again with: mcp-confirm approvers enroll --public-url ${origin} …`;
     }
+    case 'ERR_CONFIG_STORE_DRIVER':
+      // The command line is installed globally or run by npx: say how to add the driver there.
+      return message.replace(
+        `(npm install ${value})`,
+        `(npm install -g mcp-confirm ${value}, or npx -p mcp-confirm -p ${value} mcp-confirm …)`,
+      );
     default:
       return message;
   }

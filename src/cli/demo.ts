@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { Client, ProtocolError, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { PACKAGE_VERSION } from '../defaults.js';
 import { EXIT_USAGE } from './common.js';
 
 /**
@@ -71,7 +72,7 @@ export async function runDemo(options: { yes: boolean }): Promise<number> {
     stderr: 'pipe',
   });
   const client = new Client(
-    { name: 'mcp-confirm-demo', version: '0.1.0' },
+    { name: 'mcp-confirm-demo', version: PACKAGE_VERSION },
     {
       capabilities: { elicitation: { form: {} } },
       versionNegotiation: { mode: { pin: '2026-07-28' } },

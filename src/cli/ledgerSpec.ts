@@ -9,7 +9,8 @@
  */
 import type { ConfirmStore } from '../store/confirmStore.js';
 import { MemoryLedger } from '../store/memory.js';
-import { UsageError } from './common.js';
+import { ConfigError } from '../errors.js';
+import { asUsageError, UsageError } from './common.js';
 
 /**
  * Parses a `redis://` or `rediss://` `--ledger` value, without connecting.
@@ -104,7 +105,8 @@ const STARTUP_WAIT_MS = 3_000;
  * A SQLite file that another process holds locked (replicas starting together on a new file) is
  * retried for up to 10 s.
  *
- * @throws {UsageError} for an unknown spec, a SQLite file that cannot be opened (or stays locked for
+ * @throws {UsageError} for an unknown spec, a store whose driver package (better-sqlite3, redis) is not
+ *   installed, a SQLite file that cannot be opened (or stays locked for
  *   10 s), or a Redis that refuses the connection.
  */
 export async function openLedger(
@@ -121,6 +123,7 @@ export async function openLedger(
     try {
       ledger = new SqliteLedger({ path });
     } catch (e) {
+      if (e instanceof ConfigError) throw asUsageError(e, `--ledger ${spec}: `); // no better-sqlite3
       const cause = (e as { cause?: unknown }).cause;
       const reason = cause instanceof Error ? cause.message : (e as Error).message;
       throw new UsageError(`--ledger ${spec}: cannot open the SQLite ledger: ${reason}`);
@@ -159,6 +162,7 @@ export async function openLedger(
         },
       });
     } catch (e) {
+      if (e instanceof ConfigError) throw asUsageError(e, `--ledger ${shown}: `); // no redis
       throw new UsageError(`--ledger: ${(e as Error).message}`);
     }
     // Give the first connection a moment, to tell a configuration error (exit 2) from an outage (serve, refuse, recover).

@@ -7,9 +7,10 @@
  * @module
  */
 import { z } from 'zod';
+import { PACKAGE_VERSION } from '../defaults.js';
 
 /** The name and version the demo server announces. */
-export const SERVER_INFO = { name: 'mcp-confirm', version: '0.1.0' } as const;
+export const SERVER_INFO = { name: 'mcp-confirm', version: PACKAGE_VERSION } as const;
 
 /**
  * The input of `delete_file`: exactly `{ path: string }`. Strict (unknown keys

@@ -67,7 +67,7 @@ import {
 import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
-import { DEFAULT_MAX_ARGUMENT_BYTES } from '../defaults.js';
+import { DEFAULT_MAX_ARGUMENT_BYTES, PACKAGE_VERSION } from '../defaults.js';
 import {
   ConfirmBadArgumentError,
   ConfirmError,
@@ -163,7 +163,7 @@ export function checkArgumentSize(args: Record<string, unknown> | undefined, max
 }
 
 /** The name and version the proxy announces to its client. */
-export const PROXY_INFO = { name: 'mcp-confirm-proxy', version: '0.1.0' } as const;
+export const PROXY_INFO = { name: 'mcp-confirm-proxy', version: PACKAGE_VERSION } as const;
 
 /** Options of {@link createProxy}. */
 export interface ProxyOptions {

@@ -50,7 +50,7 @@ import {
   ConfirmUpstreamInputError,
   ConfirmUpstreamTimeoutError,
 } from '../errors.js';
-import { DEFAULT_UPSTREAM_TIMEOUT_SECONDS } from '../defaults.js';
+import { DEFAULT_UPSTREAM_TIMEOUT_SECONDS, PACKAGE_VERSION } from '../defaults.js';
 import { renderValue } from '../prompt/render.js';
 import { canonicalDigest } from '../state/digest.js';
 
@@ -462,7 +462,7 @@ export class Upstream {
       onChanged: () => upstream?.changed(kind),
     });
     const declareRoots = options.roots ?? true;
-    const client = new Client(options.clientInfo ?? { name: 'mcp-confirm-proxy', version: '0.1.0' }, {
+    const client = new Client(options.clientInfo ?? { name: 'mcp-confirm-proxy', version: PACKAGE_VERSION }, {
       capabilities: declareRoots ? { roots: { listChanged: true } } : {},
       versionNegotiation: { mode: 'auto' },
       // An upstream's own input_required comes back as a result, never fulfilled here.

@@ -141,7 +141,6 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { createClient } from 'redis';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { ConfirmStore } from './confirmStore.js';
 import type { Ledger, SpendOutcome } from './ledger.js';
@@ -165,6 +164,7 @@ import {
 } from './approvalStore.js';
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from './auditHeads.js';
+import { redisDriver } from './driver.js';
 import { DeadlineError, DeadlineRunner, type RedisCommandClient } from './redisDeadline.js';
 import {
   APPROVAL_ATTACH_GRANT_SCRIPT,
@@ -337,6 +337,7 @@ function spendCreating(reply: string | undefined, record: 'grant' | 'plan', meth
 
 /** Creates the client an owned ledger uses. */
 function ownedClient(url: string, options: { connectTimeoutMs: number; onError: (error: unknown) => void }) {
+  const { createClient } = redisDriver();
   const client = createClient({
     url,
     // Fail at once while disconnected instead of queueing until a reconnect.
@@ -402,6 +403,8 @@ export class RedisLedger implements ConfirmStore {
    * @throws {RangeError} when a bound, `timeoutMs`, `clockSkewMs` or `connectTimeoutMs` is not a valid integer,
    *   or `namespace` is empty, longer than 200 characters, not well-formed (a lone surrogate), or contains `{`, `}`
    *   or a control character.
+   * @throws {ConfigError} `ERR_CONFIG_STORE_DRIVER` when `url` is given and the optional peer dependency `redis`
+   *   is not installed (a `client` given needs no driver of ours).
    */
   constructor(options: RedisLedgerOptions) {
     if ((options.url === undefined) === (options.client === undefined))
@@ -480,6 +483,7 @@ export class RedisLedger implements ConfirmStore {
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when no connection is made within
    *   `connectTimeoutMs` (the client is closed again).
    * @throws {TypeError | RangeError} for bad options, as the constructor.
+   * @throws {ConfigError} `ERR_CONFIG_STORE_DRIVER` without the `redis` package, as the constructor.
    */
   static async open(options: RedisLedgerOptions): Promise<RedisLedger> {
     const ledger = new RedisLedger(options);

@@ -101,7 +101,7 @@
  * @module
  */
 import { closeSync, openSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
 import type { ConfirmStore } from './confirmStore.js';
 import { checkNewLinkApproval, type LinkedApproval, type NewLinkApproval, type OpenLinkOutcome } from './linkStore.js';
@@ -128,6 +128,7 @@ import {
 import { positiveInteger } from './ledger.js';
 import { checkAuditHead, checkAuditHeadPath, isAuditHead, type AuditHead, type AuditHeadStore } from './auditHeads.js';
 import { BusyRetry, isBusy } from './busyRetry.js';
+import { sqliteDriver } from './driver.js';
 import {
   checkGrantQuery,
   checkNewGrant,
@@ -322,6 +323,8 @@ export class SqliteLedger implements ConfirmStore {
    *
    * @param options - see {@link SqliteLedgerOptions}.
    * @throws {RangeError} when a bound or `timeoutMs` is not a positive integer, or `path` is empty or `':memory:'`.
+   * @throws {ConfigError} `ERR_CONFIG_STORE_DRIVER` when the optional peer dependency `better-sqlite3` is not
+   *   installed (nothing created).
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the file cannot be opened or
    *   is not a usable SQLite database (missing directory, no permission, corrupted file).
    */
@@ -349,6 +352,8 @@ export class SqliteLedger implements ConfirmStore {
     if (synchronous !== 'normal' && synchronous !== 'full')
       throw new RangeError("synchronous must be 'normal' or 'full'");
     this.#retry = new BusyRetry(this.timeoutMs);
+    // The driver before the file: without it, nothing is created.
+    const Driver = sqliteDriver();
 
     // A new file is created readable by its owner only (it holds confirmations, approvals with their
     // questions and paths, and challenges); SQLite gives its -wal and -shm files the database file's
@@ -363,7 +368,7 @@ export class SqliteLedger implements ConfirmStore {
     let db: Database.Database;
     try {
       // timeout 0: no busy handler, so SQLite never sleeps on the main thread waiting for a lock.
-      db = new Database(this.path, { timeout: 0 });
+      db = new Driver(this.path, { timeout: 0 });
     } catch (error) {
       throw unavailable(error);
     }

@@ -122,7 +122,10 @@ describe.each([
       { uri: 'fixture://notes/abc', mimeType: 'text/plain', text: 'the note at fixture://notes/abc' },
     ]);
     // The proxy speaks for itself: the upstream's serverInfo stamp does not pass through.
-    expect(read._meta?.['io.modelcontextprotocol/serverInfo']).toEqual({ name: 'mcp-confirm-proxy', version: '0.1.0' });
+    expect(read._meta?.['io.modelcontextprotocol/serverInfo']).toEqual({
+      name: 'mcp-confirm-proxy',
+      version: (createRequire(import.meta.url)('../../package.json') as { version: string }).version,
+    });
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['greet']);
     const got = await client.getPrompt({ name: 'greet', arguments: { who: 'bob' } });
     expect(got.messages[0]?.content).toEqual({ type: 'text', text: 'Say hello to bob' });

@@ -19,29 +19,34 @@ export interface Finished {
  * Runs `command args` with `input` on its stdin (then closed) and resolves when it has exited and its
  * output is read. Rejects when it cannot be started, or when it is still running after
  * {@link PROCESS_DEADLINE_MS} (it is then killed), naming the command and what it printed.
+ *
+ * @param options.deadlineMs - replaces {@link PROCESS_DEADLINE_MS} for a command that may take longer
+ *   when it does its work, not when it hangs (an `npm install` fetching packages on a loaded machine).
  */
 export function runProcess(
   command: string,
   args: readonly string[],
-  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string; deadlineMs?: number } = {},
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       ...(options.env ? { env: options.env } : {}),
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    const deadlineMs = options.deadlineMs ?? PROCESS_DEADLINE_MS;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(
         new Error(
-          `${command} ${args.join(' ')} still running after ${PROCESS_DEADLINE_MS} ms; stdout ${JSON.stringify(stdout)}; stderr ${JSON.stringify(stderr)}`,
+          `${command} ${args.join(' ')} still running after ${deadlineMs} ms; stdout ${JSON.stringify(stdout)}; stderr ${JSON.stringify(stderr)}`,
         ),
       );
-    }, PROCESS_DEADLINE_MS);
+    }, deadlineMs);
     child.on('error', (e) => {
       clearTimeout(timer);
       reject(e);
