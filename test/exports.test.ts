@@ -137,6 +137,9 @@ describe('package exports', () => {
         'ConfirmTooManyPendingError',
         'ConfirmPlanError',
         'toToolError',
+        // a tool's own refusals
+        'refuse',
+        'ToolRefusalError',
       ].sort(),
     );
   });
