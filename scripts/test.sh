@@ -19,7 +19,7 @@ export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
-  echo "installing redis-server with apt-get" >&2
+  echo "installing redis-server with apt-get (usually under a minute)…" >&2
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends redis-server; } >&2 \
     || fail_early "apt-get install redis-server"
 fi
@@ -31,19 +31,20 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
 fi
 # HAProxy for test/e2e/loadBalancer.test.ts (Debian installs it in /usr/sbin, which may not be on PATH).
 if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
-  echo "installing haproxy with apt-get" >&2
+  echo "installing haproxy with apt-get (usually under a minute)…" >&2
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends haproxy; } >&2 \
     || fail_early "apt-get install haproxy"
 fi
 
 # The passkey tests drive Debian's chromium (headless) with playwright-core; they fail without it.
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  echo "installing chromium with apt-get" >&2
+  echo "installing chromium with apt-get (a few minutes: it is a large package)…" >&2
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends chromium; } >&2 \
     || fail_early "apt-get install chromium"
 fi
 
 if [ "${MCP_CONFIRM_SKIP_NPM_CI:-}" != "1" ] || [ ! -d node_modules ]; then
+  echo "installing npm packages (about 1-4 minutes; better-sqlite3 compiles from source)…" >&2
   npm ci --no-audit --no-fund >&2 || fail_early "npm ci"
 fi
 npm run --silent build >&2 || fail_early "build (tsc -p tsconfig.build.json)"

@@ -529,15 +529,93 @@ function describeOsCode(code: string): string {
 }
 
 /**
- * Maps a thrown value to what crosses the wire: a {@link ConfirmError} becomes an
- * `isError` result whose text is `[CODE] message`; anything else becomes
- * `[ERR_CONFIRM_OS]`-free generic text that echoes nothing.
+ * A code a tool's own refusal carries ({@link refuse}): `ERR_` then capital letters, digits and
+ * underscores, e.g. `'ERR_TRANSFER_FUNDS'`. Codes starting `ERR_CONFIRM_` are this package's own
+ * ({@link ConfirmErrorCode}) and are refused, so no tool's refusal can pass for one of them.
+ */
+export type ToolRefusalCode = `ERR_${string}`;
+
+/** What a tool's refusal code must match: `^ERR_[A-Z0-9_]+$`. */
+const TOOL_REFUSAL_CODE = /^ERR_[A-Z0-9_]+$/;
+/** The prefix reserved for this package's own codes. */
+const RESERVED_PREFIX = 'ERR_CONFIRM_';
+
+/**
+ * A confirmed tool's own refusal, with the tool's own stable code and sentence (thrown by
+ * {@link refuse}). The confirmation layer answers it exactly as it answers its own refusals: an
+ * `isError` result whose text is `[CODE] sentence`, a `refused` event and audit line (`failed`
+ * when thrown by `act`) with the code. It is not a {@link ConfirmError}: its `code` is never an
+ * `ERR_CONFIRM_*` one.
+ */
+export class ToolRefusalError<C extends ToolRefusalCode = ToolRefusalCode> extends Error {
+  readonly code: C;
+  /**
+   * @param code - the tool's code, matching `^ERR_[A-Z0-9_]+$` and not starting `ERR_CONFIRM_`.
+   * @param sentence - what the client is told, a non-empty well-formed string (say what was not done).
+   * @throws {TypeError} when `code` does not match, starts `ERR_CONFIRM_`, or `sentence` is empty or
+   *   not well-formed UTF-16.
+   */
+  constructor(code: C, sentence: string) {
+    if (typeof code !== 'string' || !TOOL_REFUSAL_CODE.test(code)) {
+      throw new TypeError(
+        'a tool refusal code must match ^ERR_[A-Z0-9_]+$ (ERR_ then capital letters, digits and underscores)',
+      );
+    }
+    if (code.startsWith(RESERVED_PREFIX)) {
+      throw new TypeError(
+        'a tool refusal code must not start with ERR_CONFIRM_: those codes are reserved for mcp-confirm itself',
+      );
+    }
+    if (typeof sentence !== 'string' || sentence.trim() === '' || !sentence.isWellFormed()) {
+      throw new TypeError('a tool refusal sentence must be a non-empty, well-formed string');
+    }
+    super(sentence);
+    this.code = code;
+    this.name = 'ToolRefusalError';
+  }
+}
+
+/**
+ * Refuses the current tool call with the tool's own code and sentence: throws a
+ * {@link ToolRefusalError}. Call it from a confirmed tool's `fingerprint` or `open` (round 1: nothing
+ * is asked), `unchanged`, or `act` before it has done anything (round 2: nothing is done); the
+ * client gets an `isError` result `[CODE] sentence`, like the package's own `ERR_CONFIRM_*` refusals.
+ * A literal `ERR_CONFIRM_*` code is also a compile-time error.
+ *
+ * @param code - the tool's stable code, matching `^ERR_[A-Z0-9_]+$`, never starting `ERR_CONFIRM_`.
+ * @param sentence - a fixed sentence for the client; it must not echo secrets.
+ * @returns never: it always throws.
+ * @throws {ToolRefusalError} the refusal, always.
+ * @throws {TypeError} instead, when `code` or `sentence` is not acceptable (see {@link ToolRefusalError}).
+ * @example
+ * act: async (args) => {
+ *   if (balance(args.from) < args.amountCents)
+ *     refuse('ERR_TRANSFER_FUNDS', 'Insufficient funds; nothing was transferred.');
+ *   return transfer(args);
+ * },
+ */
+export function refuse<C extends ToolRefusalCode>(
+  code: C extends `${typeof RESERVED_PREFIX}${string}` ? never : C,
+  sentence: string,
+): never {
+  throw new ToolRefusalError(code, sentence);
+}
+
+/** The stable code of a refusal (the package's or a tool's own), or undefined for anything else thrown. */
+export function refusalCode(error: unknown): string | undefined {
+  return error instanceof ConfirmError || error instanceof ToolRefusalError ? error.code : undefined;
+}
+
+/**
+ * Maps a thrown value to what crosses the wire: a {@link ConfirmError} or a tool's
+ * {@link ToolRefusalError} becomes an `isError` result whose text is `[CODE] message`;
+ * anything else becomes generic text that echoes nothing.
  *
  * @param error - anything a handler threw.
  * @returns a `CallToolResult` with `isError: true`.
  */
 export function toToolError(error: unknown): CallToolResult {
-  if (error instanceof ConfirmError) {
+  if (error instanceof ConfirmError || error instanceof ToolRefusalError) {
     return { content: [{ type: 'text', text: `[${error.code}] ${error.message}` }], isError: true };
   }
   return {

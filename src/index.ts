@@ -140,5 +140,8 @@ export {
   type AnyConfirmError,
 } from './errors.js';
 
+// A tool's own refusals: its own code (never ERR_CONFIRM_*) and sentence, answered like the package's.
+export { refuse, ToolRefusalError, type ToolRefusalCode } from './errors.js';
+
 // Start-up and configuration refusals: one class with stable ERR_CONFIG_* codes.
 export { ConfigError, type ConfigErrorCode } from './errors.js';

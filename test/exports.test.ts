@@ -140,6 +140,9 @@ describe('package exports', () => {
         'ConfirmTooManyPendingError',
         'ConfirmPlanError',
         'toToolError',
+        // a tool's own refusals
+        'refuse',
+        'ToolRefusalError',
       ].sort(),
     );
   });

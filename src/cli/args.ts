@@ -83,8 +83,9 @@ export const USAGE = `Usage:
       Run the demo: a real server and client, a confirmed deletion, three refused attacks.
   mcp-confirm proxy [OPTIONS] [--] COMMAND [ARG ...]
       Put the confirmation in front of another MCP server (mcp-confirm proxy --help).
-  mcp-confirm keygen [--kid ID]
-      Print a new key file ({"keys":[{"kid","k"}]}) with 32 random bytes to stdout.
+  mcp-confirm keygen [--kid ID] [--out FILE]
+      Print a new key file ({"keys":[{"kid","k"}]}) with 32 random bytes to stdout, or write it
+      to FILE with mode 0600 (never over an existing file; the directory must exist).
 
 Options:
   --root DIR        A directory the server may delete files in (repeatable; the first is the
@@ -157,7 +158,7 @@ export type Command =
   | { kind: 'help' }
   | { kind: 'version' }
   | { kind: 'demo'; yes: boolean }
-  | { kind: 'keygen'; kid: string }
+  | { kind: 'keygen'; kid: string; out: string | undefined }
   | AuditVerifyCommand
   | ApproversCommand
   | GrantsCommand
@@ -216,7 +217,7 @@ function parseGrantFlags(values: {
   return { arguments: { path: matcher }, maxUses, maxSeconds };
 }
 const DEMO_OPTIONS = { yes: { type: 'boolean' } } as const;
-const KEYGEN_OPTIONS = { kid: { type: 'string' } } as const;
+const KEYGEN_OPTIONS = { kid: { type: 'string' }, out: { type: 'string' } } as const;
 
 /**
  * Where a flag of another command belongs, for the refusals that name it (serving `delete_file`
@@ -224,7 +225,7 @@ const KEYGEN_OPTIONS = { kid: { type: 'string' } } as const;
  */
 function belongsTo(flag: string): string | undefined {
   if (flag === 'yes') return '--yes belongs to the demo command';
-  if (flag === 'kid') return '--kid belongs to the keygen command';
+  if (flag === 'kid' || flag === 'out') return `--${flag} belongs to the keygen command`;
   if (flag === 'json') return '--json belongs to grants list';
   if (Object.hasOwn(APPROVERS_ENROLL_OPTIONS, flag) && flag !== 'approvers' && flag !== 'public-url')
     return `--${flag} belongs to approvers enroll`;
@@ -272,7 +273,7 @@ const COMMANDS = new Map<string, CommandSpec<OptionTable>>([
     command({
       options: DEMO_OPTIONS,
       words: 0,
-      foreign: (flag) => (flag === 'kid' ? undefined : belongsTo(flag)) ?? 'demo takes only --yes',
+      foreign: (flag) => (flag === 'kid' || flag === 'out' ? undefined : belongsTo(flag)) ?? 'demo takes only --yes',
       parse: (values) => ({ kind: 'demo', yes: values.yes ?? false }),
     }),
   ],
@@ -281,12 +282,14 @@ const COMMANDS = new Map<string, CommandSpec<OptionTable>>([
     command({
       options: KEYGEN_OPTIONS,
       words: 0,
-      foreign: (flag) => (flag === 'yes' ? undefined : belongsTo(flag)) ?? 'keygen takes only --kid',
+      foreign: (flag) => (flag === 'yes' ? undefined : belongsTo(flag)) ?? 'keygen takes only --kid and --out',
       parse: (values) => {
         const kid = values.kid ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
         if (!/^[A-Za-z0-9._-]{1,64}$/.test(kid))
           throw new UsageError(`--kid must be 1-64 characters of A-Z a-z 0-9 . _ -, got ${JSON.stringify(kid)}`);
-        return { kind: 'keygen', kid };
+        const out = values.out;
+        if (out === '') throw new UsageError('--out needs a file path');
+        return { kind: 'keygen', kid, out };
       },
     }),
   ],

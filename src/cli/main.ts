@@ -230,9 +230,8 @@ async function main(argv: readonly string[]): Promise<number> {
         process.stdout.write(`${await packageVersion()}\n`);
         return 0;
       case 'keygen': {
-        const { KeyRing } = await import('../state/keyRing.js');
-        process.stdout.write(`${JSON.stringify({ keys: [KeyRing.generateSpec(command.kid)] }, null, 2)}\n`);
-        return 0;
+        const { runKeygen } = await import('./keygen.js');
+        return await runKeygen(command);
       }
       case 'audit-verify': {
         const { runAuditVerify } = await import('./auditCli.js');

@@ -9,6 +9,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
+import type { Tool } from '@modelcontextprotocol/client';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createConfirmation } from '../guard/confirmation.js';
 import { PLAN_TOOL } from '../guard/planSpec.js';
@@ -26,6 +27,7 @@ import { createProxy } from '../proxy/server.js';
 import { shownUrl, Upstream } from '../proxy/upstream.js';
 import { asUsageError, notifyWords, UsageError } from './common.js';
 import type { ProxyCommand } from './proxyArgs.js';
+import { explainReport, explainTools, startupWords, type ExplainOptions } from './proxyExplain.js';
 import { eventLogger, openRuntime } from './runtime.js';
 
 /**
@@ -72,6 +74,13 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
   const floor = command.approval.approversRequired;
   if ((policy.quorum?.length ?? 0) > 0 && command.approval.approval !== 'passkey')
     throw new UsageError(`--policy ${command.policyPath}: quorum needs --approval passkey`);
+  const explaining: ExplainOptions = {
+    confirmUnnamed: command.confirmUnnamed,
+    plans: command.plans,
+    quorumFloor: command.approval.approval === 'passkey' ? floor : undefined,
+  };
+  // --explain: the upstream's tools and what would be done with each; nothing is opened or served.
+  if (command.explain) return explain(command, policy, explaining);
   const runtime = await openRuntime(command, {
     log,
     events: eventLogger(log, 'forwarded', renderValue),
@@ -109,17 +118,24 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
       `warning: --upstream-header values go to ${shownUrl(command.upstream.url)} over plain http, readable on the network; use https`,
     );
   }
-  // With grants or plans, the upstream's tools as listed at start-up are checked against them.
-  if (command.plans || (policy.grants?.size ?? 0) > 0) {
-    const refusal = await startupRefusal(upstream, policy, command);
-    if (refusal !== undefined) {
-      await upstream.close().catch(() => {});
-      await runtime.close();
-      if (refusal instanceof UsageError) throw refusal;
-      log(refusal);
-      return 1;
-    }
+  // The upstream's tools as listed at start-up: said on stderr with what will be done with each, and
+  // with grants or plans, checked against them.
+  const listed = await startupTools(upstream);
+  const checked = command.plans || (policy.grants?.size ?? 0) > 0;
+  const refusal =
+    typeof listed === 'string' ? (checked ? listed : undefined) : startupRefusal(listed ?? [], policy, command);
+  if (refusal !== undefined) {
+    await upstream.close().catch(() => {});
+    await runtime.close();
+    if (refusal instanceof UsageError) throw refusal;
+    log(refusal);
+    return 1;
   }
+  log(
+    typeof listed === 'string'
+      ? `tools: ${listed}; each call is decided from the list as it is then`
+      : `tools as listed at start-up: ${listed === undefined ? 'the upstream offers no tools' : startupWords(explainTools(policy, listed, explaining))}`,
+  );
   upstream.onDown((reason) =>
     log(
       `the upstream server is down (${reason}); it is not restarted: every call now answers ERR_CONFIRM_UPSTREAM_DOWN`,
@@ -157,25 +173,66 @@ function grantsWords(policy: Policy): string {
 }
 
 /**
- * The start-up checks against the upstream's tools as listed now: with `--plans`, no upstream tool
- * may be named `confirm_plan`; a grant must be for a tool that is asked ({@link checkGrantsAsked}).
+ * The upstream's tools as listed at start-up (one listing, every page).
  *
- * @returns a {@link UsageError} (exit 2) naming what is refused, a line to log when the list cannot
- *   be read (exit 1, as for an upstream that cannot be reached), or undefined when all is well.
+ * @returns the tools; undefined when the upstream offers no tools; a line to log when the list
+ *   cannot be read.
  */
-async function startupRefusal(
-  upstream: Upstream,
-  policy: Policy,
-  command: ProxyCommand,
-): Promise<UsageError | string | undefined> {
-  // An upstream that offers no tools has none to collide with or to grant.
+async function startupTools(upstream: Upstream): Promise<Tool[] | string | undefined> {
   if (!upstream.client.getServerCapabilities()?.tools) return undefined;
-  let tools;
   try {
-    tools = await upstream.listTools();
+    return await upstream.listTools();
   } catch (e) {
     return `the upstream's tool list cannot be read at start-up (${(e as Error).message})`;
   }
+}
+
+/**
+ * `--explain`: starts the upstream (its roots are not relayed: there is no client), prints its tools
+ * with what the proxy would do with each ({@link explainReport}) on stdout, and ends it.
+ *
+ * @returns 0; 1 when the upstream cannot be started or reached, or its tool list cannot be read.
+ */
+async function explain(command: ProxyCommand, policy: Policy, options: ExplainOptions): Promise<number> {
+  const timing = {
+    callTimeoutMs: command.upstreamTimeoutSeconds * 1000,
+    log,
+    roots: false,
+    ...(command.upstreamId !== undefined ? { id: command.upstreamId } : {}),
+  };
+  let upstream: Upstream;
+  try {
+    upstream =
+      command.upstream.kind === 'url'
+        ? await Upstream.connectHttp({ url: command.upstream.url, headers: command.upstream.headers, ...timing })
+        : await Upstream.spawn({ command: command.upstream.command, ...timing });
+  } catch (e) {
+    log((e as Error).message);
+    return 1;
+  }
+  try {
+    const listed = await startupTools(upstream);
+    if (typeof listed === 'string') {
+      log(listed);
+      return 1;
+    }
+    const served = `${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)}`;
+    process.stdout.write(explainReport(served, explainTools(policy, listed ?? [], options)));
+    if (command.plans && listed?.some((t) => t.name === PLAN_TOOL))
+      log(`--plans: the upstream has a tool named ${PLAN_TOOL}: serving would refuse to start (exit 2)`);
+    return 0;
+  } finally {
+    await upstream.close().catch(() => {});
+  }
+}
+
+/**
+ * The start-up checks against the upstream's tools as listed now: with `--plans`, no upstream tool
+ * may be named `confirm_plan`; a grant must be for a tool that is asked ({@link checkGrantsAsked}).
+ *
+ * @returns a {@link UsageError} (exit 2) naming what is refused, or undefined when all is well.
+ */
+function startupRefusal(tools: readonly Tool[], policy: Policy, command: ProxyCommand): UsageError | undefined {
   if (command.plans && tools.some((t) => t.name === PLAN_TOOL))
     return new UsageError(
       `--plans: the upstream has a tool named ${PLAN_TOOL}, the name of the proxy's own plans tool; without --plans it is served as any other tool`,

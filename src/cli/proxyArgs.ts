@@ -13,7 +13,7 @@ import { parseArgsUsageError, UsageError, wholeSeconds } from './common.js';
 import { parseServingFlags, SERVING_OPTIONS, type ServingFlags } from './servingArgs.js';
 
 export const PROXY_USAGE = `Usage:
-  mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--plans] [--audience NAME] [--ttl SECONDS]
+  mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--plans] [--explain] [--audience NAME] [--ttl SECONDS]
                     [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS] [--max-argument-bytes N]
                     [--upstream-id NAME]
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
@@ -51,6 +51,10 @@ Options:
                             must approve a matching tool's call; the largest matching glob applies,
                             never below --approvers-required.
   --confirm-unnamed         Ask for every tool the policy does not name, whatever its annotations.
+  --explain                 Start the upstream, print each of its tools with what the proxy will do
+                            with it (ask, pass or deny) and why (the policy entry, the annotation or
+                            the default), then exit 0 without serving. The start-up line on stderr
+                            says the same in one line.
   --plans                   Add the tool confirm_plan: an agent lists several calls of confirmed tools,
                             the human approves them with one question, and each listed call is then
                             made once, exactly as listed, within --ttl, without a question. An
@@ -81,6 +85,8 @@ export interface ProxyCommand extends ServingFlags {
   confirmUnnamed: boolean;
   /** `--plans`: list and answer the proxy's own `confirm_plan`. */
   plans: boolean;
+  /** `--explain`: print what the proxy would do with each upstream tool, and exit without serving. */
+  explain: boolean;
   upstreamTimeoutSeconds: number;
   /** `--max-argument-bytes`: the most bytes of a call's arguments as canonical JSON. */
   maxArgumentBytes: number;
@@ -198,6 +204,7 @@ const PROXY_OPTIONS = {
   policy: { type: 'string' },
   'confirm-unnamed': { type: 'boolean' },
   plans: { type: 'boolean' },
+  explain: { type: 'boolean' },
   'upstream-timeout': { type: 'string' },
   'max-argument-bytes': { type: 'string' },
   'upstream-url': { type: 'string' },
@@ -300,6 +307,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
     policyPath: values.policy,
     confirmUnnamed: values['confirm-unnamed'] ?? false,
     plans: values.plans ?? false,
+    explain: values.explain ?? false,
     ...serving,
     upstreamTimeoutSeconds:
       values['upstream-timeout'] === undefined

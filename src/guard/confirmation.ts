@@ -58,6 +58,7 @@ import {
   ConfirmLedgerUnavailableError,
   ConfirmMismatchError,
   ConfirmNoElicitationError,
+  refusalCode,
   toToolError,
 } from '../errors.js';
 import type { ConfirmStore } from '../store/confirmStore.js';
@@ -139,7 +140,7 @@ export interface ConfirmationOptions {
   /**
    * Diagnostics (write them to stderr, never stdout). Defaults to writing only
    * internal errors (anything your `fingerprint`, `question` or `act` threw that is
-   * not a {@link ConfirmError}) to stderr, since the client is told only
+   * not a {@link ConfirmError} or a tool's `refuse`) to stderr, since the client is told only
    * "Internal error in the confirmation layer".
    */
   onEvent?: (event: ConfirmEvent) => void;
@@ -226,8 +227,8 @@ export interface OpenedResource<F> {
 export interface ConfirmableTool<A, F = null> {
   /**
    * Round 1, before asking: check the arguments and the resource, and capture
-   * the resource's identity. Throw a {@link ConfirmError} to refuse before
-   * asking. The value is sealed in the state (it must survive `JSON`
+   * the resource's identity. Throw a {@link ConfirmError}, or call `refuse(code, sentence)` for
+   * the tool's own code, to refuse before asking. The value is sealed in the state (it must survive `JSON`
    * round-trip) and given back to {@link question} and {@link act}.
    * Defaults to `null`.
    */
@@ -244,7 +245,7 @@ export interface ConfirmableTool<A, F = null> {
    * answer read: whether the resource captured in round 1 is still the one
    * the human was asked about. `false` asks the human again (a fresh
    * question and state; the old `jti` stays unspent and expires). Throw a
-   * {@link ConfirmError} to refuse. Defaults to always `true` (tools that
+   * {@link ConfirmError} or call `refuse(code, sentence)` to refuse. Defaults to always `true` (tools that
    * re-check in {@link act} instead, like `delete_file`). The proxy uses it to
    * compare the upstream's identity and the tool's definition digest sealed in
    * round 1 with the current ones. It runs on every round-2 attempt, also for a
@@ -253,8 +254,8 @@ export interface ConfirmableTool<A, F = null> {
   unchanged?(args: A, fingerprint: F, ctx: ServerContext): boolean | Promise<boolean>;
   /**
    * Round 2, after an accepted, unspent, matching confirmation: re-check the
-   * resource against the fingerprint, then act. Throw a {@link ConfirmError}
-   * to refuse; throw {@link ChangedBeforeActingError} (before doing anything) to have the human
+   * resource against the fingerprint, then act. Throw a {@link ConfirmError}, or call
+   * `refuse(code, sentence)` for the tool's own code (e.g. insufficient funds), to refuse before doing anything; throw {@link ChangedBeforeActingError} (before doing anything) to have the human
    * asked again because what they were asked about changed since {@link unchanged} ran.
    */
   act(args: A, context: ActContext<F>): CallToolResult | Promise<CallToolResult>;
@@ -264,7 +265,7 @@ export interface ConfirmableTool<A, F = null> {
    * {@link fingerprint} does, with the resource held open so that the action, if the call is
    * covered, re-checks and acts on it without finding it again (`delete_file`: one walk of the
    * directories instead of two). The flow calls `close` once decided: after acting, or before
-   * asking. Throw a {@link ConfirmError} to refuse, as {@link fingerprint}. Defaults to
+   * asking. Throw a {@link ConfirmError} or call `refuse(code, sentence)` to refuse, as {@link fingerprint}. Defaults to
    * {@link fingerprint} then {@link act}.
    */
   open?(args: A, ctx: ServerContext): Promise<OpenedResource<F>>;
@@ -345,7 +346,8 @@ export interface Confirmation {
    *   question digest → {@link ConfirmableTool.unchanged} → `jti` spent → answer → "confirmed"
    *   line → `act` (which may still ask again: {@link ChangedBeforeActingError}).
    * @throws whatever `options.rethrow` selects; every other error is an `isError` result
-   *   (a {@link ConfirmError} with its `ERR_CONFIRM_*` code, anything else the generic internal error).
+   *   (a {@link ConfirmError} with its `ERR_CONFIRM_*` code, a tool's `refuse` with its own code,
+   *   anything else the generic internal error).
    */
   guard<A, F>(
     server: McpServer,
@@ -689,11 +691,8 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       } catch (e) {
         // Nothing was done: the caller asks again (see ChangedBeforeActingError).
         if (e instanceof ChangedBeforeActingError) throw e;
-        await recordAfter(
-          'failed',
-          trail,
-          e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' },
-        );
+        const code = refusalCode(e);
+        await recordAfter('failed', trail, code !== undefined ? { code } : { outcome: 'internal-error' });
         if (typeof e === 'object' && e !== null) RECORDED.add(e);
         throw e;
       }
@@ -1244,18 +1243,16 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
       try {
         return await flow(args, ctx, trail);
       } catch (e) {
-        if (e instanceof ConfirmError) emit({ type: 'refused', tool: name, code: e.code });
+        // A refusal, the package's own or the tool's (refuse()), is answered alike: `[CODE] sentence`.
+        const code = refusalCode(e);
+        if (code !== undefined) emit({ type: 'refused', tool: name, code });
         else if (guardOptions.rethrow?.(e)) throw e;
         else emit({ type: 'internal-error', tool: name, error: e });
         if (audit && !(typeof e === 'object' && e !== null && RECORDED.has(e))) {
           // Before the state's own tag is known (round 1 refused before sealing), the tag under the sealing key.
           if (trail.principal === null) trail.principal = principalTagOf(ctx);
           if (trail.args === null) trail.args = digestOrNull(args);
-          await recordAfter(
-            'refused',
-            trail,
-            e instanceof ConfirmError ? { code: e.code } : { outcome: 'internal-error' },
-          );
+          await recordAfter('refused', trail, code !== undefined ? { code } : { outcome: 'internal-error' });
         }
         // 2026-07-28: the spec's -32021 (a JSON-RPC error, whatever rethrow says), with this refusal's sentence.
         if (e instanceof ConfirmNoElicitationError && clientCapabilities(server, ctx).era === 'modern')

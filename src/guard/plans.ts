@@ -11,7 +11,7 @@
  * @module
  */
 import type { CallToolResult, ServerContext } from '@modelcontextprotocol/server';
-import { ConfirmError, ConfirmPlanError } from '../errors.js';
+import { ConfirmError, ConfirmPlanError, ToolRefusalError } from '../errors.js';
 import { renderValue } from '../prompt/render.js';
 import { canonicalDigest } from '../state/digest.js';
 import {
@@ -147,7 +147,7 @@ export function planTool(
             throw new ConfirmPlanError(`Call ${i + 1} (${renderValue(call.name)}) is too large to keep in a plan.`);
           out.push({ fingerprint });
         } catch (e) {
-          if (e instanceof ConfirmPlanError || !(e instanceof ConfirmError)) throw e;
+          if (e instanceof ConfirmPlanError || !(e instanceof ConfirmError || e instanceof ToolRefusalError)) throw e;
           throw new ConfirmPlanError(`Call ${i + 1} (${renderValue(call.name)}) was refused: [${e.code}] ${e.message}`);
         }
       }

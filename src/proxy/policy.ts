@@ -265,10 +265,61 @@ export function globMatches(glob: string, name: string): boolean {
  * names the tool.
  */
 export function namedDecision(policy: Policy, name: string): Decision | undefined {
-  if (policy.deny.some((g) => globMatches(g, name))) return 'deny';
-  if (policy.confirm.some((g) => globMatches(g, name))) return 'confirm';
-  if (policy.allow.some((g) => globMatches(g, name))) return 'allow';
+  return namedEntry(policy, name)?.list;
+}
+
+/** The first glob naming `name`, in precedence order (deny > confirm > allow): its list, index and glob. */
+function namedEntry(
+  policy: Policy,
+  name: string,
+): { list: 'deny' | 'confirm' | 'allow'; index: number; glob: string } | undefined {
+  for (const list of ['deny', 'confirm', 'allow'] as const) {
+    const index = policy[list].findIndex((g) => globMatches(g, name));
+    if (index >= 0) return { list, index, glob: policy[list][index]! };
+  }
   return undefined;
+}
+
+/**
+ * Why {@link decide} decides as it does for one tool:
+ * - `policy`: the first glob that names it (`list[index]`), in precedence order;
+ * - `unnamed`: the policy does not name it and `confirmUnnamed` asks every such tool;
+ * - `annotation`: not named, and its annotations lift the default (`readOnlyHint: true`, checked
+ *   first, or `destructiveHint: false`);
+ * - `default`: not named, and its annotations (if any) do not lift the default, so it is asked.
+ */
+export type DecisionReason =
+  | { kind: 'policy'; list: 'deny' | 'confirm' | 'allow'; index: number; glob: string }
+  | { kind: 'unnamed' }
+  | { kind: 'annotation'; hint: 'readOnlyHint: true' | 'destructiveHint: false' }
+  | { kind: 'default'; annotated: boolean; destructiveHint: unknown };
+
+/**
+ * Decides what to do with one tool, and says why ({@link DecisionReason}); {@link decide} is its decision.
+ *
+ * @param policy - the validated policy.
+ * @param name - the tool name.
+ * @param annotations - the tool's current annotations (undefined when the tool is not listed or has none).
+ * @param confirmUnnamed - ask for every tool the policy does not name.
+ */
+export function explainDecision(
+  policy: Policy,
+  name: string,
+  annotations: DecisionHints | undefined,
+  confirmUnnamed: boolean,
+): { decision: Decision; reason: DecisionReason } {
+  const named = namedEntry(policy, name);
+  if (named !== undefined) return { decision: named.list, reason: { kind: 'policy', ...named } };
+  if (confirmUnnamed) return { decision: 'confirm', reason: { kind: 'unnamed' } };
+  // Only the boolean values the spec defines lift the default; anything else asks.
+  if (annotations?.readOnlyHint === true)
+    return { decision: 'allow', reason: { kind: 'annotation', hint: 'readOnlyHint: true' } };
+  if (annotations?.destructiveHint === false)
+    return { decision: 'allow', reason: { kind: 'annotation', hint: 'destructiveHint: false' } };
+  return {
+    decision: 'confirm',
+    reason: { kind: 'default', annotated: annotations !== undefined, destructiveHint: annotations?.destructiveHint },
+  };
 }
 
 /** The annotations the decision reads (the upstream's, as listed now). */
@@ -291,10 +342,5 @@ export function decide(
   annotations: DecisionHints | undefined,
   confirmUnnamed: boolean,
 ): Decision {
-  const named = namedDecision(policy, name);
-  if (named !== undefined) return named;
-  if (confirmUnnamed) return 'confirm';
-  // Only the boolean values the spec defines lift the default; anything else asks.
-  if (annotations?.readOnlyHint === true || annotations?.destructiveHint === false) return 'allow';
-  return 'confirm';
+  return explainDecision(policy, name, annotations, confirmUnnamed).decision;
 }

@@ -17,8 +17,10 @@ describe('one option table per command', () => {
     [['demo', '--root', '/tmp'], 'demo takes only --yes'],
     [['demo', '--approval', 'passkey'], 'demo takes only --yes'],
     [['demo', '--port', '1'], '--port belongs to approvers enroll'],
-    [['keygen', '--root', '/tmp'], 'keygen takes only --kid'],
-    [['keygen', '--yes'], 'keygen takes only --kid'],
+    [['keygen', '--root', '/tmp'], 'keygen takes only --kid and --out'],
+    [['keygen', '--yes'], 'keygen takes only --kid and --out'],
+    [['--root', '/tmp', '--out', 'keys.json'], '--out belongs to the keygen command'],
+    [['demo', '--out', 'keys.json'], 'demo takes only --yes'],
     [
       ['audit', 'verify', 'f', '--key-file', 'k', '--http', '127.0.0.1:0'],
       'audit verify takes only --key-file, --ledger and --audience, not --http',
@@ -39,7 +41,12 @@ describe('one option table per command', () => {
 
   it('control: each command takes its own flags', () => {
     expect(parseCommand(['demo', '--yes'])).toEqual({ kind: 'demo', yes: true });
-    expect(parseCommand(['keygen', '--kid', 'k1'])).toEqual({ kind: 'keygen', kid: 'k1' });
+    expect(parseCommand(['keygen', '--kid', 'k1'])).toEqual({ kind: 'keygen', kid: 'k1', out: undefined });
+    expect(parseCommand(['keygen', '--kid', 'k1', '--out', 'keys.json'])).toEqual({
+      kind: 'keygen',
+      kid: 'k1',
+      out: 'keys.json',
+    });
     expect(parseCommand(['audit', 'verify', 'f', '--key-file', 'k'])).toMatchObject({
       kind: 'audit-verify',
       file: 'f',

@@ -48,6 +48,7 @@ interface Control {
   command(cmd: Record<string, unknown>): Promise<void>;
   /** Resolves once an event satisfying `match` has arrived (it may have already). */
   waitFor(match: (e: FixtureEvent) => boolean): Promise<FixtureEvent>;
+  /** The listings made for the client: every tools/list request after the proxy's start-up listing (n 1). */
   listings(): Array<{ n: number; cursor: string | null }>;
   calls(): unknown[];
 }
@@ -119,7 +120,7 @@ function controlOf(socket: Socket): Control & { arrived(e: FixtureEvent): void }
       await waitFor((e) => e.event === 'ok' && e.id === id);
     },
     waitFor,
-    listings: () => events.flatMap((e) => (e.event === 'list' ? [{ n: e.n, cursor: e.cursor }] : [])),
+    listings: () => events.flatMap((e) => (e.event === 'list' && e.n > 1 ? [{ n: e.n, cursor: e.cursor }] : [])),
     calls: () => events.flatMap((e) => (e.event === 'called' ? [e.args] : [])),
   };
 }
@@ -146,7 +147,11 @@ async function start(): Promise<{ client: Client; control: Control }> {
   const client = new Client({ name: 'list-race-test', version: '0.0.0' }, MANUAL_CLIENT_OPTIONS);
   await client.connect(transport);
   closers.push(() => client.close());
-  return { client, control: await socket.connect(await served) };
+  const control = await socket.connect(await served);
+  // The proxy lists the tools once at start-up, before its serving line (one page: the test has not
+  // paged the list yet); listings() counts the later ones.
+  await control.waitFor((e) => e.event === 'list' && e.n === 1);
+  return { client, control };
 }
 
 const call = (client: Client, args: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
@@ -177,7 +182,7 @@ describe('a tools/list_changed notice that arrives while the proxy reads the lis
     expect(message).toContain('`target`');
     // Listings: the held one (thrown away), the one read again after the notice (the policy's
     // decision: confirm), and the fresh one whose definition the state seals.
-    expect(control.listings().map((l) => l.n)).toEqual([1, 2, 3]);
+    expect(control.listings().map((l) => l.n)).toEqual([2, 3, 4]);
     // Confirmed, it is forwarded exactly once.
     expect(ran(await call(client, { text: 'raced' }, { inputResponses: ACCEPT, requestState: state }))).toBe(
       'ran raced',

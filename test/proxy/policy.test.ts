@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { checkGrantsAsked, decide, globMatches, parsePolicy, validatePolicy } from '../../src/proxy/policy.js';
+import {
+  checkGrantsAsked,
+  decide,
+  explainDecision,
+  globMatches,
+  parsePolicy,
+  validatePolicy,
+} from '../../src/proxy/policy.js';
 
 describe('policy globs', () => {
   it('* and ? match within the whole name, case-sensitively; every other character is literal', () => {
@@ -119,5 +126,30 @@ describe('policy grants', () => {
     expect(() =>
       checkGrantsAsked(policy, [{ name: 'other', annotations: { readOnlyHint: true } }], false),
     ).not.toThrow();
+  });
+});
+
+describe('explainDecision: the decision and why', () => {
+  const policy = validatePolicy({ deny: ['rm*', 'drop'], confirm: ['rm_safe', 'write*'], allow: ['write_log'] });
+  it.each([
+    ['rm_safe', undefined, 'deny', { kind: 'policy', list: 'deny', index: 0, glob: 'rm*' }],
+    ['drop', undefined, 'deny', { kind: 'policy', list: 'deny', index: 1, glob: 'drop' }],
+    ['write_log', { readOnlyHint: true }, 'confirm', { kind: 'policy', list: 'confirm', index: 1, glob: 'write*' }],
+    ['read', { readOnlyHint: true }, 'allow', { kind: 'annotation', hint: 'readOnlyHint: true' }],
+    ['mkdir', { destructiveHint: false }, 'allow', { kind: 'annotation', hint: 'destructiveHint: false' }],
+    ['edit', { destructiveHint: true }, 'confirm', { kind: 'default', annotated: true, destructiveHint: true }],
+    ['bare', undefined, 'confirm', { kind: 'default', annotated: false, destructiveHint: undefined }],
+    ['odd', { readOnlyHint: 'yes' }, 'confirm', { kind: 'default', annotated: true, destructiveHint: undefined }],
+  ] as const)('%s %j: %s, %j, as decide() says', (name, annotations, decision, reason) => {
+    expect(explainDecision(policy, name, annotations, false)).toEqual({ decision, reason });
+    expect(decide(policy, name, annotations, false)).toBe(decision);
+  });
+
+  it('names --confirm-unnamed as the reason for an unnamed tool, never over a policy entry', () => {
+    expect(explainDecision(policy, 'read', { readOnlyHint: true }, true)).toEqual({
+      decision: 'confirm',
+      reason: { kind: 'unnamed' },
+    });
+    expect(explainDecision(policy, 'drop', undefined, true).reason).toMatchObject({ kind: 'policy', list: 'deny' });
   });
 });
