@@ -211,7 +211,8 @@ export class ConfirmNoElicitationError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_NO_ELICITATION';
   /**
    * @param hint - `'passkey'` (form approval, where passkey approval would send a link instead)
-   *   appends {@link PASSKEY_WOULD_LINK}; none (the default) keeps the sentence alone.
+   *   appends the sentence saying that with passkey approval this server would
+   *   answer with a link instead; none (the default) keeps the sentence alone.
    */
   constructor(hint?: 'passkey') {
     super(

@@ -50,8 +50,8 @@ export class AuditKeys {
 
   /**
    * Derives the audit keys of a key ring: one per ring key, same kid, same order,
-   * HKDF-SHA256 (RFC 5869) of the ring key with {@link AUDIT_HKDF_SALT} and
-   * {@link AUDIT_HKDF_INFO}, 32 bytes. The ring key itself never MACs a line.
+   * HKDF-SHA256 (RFC 5869) of the ring key with the salt `"mcp-confirm/v1/audit-salt"` and the
+   * info `"mcp-confirm/v1/audit-mac"` (UTF-8), 32 bytes. The ring key itself never MACs a line.
    *
    * @param ring - the ring that seals the states (the key file given to `--key-file`).
    */

@@ -40,7 +40,7 @@ export function isQuarantineName(name: string): boolean {
 
 /** Options of {@link findQuarantineLeftovers}. */
 export interface LeftoverScanOptions {
-  /** File-system calls to use; defaults to the real ones. For tests. */
+  /** File-system calls to use; defaults to the real ones. For tests. @internal */
   ops?: Partial<FsOps>;
   /** Most directories read before the scan stops (it then reports what it found). Defaults to 100 000. */
   maxDirectories?: number;

@@ -39,7 +39,7 @@ export interface PinnedRoot {
 
 /** Options of {@link Roots.open}. */
 export interface RootsOptions {
-  /** File-system calls to use; defaults to the real ones. For tests. */
+  /** File-system calls to use; defaults to the real ones. For tests. @internal */
   ops?: Partial<FsOps>;
 }
 

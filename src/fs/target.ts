@@ -271,7 +271,7 @@ export interface FileFingerprint {
 
 /** Options of {@link inspectFile} and {@link deleteVerified}. */
 export interface TargetOptions {
-  /** File-system calls to use; defaults to the real ones. Tests use it to inject OS refusals and swaps. */
+  /** File-system calls to use; defaults to the real ones. Tests use it to inject OS refusals and swaps. @internal */
   ops?: Partial<FsOps>;
 }
 
@@ -311,7 +311,7 @@ const DIRECTORY_SYNTAX = 'directory (it ends with "/", "/." or "/..", which can 
  * @param options - see {@link TargetOptions}.
  * @returns the file's {@link FileFingerprint}.
  * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT`, before any system call: not a
- *   string, longer than {@link MAX_PATH_LENGTH} UTF-16 code units, empty, contains NUL, or not
+ *   string, longer than 4,096 UTF-16 code units (`MAX_PATH_LENGTH`), empty, contains NUL, or not
  *   well-formed UTF-16 (a lone surrogate would be written to disk as U+FFFD, so the name shown
  *   and the file touched would differ).
  * @throws {ConfirmOutsideRootsError} `ERR_CONFIRM_OUTSIDE_ROOTS`: outside every root (whole-component

@@ -202,7 +202,7 @@ export type PinnedArguments = Readonly<Record<string, PinnedArgument>>;
  * - `args` is not a plain object of own, enumerable data properties (as `JSON.parse` makes);
  * - an `exact` value has no RFC 8785 form (`NaN`, `Infinity`, a lone surrogate, `undefined`, a cycle);
  * - a `same-directory` or `subtree` value is not a string, or not a path whose every segment can
- *   match ({@link pathSegments}: e.g. `a/../b`, `~/x`, `dir/`, `C:x`);
+ *   match (not empty, `.`, `..` or `~`, no `\` or NUL: e.g. `a/../b`, `~/x`, `dir/`, `C:x` do not);
  * - an `at-most` value is not a finite number;
  * - the policy names a matcher that is not one of {@link ARGUMENT_MATCHERS} (a policy made by hand).
  *
@@ -267,7 +267,7 @@ function pinOne(matcher: unknown, value: unknown): PinnedArgument | undefined {
  * exactly the pinned own key set, and every argument is accepted by its pinned matcher:
  * - `exact`: equal to the pinned value as RFC 8785 JSON;
  * - `any`: anything;
- * - `same-directory`: a path string whose every segment can match ({@link pathSegments}), as
+ * - `same-directory`: a path string whose every segment can match (as for `pinArguments`), as
  *   absolute as the pinned one, whose directory segments equal the pinned ones, with exactly one
  *   segment (the file name) after them;
  * - `subtree`: the same, but at least one segment after the pinned ones (a file directly in the

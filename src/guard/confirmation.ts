@@ -142,7 +142,7 @@ export interface ConfirmationOptions {
    * declined, cancelled, not confirmed, refused with its code, acted, failed),
    * each carrying the tool, the principal's salted tag (never the principal),
    * the `jti`, the argument digest and the question as shown; states refused by
-   * the verify hook are only counted. Usually an {@link AuditLog}.
+   * the verify hook are only counted. Usually an {@link mcp-confirm!AuditLog}.
    *
    * Fail closed: every line is awaited before the call answers, and the
    * "confirmed" line before `act` runs; when it cannot be written the call is

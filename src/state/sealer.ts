@@ -137,7 +137,7 @@ export interface SealInput {
   nowMs: number;
 }
 
-/** Why {@link Sealer.open} refused a state; goes to `onerror` only, never to the client. */
+/** Why opening a sealed state refused it; goes to `onerror` only, never to the client. */
 export class StateRefusedError extends Error {
   constructor(
     readonly reason: 'malformed' | 'unknown-key' | 'decrypt' | 'audience' | 'expired' | 'principal' | 'claims',

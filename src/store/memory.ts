@@ -370,7 +370,7 @@ export class MemoryLedger implements ConfirmStore {
   }
 
   /**
-   * {@link ApprovalStore.putChallenge}; at most {@link MAX_CHALLENGES_PER_APPROVAL} per id (its oldest
+   * {@link ApprovalStore.putChallenge}; at most 8 (`MAX_CHALLENGES_PER_APPROVAL`) per id (its oldest
    * dropped) and `maxTotal` in all (expired ones swept, then the oldest dropped).
    */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {

@@ -133,7 +133,7 @@
  * > could then be spent a second time. Use no persistence, or AOF with
  * > `appendfsync always` on a single primary.
  *
- * @module
+ * @module mcp-confirm/stores/redis
  */
 import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
@@ -651,7 +651,7 @@ export class RedisLedger implements ConfirmStore {
 
   /**
    * {@link ApprovalStore.putChallenge}: `SET NX PX` (the Redis TTL only collects it; expiry is decided by `nowMs`),
-   * and the approval's list of challenge keys, beyond {@link MAX_CHALLENGES_PER_APPROVAL} its oldest deleted.
+   * and the approval's list of challenge keys, beyond 8 (`MAX_CHALLENGES_PER_APPROVAL`) its oldest deleted.
    */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
     finiteMs('expiresAtMs', expiresAtMs);
@@ -701,7 +701,7 @@ export class RedisLedger implements ConfirmStore {
 
   // ---- LinkStore (see linkStore.ts). Additive: own keys (lk…, lkp…), one Lua script per step (redisLinkScripts.ts).
 
-  /** {@link LinkStore.openLinkApproval}: one script (checks, counts, then the approval, its index and its link). */
+  /** {@link mcp-confirm!LinkStore.openLinkApproval}: one script (checks, counts, then the approval, its index and its link). */
   async openLinkApproval(approval: NewLinkApproval, maxPending: number, nowMs: number): Promise<OpenLinkOutcome> {
     checkNewLinkApproval(approval, maxPending);
     finiteMs('nowMs', nowMs);
@@ -736,7 +736,7 @@ export class RedisLedger implements ConfirmStore {
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to openLinkApproval') });
   }
 
-  /** {@link LinkStore.approvalByLink}: one script (the link and its approval). */
+  /** {@link mcp-confirm!LinkStore.approvalByLink}: one script (the link and its approval). */
   async approvalByLink(linkKey: string, nowMs: number): Promise<LinkedApproval | undefined> {
     finiteMs('nowMs', nowMs);
     const reply = await this.#runner.script(
@@ -758,7 +758,7 @@ export class RedisLedger implements ConfirmStore {
     return approval === undefined ? undefined : { approval, kept };
   }
 
-  /** {@link LinkStore.finishLink}: one script (only the key's link to that approval). */
+  /** {@link mcp-confirm!LinkStore.finishLink}: one script (only the key's link to that approval). */
   async finishLink(linkKey: string, id: string, nowMs: number): Promise<boolean> {
     finiteMs('nowMs', nowMs);
     const reply = await this.#runner.script(
