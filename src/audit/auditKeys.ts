@@ -37,7 +37,11 @@ export interface AuditKey {
  * The audit MAC keys of a key file: the first MACs, all verify.
  *
  * @example
+ * ```ts
+ * import { AuditKeys } from 'mcp-confirm';
+ *
  * const keys = await AuditKeys.fromFile('/etc/mcp-confirm/keys.json');
+ * ```
  */
 export class AuditKeys {
   readonly #keys: readonly AuditKey[];

@@ -58,7 +58,12 @@ export interface LeftoverScanOptions {
  *   (nested roots are scanned once).
  *
  * @example
- * for (const p of await findQuarantineLeftovers(roots)) warn(`left in quarantine: ${p}`);
+ * ```ts
+ * import { findQuarantineLeftovers, Roots } from 'mcp-confirm';
+ *
+ * const roots = await Roots.open(['/srv/scratch']);
+ * for (const p of await findQuarantineLeftovers(roots)) console.warn(`left in quarantine: ${p}`);
+ * ```
  */
 export async function findQuarantineLeftovers(roots: Roots, options: LeftoverScanOptions = {}): Promise<string[]> {
   const ops = withDefaults(options.ops);

@@ -95,8 +95,12 @@ const POLICY_KEYS = ['arguments', 'maxUses', 'maxSeconds'] as const;
  *   `maxUses` 1 (`maxUses: must be at least 2, got 1 (…)`).
  *
  * @example
+ * ```ts
+ * import { checkGrantPolicy } from 'mcp-confirm';
+ *
  * const policy = checkGrantPolicy({ arguments: { path: 'same-directory' } }, 'the grant for "delete_file"');
  * // { arguments: { path: 'same-directory' }, maxUses: 20, maxSeconds: 900 }
+ * ```
  */
 export function checkGrantPolicy(value: unknown, subject: string): GrantPolicy {
   function fail(problem: string): never {
@@ -213,9 +217,13 @@ export type PinnedArguments = Readonly<Record<string, PinnedArgument>>;
  * Never throws.
  *
  * @example
+ * ```ts
+ * import { checkGrantPolicy, pinArguments } from 'mcp-confirm';
+ *
  * const policy = checkGrantPolicy({ arguments: { path: 'same-directory' } }, 'the grant for "delete_file"');
  * pinArguments(policy, { path: '/srv/cache/a.tmp' });
  * // { path: { matcher: 'same-directory', absolute: true, directory: ['srv', 'cache'] } }
+ * ```
  */
 export function pinArguments(policy: GrantPolicy, args: unknown): PinnedArguments | undefined {
   try {
@@ -354,9 +362,13 @@ function acceptedBy(pin: unknown, value: unknown): boolean {
  * @returns `{absolute, segments}` with at least one segment, or undefined.
  *
  * @example
+ * ```ts
+ * import { pathSegments } from './matchers.js';
+ *
  * pathSegments('/srv/cache/a.tmp'); // { absolute: true, segments: ['srv', 'cache', 'a.tmp'] }
  * pathSegments('a.tmp'); // { absolute: false, segments: ['a.tmp'] }
  * pathSegments('cache/../etc/passwd'); // undefined
+ * ```
  */
 export function pathSegments(path: string): { absolute: boolean; segments: string[] } | undefined {
   if (typeof path !== 'string' || path === '') return undefined;

@@ -467,6 +467,13 @@ const DEFAULT_UNKNOWN_HINT =
  * @throws {RangeError} when `ttlSeconds` is not a whole number from 1 to 86,400 (0, negative, `Infinity`, `NaN`, fractional, over a day).
  * @throws {TypeError} when `audience` is empty.
  * @example
+ * ```ts
+ * import { rm } from 'node:fs/promises';
+ * import { McpServer } from '@modelcontextprotocol/server';
+ * import { serveStdio } from '@modelcontextprotocol/server/stdio';
+ * import { z } from 'zod';
+ * import { createConfirmation, question } from 'mcp-confirm';
+ *
  * const confirmation = await createConfirmation({ audience: 'files' });
  * serveStdio(() => {
  *   const server = new McpServer({ name: 'files', version: '1.0.0' }, { ...confirmation.serverOptions });
@@ -476,6 +483,7 @@ const DEFAULT_UNKNOWN_HINT =
  *   });
  *   return server;
  * });
+ * ```
  */
 export async function createConfirmation(options: ConfirmationOptions = {}): Promise<Confirmation> {
   const audience = options.audience ?? DEFAULT_AUDIENCE;

@@ -64,8 +64,12 @@ function decodeKey(kid: string, k: unknown): Uint8Array {
  * An ordered set of keys: `keys[0]` seals, all open.
  *
  * @example
+ * ```ts
+ * import { KeyRing } from 'mcp-confirm';
+ *
  * const ring = await KeyRing.fromFile('/etc/mcp-confirm/keys.json');
  * const ring2 = await KeyRing.random(); // one random key for this process
+ * ```
  */
 export class KeyRing {
   readonly #keys: readonly RingKey[];

@@ -123,10 +123,16 @@ const OUTCOMES: Readonly<Record<SpendOutcome, Promise<SpendOutcome>>> = {
  * runs only when a bound is reached.
  *
  * @example
+ * ```ts
+ * import { randomUUID } from 'node:crypto';
+ * import { MemoryLedger } from 'mcp-confirm';
+ *
  * const ledger = new MemoryLedger({ maxPerPrincipal: 100 });
+ * const jti = randomUUID();
  * await ledger.issue(jti, 'local', Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent'
  * await ledger.spend(jti, Date.now()); // 'already-spent'
+ * ```
  */
 export class MemoryLedger implements ConfirmStore {
   readonly kind = 'memory';

@@ -347,10 +347,15 @@ type OwnedClient = ReturnType<typeof ownedClient>;
  * A ledger in Redis, shared by every process and host using the same Redis and namespace.
  *
  * @example
+ * ```ts
+ * import { randomUUID } from 'node:crypto';
  * import { RedisLedger } from 'mcp-confirm/stores/redis';
+ *
  * const ledger = await RedisLedger.open({ url: 'redis://127.0.0.1:6379/0', namespace: 'files.example.com' });
- * await ledger.issue(jti, principal, Date.now() + 300_000);
+ * const jti = randomUUID();
+ * await ledger.issue(jti, 'alice@example.com', Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
+ * ```
  */
 export class RedisLedger implements ConfirmStore {
   readonly kind = 'redis';

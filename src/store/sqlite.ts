@@ -289,10 +289,15 @@ interface Statements {
  * A ledger in a SQLite database file, safe for many processes on one host.
  *
  * @example
+ * ```ts
+ * import { randomUUID } from 'node:crypto';
  * import { SqliteLedger } from 'mcp-confirm/stores/sqlite';
+ *
  * const ledger = new SqliteLedger({ path: '/var/lib/mcp-confirm/ledger.db' });
- * await ledger.issue(jti, principal, Date.now() + 300_000);
+ * const jti = randomUUID();
+ * await ledger.issue(jti, 'alice@example.com', Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' in exactly one process
+ * ```
  */
 export class SqliteLedger implements ConfirmStore {
   readonly kind = 'sqlite';
