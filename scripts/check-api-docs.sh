@@ -58,10 +58,13 @@ finish() {
 (cd tools/apidocs && npm ci --no-audit --no-fund) >&2 || finish 0 "npm ci in tools/apidocs/"
 (cd tools/apidocs && npx typedoc --options typedoc.config.mjs) >&2 \
   || finish 0 "TypeDoc stopped on an error or a warning (warnings are errors): fix the docstrings it names above"
-if ! git diff --exit-code --stat -- docs/api >&2; then
-  finish 0 "docs/api/ is not what the docstrings generate (diff above): run npm run docs:api and commit docs/api/"
-fi
-untracked=$(git ls-files --others --exclude-standard -- docs/api)
+git diff --exit-code --stat -- docs/api >&2
+case $? in
+  0) ;;
+  1) finish 0 "docs/api/ is not what the docstrings generate (diff above): run npm run docs:api and commit docs/api/" ;;
+  *) finish 0 "git diff failed (not a git checkout?): cannot compare docs/api/ with the committed pages" ;;
+esac
+untracked=$(git ls-files --others --exclude-standard -- docs/api) || finish 0 "git ls-files failed: cannot list docs/api/"
 if [ -n "$untracked" ]; then
   printf '%s\n' "$untracked" >&2
   finish 0 "docs/api/ gained files git does not track (listed above): run npm run docs:api and commit docs/api/"
