@@ -37,7 +37,7 @@ export interface PinnedRoot {
   ino: string;
 }
 
-/** Options of {@link Roots.open}. */
+/** Options of {@link Roots.open}: none a caller sets (its one field is for the tests). */
 export interface RootsOptions {
   /** File-system calls to use; defaults to the real ones. For tests. @internal */
   ops?: Partial<FsOps>;

@@ -273,7 +273,7 @@ export interface FileFingerprint {
   file: FileIdentity;
 }
 
-/** Options of {@link inspectFile} and {@link deleteVerified}. */
+/** Options of {@link inspectFile} and {@link deleteVerified}: none a caller sets (its one field is for the tests). */
 export interface TargetOptions {
   /** File-system calls to use; defaults to the real ones. Tests use it to inject OS refusals and swaps. @internal */
   ops?: Partial<FsOps>;
