@@ -46,4 +46,6 @@ export default {
   // No source links: they would name a commit and change on every one.
   disableSources: true,
   hideGenerator: true,
+  // No "**mcp-confirm**" banner on every page: the breadcrumb names the package already.
+  hidePageHeader: true,
 };
