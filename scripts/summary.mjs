@@ -1,6 +1,7 @@
 // Prints the closing line "N passed, N failed" from one or more vitest JSON reports, summed:
 // `node scripts/summary.mjs [REPORT ...]` (default .vitest.json). scripts/test.sh gives it the main
-// suite's report, scripts/test-interop.sh the interop suite's, .ci/run both.
+// suite's report, scripts/test-interop.sh the interop suite's, .ci/run both and scripts/check-api-docs.sh's
+// one-test report of the API reference check.
 // Per report: failed = numFailedTests + numFailedTestSuites (files that failed to load) + numPendingTests
 // + numTodoTests (a skipped or todo test fails the run); a report that is missing, unreadable or ran no
 // test counts as 1 failed. Exits 1 when anything failed.

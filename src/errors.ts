@@ -211,7 +211,8 @@ export class ConfirmNoElicitationError extends ConfirmError {
   declare readonly code: 'ERR_CONFIRM_NO_ELICITATION';
   /**
    * @param hint - `'passkey'` (form approval, where passkey approval would send a link instead)
-   *   appends {@link PASSKEY_WOULD_LINK}; none (the default) keeps the sentence alone.
+   *   appends the sentence saying that with passkey approval this server would
+   *   answer with a link instead; none (the default) keeps the sentence alone.
    */
   constructor(hint?: 'passkey') {
     super(
@@ -406,10 +407,16 @@ export class ConfirmAuditUnavailableError extends ConfirmError {
  * with `switch ((error as AnyConfirmError).code)`.
  *
  * @example
- * if (error instanceof ConfirmError) {
- *   const refusal = error as AnyConfirmError;
- *   if (refusal.code === 'ERR_CONFIRM_OS') console.error(refusal.osCode); // narrowed to ConfirmOsError
+ * ```ts
+ * import { ConfirmError, type AnyConfirmError } from 'mcp-confirm';
+ *
+ * function explain(error: unknown): void {
+ *   if (error instanceof ConfirmError) {
+ *     const refusal = error as AnyConfirmError;
+ *     if (refusal.code === 'ERR_CONFIRM_OS') console.error(refusal.osCode); // narrowed to ConfirmOsError
+ *   }
  * }
+ * ```
  */
 export type AnyConfirmError =
   | ConfirmMismatchError
@@ -483,11 +490,15 @@ export type ConfigErrorCode =
  * `TypeError` or `RangeError` instead.
  *
  * @example
+ * ```ts
+ * import { ConfigError, Roots } from 'mcp-confirm';
+ *
  * try {
- *   await Roots.open([dir]);
+ *   await Roots.open(['/srv/scratch']);
  * } catch (e) {
  *   if (e instanceof ConfigError && e.code === 'ERR_CONFIG_ROOT') console.error(e.message, e.value);
  * }
+ * ```
  */
 export class ConfigError extends Error {
   readonly code: ConfigErrorCode;

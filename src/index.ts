@@ -4,7 +4,7 @@
  * list; the stores, HTTP serving, passkey approval and the demo server are subpaths
  * (`mcp-confirm/stores/sqlite`, `/stores/redis`, `/http`, `/approval`, `/demo`).
  *
- * @module
+ * @module mcp-confirm
  */
 
 // The confirmation layer: build it once, register confirmed tools on each server.
@@ -50,7 +50,14 @@ export { APPROVAL_META_KEY, type ApprovalLinkMeta } from './guard/linkRound.js';
 export { MAX_PENDING_LINK_APPROVALS } from './defaults.js';
 
 // The question: untrusted values rendered visibly and injectively.
-export { question, questionWith, renderValue, renderPath, type RenderOptions } from './prompt/render.js';
+export {
+  question,
+  questionWith,
+  renderValue,
+  renderPath,
+  type RenderOptions,
+  type QuestionTag,
+} from './prompt/render.js';
 
 // Keys and the sealed state.
 export { KeyRing, type KeySpec, type RingKey } from './state/keyRing.js';
@@ -104,8 +111,18 @@ export {
 } from './audit/chain.js';
 
 // Files: roots fixed at start-up, identity captured in round 1, the verified delete.
-export { Roots, type PinnedRoot } from './fs/roots.js';
-export { inspectFile, deleteVerified, findQuarantineLeftovers, type FileFingerprint } from './fs/target.js';
+export { Roots, type PinnedRoot, type RootsOptions } from './fs/roots.js';
+export {
+  inspectFile,
+  deleteVerified,
+  type FileFingerprint,
+  type RootIdentity,
+  type DirIdentity,
+  type FileIdentity,
+  type TargetOptions,
+  type Deleted,
+} from './fs/target.js';
+export { findQuarantineLeftovers, type LeftoverScanOptions } from './fs/quarantine.js';
 
 // Refusals on the wire: one class per stable ERR_CONFIRM_* code, their union, and the mapping to a tool result.
 export {

@@ -40,7 +40,11 @@ function sources(dir: string): string[] {
 
 /** The relative imports of one source file, as paths of source files. */
 function importsOf(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
+  // Docstring lines (` * …`) are not imports: an `@example` imports its own module by name.
+  const text = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => !/^\s*\*/.test(line))
+    .join('\n');
   const out: string[] = [];
   for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)'(\.{1,2}\/[^']+)'/gm)) {
     out.push(normalize(join(dirname(file), m[1]!.replace(/\.js$/, '.ts'))));

@@ -68,7 +68,7 @@ export interface EnrollOptions {
    * 127.0.0.1). Defaults to none: `http://localhost:PORT`, RP ID `localhost` (stdio).
    */
   publicUrl?: string | URL;
-  /** How long to wait for the registration, in whole seconds, 1 to 86,400. Defaults to {@link DEFAULT_ENROLL_TIMEOUT_SECONDS} (300). */
+  /** How long to wait for the registration, in whole seconds, 1 to 86,400. Defaults to 300 (`DEFAULT_ENROLL_TIMEOUT_SECONDS`). */
   timeoutSeconds?: number;
   /**
    * The principals the approver may approve for: `local` (stdio, or `--http` without tokens) or, for a

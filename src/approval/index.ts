@@ -2,7 +2,7 @@
  * `mcp-confirm/approval`: passkey approval (MCP spec 2026-07-28, client/elicitation URL mode; W3C Web
  * Authentication Level 3). A subpath export, so the root import never loads the WebAuthn library.
  *
- * @module
+ * @module mcp-confirm/approval
  */
 export { PasskeyApproval, type PasskeyApprovalOptions, type ApprovalNotifyOptions } from './passkey.js';
 export { parseNotifySpec, NotifyChannel, type NotifyKind, type NotifySpecOptions } from '../notify/spec.js';

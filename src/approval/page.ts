@@ -90,13 +90,13 @@ export type ApprovalEvent =
   | { type: 'approval-approved'; approver: string; scope?: ApprovalScope }
   /** With a quorum: `approver`'s approval was counted, `approvals` of `required` so far (not yet approved). */
   | { type: 'approval-counted'; approver: string; approvals: number; required: number }
-  /** Denied on the page; `approver` when Deny needed a passkey ({@link PageOptions.denyNeedsPasskey}). */
+  /** Denied on the page; `approver` when Deny needed a passkey (the page's `denyNeedsPasskey` option). */
   | { type: 'approval-declined'; approver?: string }
   | { type: 'approval-refused'; reason: string }
   /** The grant `grant` (its id) was revoked on the page. */
   | { type: 'grant-revoked'; grant: string };
 
-/** A grant revoked on the approval page, as {@link PageOptions.revoked} receives it. */
+/** A grant revoked on the approval page, as the page's `revoked` callback receives it. */
 export interface GrantRevokedOnPage {
   /** The grant's id. */
   grant: string;

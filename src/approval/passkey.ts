@@ -210,8 +210,18 @@ export class PasskeyApproval {
    *   enrolled for a principal.
    * @throws {RangeError} when a numeric `approversRequired` is not a whole number from 1 to 16.
    * @example
-   * const approval = await PasskeyApproval.start({ store, approvers: await loadApproversForServer(path, roots) });
+   * ```ts
+   * import { createConfirmation, MemoryLedger, Roots } from 'mcp-confirm';
+   * import { loadApproversForServer, PasskeyApproval } from 'mcp-confirm/approval';
+   *
+   * const roots = await Roots.open(['/srv/scratch']);
+   * const approvers = await loadApproversForServer(
+   *   '/etc/mcp-confirm/approvers.json',
+   *   roots.list.map((root) => root.realPath),
+   * );
+   * const approval = await PasskeyApproval.start({ store: new MemoryLedger(), approvers });
    * const confirmation = await createConfirmation({ approval }); // its jtis in approval.store too
+   * ```
    */
   static async start(options: PasskeyApprovalOptions): Promise<PasskeyApproval> {
     const wait = options.waitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;

@@ -37,7 +37,11 @@ export interface AuditKey {
  * The audit MAC keys of a key file: the first MACs, all verify.
  *
  * @example
+ * ```ts
+ * import { AuditKeys } from 'mcp-confirm';
+ *
  * const keys = await AuditKeys.fromFile('/etc/mcp-confirm/keys.json');
+ * ```
  */
 export class AuditKeys {
   readonly #keys: readonly AuditKey[];
@@ -50,8 +54,8 @@ export class AuditKeys {
 
   /**
    * Derives the audit keys of a key ring: one per ring key, same kid, same order,
-   * HKDF-SHA256 (RFC 5869) of the ring key with {@link AUDIT_HKDF_SALT} and
-   * {@link AUDIT_HKDF_INFO}, 32 bytes. The ring key itself never MACs a line.
+   * HKDF-SHA256 (RFC 5869) of the ring key with the salt `"mcp-confirm/v1/audit-salt"` and the
+   * info `"mcp-confirm/v1/audit-mac"` (UTF-8), 32 bytes. The ring key itself never MACs a line.
    *
    * @param ring - the ring that seals the states (the key file given to `--key-file`).
    */

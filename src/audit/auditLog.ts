@@ -130,15 +130,6 @@ function defaultSchedule(flush: () => void, intervalMs: number): () => void {
 const errorName = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
 
 /**
- * An audit trail file written by this process alone.
- *
- * @example
- * const audit = await AuditLog.open({ path: '/var/log/mcp-confirm/audit.jsonl', keys: await AuditKeys.fromFile('/etc/mcp-confirm/keys.json') });
- * const confirmation = await createConfirmation({ keys, audit });
- * // … at shutdown (writes the closed line):
- * await audit.close();
- */
-/**
  * The key a trail's head is recorded under in the store: the real path of the directory the file
  * is in, then the file's own name (not followed). The directory part is resolved by the system
  * (`realpath` of the path's directory as given), so `..` is taken after symbolic links, as `open`
@@ -152,6 +143,20 @@ export async function auditHeadKey(path: string): Promise<string> {
   return join(await realpath(dirname(path)), basename(path));
 }
 
+/**
+ * An audit trail file written by this process alone.
+ *
+ * @example
+ * ```ts
+ * import { AuditKeys, AuditLog, createConfirmation, KeyRing } from 'mcp-confirm';
+ *
+ * const keys = await KeyRing.fromFile('/etc/mcp-confirm/keys.json');
+ * const audit = await AuditLog.open({ path: '/var/log/mcp-confirm/audit.jsonl', keys: AuditKeys.fromRing(keys) });
+ * const confirmation = await createConfirmation({ keys, audit });
+ * // … at shutdown (writes the closed line):
+ * await audit.close();
+ * ```
+ */
 export class AuditLog implements AuditSink {
   /** The trail file. */
   readonly path: string;

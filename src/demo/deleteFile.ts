@@ -49,8 +49,8 @@ function otherNamesSentence(fp: FileFingerprint): string {
 }
 
 /**
- * The question for one file: trusted wording, untrusted values rendered by
- * {@link pathQuestion}. Shows the argument as sent, the file it resolved to, its
+ * The question for one file: trusted wording, untrusted values rendered as paths
+ * (`questionWith({ segments: '/' })`). Shows the argument as sent, the file it resolved to, its
  * size, and a note when the file has other names (hard links). Both paths are rendered
  * component by component (see `renderPath`): every directory name stays visible, and only an
  * over-long component is cut, in its own middle with its own fingerprint.

@@ -12,7 +12,7 @@
  * serveStdio(factory);
  * ```
  *
- * @module
+ * @module mcp-confirm/demo
  */
 
 // The server: build it once, hand its factory to `serveStdio` or `createMcpHandler`.

@@ -40,7 +40,7 @@ export function isQuarantineName(name: string): boolean {
 
 /** Options of {@link findQuarantineLeftovers}. */
 export interface LeftoverScanOptions {
-  /** File-system calls to use; defaults to the real ones. For tests. */
+  /** File-system calls to use; defaults to the real ones. For tests. @internal */
   ops?: Partial<FsOps>;
   /** Most directories read before the scan stops (it then reports what it found). Defaults to 100 000. */
   maxDirectories?: number;
@@ -58,7 +58,12 @@ export interface LeftoverScanOptions {
  *   (nested roots are scanned once).
  *
  * @example
- * for (const p of await findQuarantineLeftovers(roots)) warn(`left in quarantine: ${p}`);
+ * ```ts
+ * import { findQuarantineLeftovers, Roots } from 'mcp-confirm';
+ *
+ * const roots = await Roots.open(['/srv/scratch']);
+ * for (const p of await findQuarantineLeftovers(roots)) console.warn(`left in quarantine: ${p}`);
+ * ```
  */
 export async function findQuarantineLeftovers(roots: Roots, options: LeftoverScanOptions = {}): Promise<string[]> {
   const ops = withDefaults(options.ops);

@@ -37,9 +37,9 @@ export interface PinnedRoot {
   ino: string;
 }
 
-/** Options of {@link Roots.open}. */
+/** Options of {@link Roots.open}: none a caller sets (its one field is for the tests). */
 export interface RootsOptions {
-  /** File-system calls to use; defaults to the real ones. For tests. */
+  /** File-system calls to use; defaults to the real ones. For tests. @internal */
   ops?: Partial<FsOps>;
 }
 
@@ -63,8 +63,12 @@ export class Roots {
    *   named). Also thrown when `paths` is empty.
    *
    * @example
+   * ```ts
+   * import { Roots } from 'mcp-confirm';
+   *
    * const roots = await Roots.open(['/srv/scratch']);
    * roots.list[0]; // { given: '/srv/scratch', absolute: '/srv/scratch', realPath: '/srv/scratch', dev: '2049', ino: '131074' }
+   * ```
    */
   static async open(paths: readonly string[], options: RootsOptions = {}): Promise<Roots> {
     const ops = withDefaults(options.ops);

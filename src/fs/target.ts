@@ -243,12 +243,16 @@ export interface FileIdentity {
  * be sealed into a `requestState` and come back parsed.
  *
  * @example
- * {
+ * ```ts
+ * import type { FileFingerprint } from 'mcp-confirm';
+ *
+ * const fp: FileFingerprint = {
  *   version: 1, path: '/srv/scratch/a/data.txt', size: '12', nlink: '1',
  *   root: { realPath: '/srv/scratch', dev: '2049', ino: '131074' },
  *   dirs: [{ name: 'a', dev: '2049', ino: '131090' }], name: 'data.txt',
  *   file: { dev: '2049', ino: '131091', type: 'regular file', mtimeNs: '1764…', ctimeNs: '1764…' },
- * }
+ * };
+ * ```
  */
 export interface FileFingerprint {
   /** Shape version of this record. */
@@ -269,9 +273,9 @@ export interface FileFingerprint {
   file: FileIdentity;
 }
 
-/** Options of {@link inspectFile} and {@link deleteVerified}. */
+/** Options of {@link inspectFile} and {@link deleteVerified}: none a caller sets (its one field is for the tests). */
 export interface TargetOptions {
-  /** File-system calls to use; defaults to the real ones. Tests use it to inject OS refusals and swaps. */
+  /** File-system calls to use; defaults to the real ones. Tests use it to inject OS refusals and swaps. @internal */
   ops?: Partial<FsOps>;
 }
 
@@ -311,7 +315,7 @@ const DIRECTORY_SYNTAX = 'directory (it ends with "/", "/." or "/..", which can 
  * @param options - see {@link TargetOptions}.
  * @returns the file's {@link FileFingerprint}.
  * @throws {ConfirmBadArgumentError} `ERR_CONFIRM_BAD_ARGUMENT`, before any system call: not a
- *   string, longer than {@link MAX_PATH_LENGTH} UTF-16 code units, empty, contains NUL, or not
+ *   string, longer than 4,096 UTF-16 code units (`MAX_PATH_LENGTH`), empty, contains NUL, or not
  *   well-formed UTF-16 (a lone surrogate would be written to disk as U+FFFD, so the name shown
  *   and the file touched would differ).
  * @throws {ConfirmOutsideRootsError} `ERR_CONFIRM_OUTSIDE_ROOTS`: outside every root (whole-component
@@ -326,8 +330,13 @@ const DIRECTORY_SYNTAX = 'directory (it ends with "/", "/." or "/..", which can 
  *   called from a worker thread (`ERR_WORKER_UNSUPPORTED_OPERATION`).
  *
  * @example
+ * ```ts
+ * import { inspectFile, question, Roots } from 'mcp-confirm';
+ *
+ * const roots = await Roots.open(['/srv/scratch']);
  * const fp = await inspectFile(roots, 'notes/cache.txt');
  * question`Delete ${fp.path} (${fp.size} bytes)?`;
+ * ```
  */
 export async function inspectFile(roots: Roots, path: string, options: TargetOptions = {}): Promise<FileFingerprint> {
   const ops = withDefaults(options.ops);
@@ -430,8 +439,15 @@ async function resolveRequest(
  *   (`ERR_WORKER_UNSUPPORTED_OPERATION`), before any system call.
  *
  * @example
+ * ```ts
+ * import { deleteVerified, inspectFile, Roots } from 'mcp-confirm';
+ *
+ * const roots = await Roots.open(['/srv/scratch']);
+ * const fp = await inspectFile(roots, 'notes/cache.txt'); // round 1: sealed into the state
+ * // … round 2, the fingerprint as the opened state gives it back:
  * const { path, size } = await deleteVerified(roots, JSON.parse(JSON.stringify(fp)));
  * `Deleted ${path} (${size} bytes).`;
+ * ```
  */
 export async function deleteVerified(roots: Roots, fp: FileFingerprint, options: TargetOptions = {}): Promise<Deleted> {
   const ops = withDefaults(options.ops);

@@ -95,8 +95,12 @@ const POLICY_KEYS = ['arguments', 'maxUses', 'maxSeconds'] as const;
  *   `maxUses` 1 (`maxUses: must be at least 2, got 1 (…)`).
  *
  * @example
+ * ```ts
+ * import { checkGrantPolicy } from 'mcp-confirm';
+ *
  * const policy = checkGrantPolicy({ arguments: { path: 'same-directory' } }, 'the grant for "delete_file"');
  * // { arguments: { path: 'same-directory' }, maxUses: 20, maxSeconds: 900 }
+ * ```
  */
 export function checkGrantPolicy(value: unknown, subject: string): GrantPolicy {
   function fail(problem: string): never {
@@ -202,7 +206,7 @@ export type PinnedArguments = Readonly<Record<string, PinnedArgument>>;
  * - `args` is not a plain object of own, enumerable data properties (as `JSON.parse` makes);
  * - an `exact` value has no RFC 8785 form (`NaN`, `Infinity`, a lone surrogate, `undefined`, a cycle);
  * - a `same-directory` or `subtree` value is not a string, or not a path whose every segment can
- *   match ({@link pathSegments}: e.g. `a/../b`, `~/x`, `dir/`, `C:x`);
+ *   match (not empty, `.`, `..` or `~`, no `\` or NUL: e.g. `a/../b`, `~/x`, `dir/`, `C:x` do not);
  * - an `at-most` value is not a finite number;
  * - the policy names a matcher that is not one of {@link ARGUMENT_MATCHERS} (a policy made by hand).
  *
@@ -213,9 +217,13 @@ export type PinnedArguments = Readonly<Record<string, PinnedArgument>>;
  * Never throws.
  *
  * @example
+ * ```ts
+ * import { checkGrantPolicy, pinArguments } from 'mcp-confirm';
+ *
  * const policy = checkGrantPolicy({ arguments: { path: 'same-directory' } }, 'the grant for "delete_file"');
  * pinArguments(policy, { path: '/srv/cache/a.tmp' });
  * // { path: { matcher: 'same-directory', absolute: true, directory: ['srv', 'cache'] } }
+ * ```
  */
 export function pinArguments(policy: GrantPolicy, args: unknown): PinnedArguments | undefined {
   try {
@@ -267,7 +275,7 @@ function pinOne(matcher: unknown, value: unknown): PinnedArgument | undefined {
  * exactly the pinned own key set, and every argument is accepted by its pinned matcher:
  * - `exact`: equal to the pinned value as RFC 8785 JSON;
  * - `any`: anything;
- * - `same-directory`: a path string whose every segment can match ({@link pathSegments}), as
+ * - `same-directory`: a path string whose every segment can match (as for `pinArguments`), as
  *   absolute as the pinned one, whose directory segments equal the pinned ones, with exactly one
  *   segment (the file name) after them;
  * - `subtree`: the same, but at least one segment after the pinned ones (a file directly in the
@@ -354,9 +362,13 @@ function acceptedBy(pin: unknown, value: unknown): boolean {
  * @returns `{absolute, segments}` with at least one segment, or undefined.
  *
  * @example
+ * ```ts
+ * import { pathSegments } from './matchers.js';
+ *
  * pathSegments('/srv/cache/a.tmp'); // { absolute: true, segments: ['srv', 'cache', 'a.tmp'] }
  * pathSegments('a.tmp'); // { absolute: false, segments: ['a.tmp'] }
  * pathSegments('cache/../etc/passwd'); // undefined
+ * ```
  */
 export function pathSegments(path: string): { absolute: boolean; segments: string[] } | undefined {
   if (typeof path !== 'string' || path === '') return undefined;

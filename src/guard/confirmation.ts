@@ -149,7 +149,7 @@ export interface ConfirmationOptions {
    * declined, cancelled, not confirmed, refused with its code, acted, failed),
    * each carrying the tool, the principal's salted tag (never the principal),
    * the `jti`, the argument digest and the question as shown; states refused by
-   * the verify hook are only counted. Usually an {@link AuditLog}.
+   * the verify hook are only counted. Usually an {@link mcp-confirm!AuditLog}.
    *
    * Fail closed: every line is awaited before the call answers, and the
    * "confirmed" line before `act` runs; when it cannot be written the call is
@@ -481,6 +481,13 @@ const DEFAULT_UNKNOWN_HINT =
  * @throws {RangeError} when `ttlSeconds` is not a whole number from 1 to 86,400 (0, negative, `Infinity`, `NaN`, fractional, over a day).
  * @throws {TypeError} when `audience` is empty.
  * @example
+ * ```ts
+ * import { rm } from 'node:fs/promises';
+ * import { McpServer } from '@modelcontextprotocol/server';
+ * import { serveStdio } from '@modelcontextprotocol/server/stdio';
+ * import { z } from 'zod';
+ * import { createConfirmation, question } from 'mcp-confirm';
+ *
  * const confirmation = await createConfirmation({ audience: 'files' });
  * serveStdio(() => {
  *   const server = new McpServer({ name: 'files', version: '1.0.0' }, { ...confirmation.serverOptions });
@@ -490,6 +497,7 @@ const DEFAULT_UNKNOWN_HINT =
  *   });
  *   return server;
  * });
+ * ```
  */
 export async function createConfirmation(options: ConfirmationOptions = {}): Promise<Confirmation> {
   const audience = options.audience ?? DEFAULT_AUDIENCE;

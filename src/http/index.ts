@@ -5,7 +5,7 @@
  * the JWT verifier and principal, and the `node:http` listener with graceful close.
  * A subpath of its own, so the root import loads none of it.
  *
- * @module
+ * @module mcp-confirm/http
  */
 export { createHttpApp, MCP_PATH, type HttpApp, type HttpAppOptions, type HttpAuthOptions } from './app.js';
 export { allowedHostnames, parseAllowedHosts, parseBindAddress, type BindAddress } from './bind.js';

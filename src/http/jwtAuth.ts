@@ -219,7 +219,7 @@ export const REFUSAL_VALUE_MAX_GRAPHEMES = 64;
  * `bearer token refused: CODE[ CLAIM][; iss `…`][, sub `…`][, kid `…`][; N more refused for the same reason since the previous such line, not logged]`.
  * `iss`, `sub` and `kid` (unverified, attacker text) are rendered as untrusted values
  * (`renderValue`: one line, visible escapes, markup-proof), each cut to
- * {@link REFUSAL_VALUE_MAX_GRAPHEMES} graphemes; a value that is not a string is shown as its
+ * 64 graphemes (`REFUSAL_VALUE_MAX_GRAPHEMES`); a value that is not a string is shown as its
  * JSON, marked `(not a string)`. The token is never part of it.
  *
  * Rate-limited per code and claim: at most one line per `intervalMs` (default 1 s) for each;

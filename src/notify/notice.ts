@@ -36,8 +36,8 @@ export type ApprovalDecision = 'approved' | 'declined' | 'expired';
  *
  * Never a state, token, argument value or secret. `tool` and `question` are untrusted text (a
  * tool's name comes from the server or the proxy's upstream); the human channels (Slack, ntfy)
- * show `tool` through `renderValue`, and `question` only as the guard rendered it (see
- * {@link shownQuestion}).
+ * show `tool` through `renderValue`, and `question` only as the guard rendered it (any control or
+ * bidi control left in it shown as a visible escape, `⟨U+202E⟩`).
  */
 export interface ApprovalNotice {
   /** `approval.requested`, `approval.counted` or `approval.decided`. */

@@ -131,11 +131,22 @@ function networkReason(error: unknown): string {
  * the delivery rules).
  *
  * @example
- * const notifier = new Notifier({ channels: [parseNotifySpec('ntfy:$NTFY_URL')] });
- * notifier.notify({ type: 'approval.requested', approvalId, url, tool: 'delete_file',
- *   audience: 'mcp-confirm', expiresAtMs, principalTag });
+ * ```ts
+ * import { Notifier, parseNotifySpec } from 'mcp-confirm/approval';
+ *
+ * const notifier = new Notifier({ channels: [parseNotifySpec('ntfy:https://ntfy.example.com/approvals')] });
+ * notifier.notify({
+ *   type: 'approval.requested',
+ *   approvalId: 'x7Qm',
+ *   url: 'https://files.example.com/approve/x7Qm',
+ *   tool: 'delete_file',
+ *   audience: 'mcp-confirm',
+ *   expiresAtMs: Date.now() + 300_000,
+ *   principalTag: 'k1.3q2+ZbN0',
+ * });
  * // … on shutdown
  * await notifier.close();
+ * ```
  */
 export class Notifier {
   readonly #lanes: Lane[];

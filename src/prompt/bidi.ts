@@ -137,8 +137,12 @@ const MAX_BRACKET_DEPTH = 63;
  * @param text - the text shown inside the code span.
  * @returns true when a reader could see the characters in another order than stored.
  * @example
+ * ```ts
+ * import { reordersRtl } from './bidi.js';
+ *
  * reordersRtl('/tmp/r/א/ב/ג.txt') // true
  * reordersRtl('שלום.txt')         // false
+ * ```
  */
 export function reordersRtl(text: string): boolean {
   if (!HAS_NON_ASCII.test(text)) return false; // ASCII holds no R, AL or AN

@@ -160,11 +160,15 @@ function shortenedSuffix(shown: ShownBody, prints: readonly string[]): string {
  * @throws RangeError on invalid options (see {@link RenderOptions}).
  * @throws TypeError when `value` is not a string.
  * @example
+ * ```ts
+ * import { renderValue } from 'mcp-confirm';
+ *
  * renderValue('a\nb')          // returns  `a\nb`              (backslash, n: visible)
  * renderValue('a\\nb')         // returns  `a\\nb`             (a real backslash, doubled)
  * renderValue('x\u202Ey')      // returns  `x⟨U+202E⟩y`
  * renderValue('p\u0430ypal')   // returns  `pаypal` (warning: mixes Latin and Cyrillic letters)
  * renderValue('a`b')           // returns  `a⟨U+0060⟩b`
+ * ```
  */
 export function renderValue(value: string, options: RenderOptions = {}): string {
   return renderValueParts(value, options).text;
@@ -185,7 +189,11 @@ export function renderValue(value: string, options: RenderOptions = {}): string 
  *   fingerprint.
  *
  * @example
+ * ```ts
+ * import { renderPath } from 'mcp-confirm';
+ *
  * renderPath('/srv/שלום.txt') // returns  `/srv/שלום.txt`
+ * ```
  */
 export function renderPath(path: string, options: RenderOptions = {}): string {
   return renderValue(path, { ...options, segments: '/' });
@@ -223,7 +231,11 @@ const defaultQuestion = questionWith({});
  *
  * @throws TypeError when a value is not a string.
  * @example
+ * ```ts
+ * import { question } from 'mcp-confirm';
+ *
  * question`Permanently delete ${'a\nb'}?` // 'Permanently delete `a\\nb`?'
+ * ```
  */
 export function question(strings: TemplateStringsArray, ...values: readonly string[]): string {
   return defaultQuestion(strings, ...values);

@@ -382,9 +382,13 @@ export interface ScriptMix {
  *   the scripts of the pieces that mix (otherwise of all pieces), in order of first appearance.
  * @returns whether it mixes and which scripts it uses.
  * @example
+ * ```ts
+ * import { scriptMix } from './scripts.js';
+ *
  * scriptMix('p\u0430ypal').mixed           // true: Latin and Cyrillic
  * scriptMix('שלום.txt').mixed               // false: the extension is ignored
  * scriptMix('/tmp/r/שלום.txt', '/').mixed   // false: each path component is in one script
+ * ```
  */
 export function scriptMix(value: string, separator?: string): ScriptMix {
   if (!HAS_NON_ASCII.test(value)) return { mixed: false, scripts: [] };
@@ -626,9 +630,13 @@ function latinLookalike(cp: number): boolean {
  * @param separator - as in {@link scriptMix}.
  * @returns the script (UAX #24 long name, `_` as space) of the first such piece, or undefined.
  * @example
+ * ```ts
+ * import { latinLookalikeScript } from './scripts.js';
+ *
  * latinLookalikeScript('\u0441\u0430\u0441\u04BB\u0435.txt') // 'Cyrillic'
  * latinLookalikeScript('cache.txt')                          // undefined
  * latinLookalikeScript('сайт.txt')                           // undefined: й, т have no Latin look-alike
+ * ```
  */
 export function latinLookalikeScript(value: string, separator?: string): string | undefined {
   if (!HAS_NON_ASCII.test(value)) return undefined;

@@ -111,11 +111,15 @@ function list(names: readonly string[]): string {
  * @returns zero to four warnings, in the order above.
  * @throws RangeError on invalid options, see `RenderOptions`.
  * @example
+ * ```ts
+ * import { valueWarnings } from './warnings.js';
+ *
  * valueWarnings('p\u0430ypal.txt') // ['mixes Latin and Cyrillic letters']
  * valueWarnings('\u0441\u0430\u0441\u04BB\u0435.txt') // ['written in Cyrillic letters that look like Latin ones']
  * valueWarnings('cafe\u0301.txt')  // ['not in Unicode normal form NFC']
  * valueWarnings('ｃａｃｈｅ.txt')    // ['uses compatibility look-alike characters, not NFKC']
  * valueWarnings('א/ב.txt')         // ['right-to-left text may display out of order']
+ * ```
  */
 export function valueWarnings(value: string, options: RenderOptions = {}): string[] {
   const checked = checkOptions(options);

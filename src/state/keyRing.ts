@@ -64,8 +64,12 @@ function decodeKey(kid: string, k: unknown): Uint8Array {
  * An ordered set of keys: `keys[0]` seals, all open.
  *
  * @example
+ * ```ts
+ * import { KeyRing } from 'mcp-confirm';
+ *
  * const ring = await KeyRing.fromFile('/etc/mcp-confirm/keys.json');
  * const ring2 = await KeyRing.random(); // one random key for this process
+ * ```
  */
 export class KeyRing {
   readonly #keys: readonly RingKey[];
@@ -159,7 +163,7 @@ export class KeyRing {
    * The tag of a principal under one key: base64url of the first 16 bytes of
    * HMAC-SHA256(principalSalt, JSON string of principal). JSON keeps lone
    * surrogates distinct (UTF-8 would fold them into U+FFFD). Reveals nothing
-   * of the principal. The last {@link PRINCIPAL_TAGS_KEPT} tags of each key are kept (a call under
+   * of the principal. The last 1,024 tags of each key are kept (a call under
    * a grant computes its caller's tag on every call).
    */
   static principalTag(key: RingKey, principal: string): string {

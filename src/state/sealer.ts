@@ -137,7 +137,7 @@ export interface SealInput {
   nowMs: number;
 }
 
-/** Why {@link Sealer.open} refused a state; goes to `onerror` only, never to the client. */
+/** Why opening a sealed state refused it; goes to `onerror` only, never to the client. */
 export class StateRefusedError extends Error {
   constructor(
     readonly reason: 'malformed' | 'unknown-key' | 'decrypt' | 'audience' | 'expired' | 'principal' | 'claims',
@@ -156,9 +156,21 @@ const B64U_22 = /^[A-Za-z0-9_-]{22}$/;
  * {@link Sealer.open} are the same, returning promises.
  *
  * @example
+ * ```ts
+ * import { KeyRing } from './keyRing.js';
+ * import { Sealer } from './sealer.js';
+ *
  * const sealer = new Sealer({ keys: await KeyRing.random(), audience: 'mcp-confirm', ttlSeconds: 300 });
- * const { state, claims } = sealer.sealSync({ tool, args, question, fingerprint, principal: 'local', nowMs: Date.now() });
- * const opened = sealer.openSync(state, { principal: 'local', nowMs: Date.now() });
+ * const { state, claims } = sealer.sealSync({
+ *   tool: 'delete_file',
+ *   args: '{"path":"notes/cache.txt"}',
+ *   question: 'Permanently delete `notes/cache.txt`?',
+ *   fingerprint: { path: '/srv/scratch/notes/cache.txt' },
+ *   principal: 'local',
+ *   nowMs: Date.now(),
+ * });
+ * const opened = sealer.openSync(state, { principal: 'local', nowMs: Date.now() }); // claims again
+ * ```
  */
 export class Sealer {
   readonly keys: KeyRing;

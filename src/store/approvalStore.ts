@@ -200,7 +200,7 @@ export interface ApprovalStore {
 
   /**
    * Stores a single-use challenge for the approval (or enrolment) `id`, until `expiresAtMs`.
-   * At most {@link MAX_CHALLENGES_PER_APPROVAL} challenges of one `id` are kept: storing one
+   * At most 8 (`MAX_CHALLENGES_PER_APPROVAL`) challenges of one `id` are kept: storing one
    * more drops the oldest of that `id` (a later take of it gets `undefined`), so whoever holds
    * one approval page cannot crowd out the challenges of other approvals.
    */

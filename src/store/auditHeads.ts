@@ -43,7 +43,7 @@ export interface AuditHeadStore {
    *
    * @param path - the trail file's absolute path, its directory's symbolic links resolved (as `AuditLog.headKey`).
    * @param head - see {@link AuditHead}.
-   * @throws {RangeError} when the path or a field is malformed (see {@link checkAuditHead}).
+   * @throws {RangeError} when the path or a field is malformed (see `checkAuditHead`).
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the store fails.
    */
   recordAuditHead(path: string, head: AuditHead): Promise<void>;

@@ -30,7 +30,11 @@ export const CONFIRM_STORE_METHODS = [
   ...LINK_STORE_METHODS,
 ] as const;
 
-/** The name of one method of {@link ConfirmStore} (besides `close`). */
+/**
+ * The name of one method of {@link ConfirmStore} (besides `close`).
+ *
+ * @useDeclaredType
+ */
 export type ConfirmStoreMethod = (typeof CONFIRM_STORE_METHODS)[number];
 
 /** The method names of `T` (its function-valued keys). */
@@ -53,7 +57,7 @@ export function isConfirmStore(value: unknown): value is ConfirmStore {
 }
 
 /**
- * Wraps a store: every method of {@link CONFIRM_STORE_METHODS} calls `around(method, run)`, where
+ * Wraps a store: every method named by {@link ConfirmStoreMethod} calls `around(method, run)`, where
  * `run()` calls the store's method with the caller's arguments; `kind`, `shared` and `close` are
  * the store's. Behaviour is the store's as long as `around` returns what `run()` does.
  *

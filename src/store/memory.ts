@@ -123,10 +123,16 @@ const OUTCOMES: Readonly<Record<SpendOutcome, Promise<SpendOutcome>>> = {
  * runs only when a bound is reached.
  *
  * @example
+ * ```ts
+ * import { randomUUID } from 'node:crypto';
+ * import { MemoryLedger } from 'mcp-confirm';
+ *
  * const ledger = new MemoryLedger({ maxPerPrincipal: 100 });
+ * const jti = randomUUID();
  * await ledger.issue(jti, 'local', Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent'
  * await ledger.spend(jti, Date.now()); // 'already-spent'
+ * ```
  */
 export class MemoryLedger implements ConfirmStore {
   readonly kind = 'memory';
@@ -370,7 +376,7 @@ export class MemoryLedger implements ConfirmStore {
   }
 
   /**
-   * {@link ApprovalStore.putChallenge}; at most {@link MAX_CHALLENGES_PER_APPROVAL} per id (its oldest
+   * {@link ApprovalStore.putChallenge}; at most 8 (`MAX_CHALLENGES_PER_APPROVAL`) per id (its oldest
    * dropped) and `maxTotal` in all (expired ones swept, then the oldest dropped).
    */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {

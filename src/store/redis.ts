@@ -138,7 +138,7 @@
  * > could then be spent a second time. Use no persistence, or AOF with
  * > `appendfsync always` on a single primary.
  *
- * @module
+ * @module mcp-confirm/stores/redis
  */
 import { createHash } from 'node:crypto';
 import { ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
@@ -364,10 +364,15 @@ type OwnedClient = ReturnType<typeof ownedClient>;
  * A ledger in Redis, shared by every process and host using the same Redis and namespace.
  *
  * @example
+ * ```ts
+ * import { randomUUID } from 'node:crypto';
  * import { RedisLedger } from 'mcp-confirm/stores/redis';
+ *
  * const ledger = await RedisLedger.open({ url: 'redis://127.0.0.1:6379/0', namespace: 'files.example.com' });
- * await ledger.issue(jti, principal, Date.now() + 300_000);
+ * const jti = randomUUID();
+ * await ledger.issue(jti, 'alice@example.com', Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
+ * ```
  */
 export class RedisLedger implements ConfirmStore {
   readonly kind = 'redis';
@@ -671,7 +676,7 @@ export class RedisLedger implements ConfirmStore {
 
   /**
    * {@link ApprovalStore.putChallenge}: `SET NX PX` (the Redis TTL only collects it; expiry is decided by `nowMs`),
-   * and the approval's list of challenge keys, beyond {@link MAX_CHALLENGES_PER_APPROVAL} its oldest deleted.
+   * and the approval's list of challenge keys, beyond 8 (`MAX_CHALLENGES_PER_APPROVAL`) its oldest deleted.
    */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
     finiteMs('expiresAtMs', expiresAtMs);
@@ -721,7 +726,7 @@ export class RedisLedger implements ConfirmStore {
 
   // ---- LinkStore (see linkStore.ts). Additive: own keys (lk…, lkp…), one Lua script per step (redisLinkScripts.ts).
 
-  /** {@link LinkStore.openLinkApproval}: one script (checks, counts, then the approval, its index and its link). */
+  /** {@link mcp-confirm!LinkStore.openLinkApproval}: one script (checks, counts, then the approval, its index and its link). */
   async openLinkApproval(approval: NewLinkApproval, maxPending: number, nowMs: number): Promise<OpenLinkOutcome> {
     checkNewLinkApproval(approval, maxPending);
     finiteMs('nowMs', nowMs);
@@ -756,7 +761,7 @@ export class RedisLedger implements ConfirmStore {
     throw new ConfirmLedgerUnavailableError({ cause: new TypeError('unexpected reply to openLinkApproval') });
   }
 
-  /** {@link LinkStore.approvalByLink}: one script (the link and its approval). */
+  /** {@link mcp-confirm!LinkStore.approvalByLink}: one script (the link and its approval). */
   async approvalByLink(linkKey: string, nowMs: number): Promise<LinkedApproval | undefined> {
     finiteMs('nowMs', nowMs);
     const reply = await this.#runner.script(
@@ -778,7 +783,7 @@ export class RedisLedger implements ConfirmStore {
     return approval === undefined ? undefined : { approval, kept };
   }
 
-  /** {@link LinkStore.finishLink}: one script (only the key's link to that approval). */
+  /** {@link mcp-confirm!LinkStore.finishLink}: one script (only the key's link to that approval). */
   async finishLink(linkKey: string, id: string, nowMs: number): Promise<boolean> {
     finiteMs('nowMs', nowMs);
     const reply = await this.#runner.script(

@@ -98,7 +98,7 @@
  * > The file must be on a local disk: SQLite locking over NFS/SMB is unreliable,
  * > so this store is for processes on one host (use the Redis store across hosts).
  *
- * @module
+ * @module mcp-confirm/stores/sqlite
  */
 import { closeSync, openSync } from 'node:fs';
 import type Database from 'better-sqlite3';
@@ -290,10 +290,15 @@ interface Statements {
  * A ledger in a SQLite database file, safe for many processes on one host.
  *
  * @example
+ * ```ts
+ * import { randomUUID } from 'node:crypto';
  * import { SqliteLedger } from 'mcp-confirm/stores/sqlite';
+ *
  * const ledger = new SqliteLedger({ path: '/var/lib/mcp-confirm/ledger.db' });
- * await ledger.issue(jti, principal, Date.now() + 300_000);
+ * const jti = randomUUID();
+ * await ledger.issue(jti, 'alice@example.com', Date.now() + 300_000);
  * await ledger.spend(jti, Date.now()); // 'spent' in exactly one process
+ * ```
  */
 export class SqliteLedger implements ConfirmStore {
   readonly kind = 'sqlite';
@@ -725,7 +730,7 @@ export class SqliteLedger implements ConfirmStore {
   }
 
   /**
-   * {@link ApprovalStore.putChallenge}; expired challenges are swept, beyond {@link MAX_CHALLENGES_PER_APPROVAL}
+   * {@link ApprovalStore.putChallenge}; expired challenges are swept, beyond 8 (`MAX_CHALLENGES_PER_APPROVAL`)
    * of one id its oldest dropped, beyond `maxTotal` in all the oldest dropped; one transaction.
    */
   async putChallenge(challenge: string, id: string, expiresAtMs: number, nowMs: number): Promise<void> {
@@ -805,7 +810,7 @@ export class SqliteLedger implements ConfirmStore {
     });
   }
 
-  /** {@link LinkStore.approvalByLink}: one `SELECT` joining the link to its approval. */
+  /** {@link mcp-confirm!LinkStore.approvalByLink}: one `SELECT` joining the link to its approval. */
   async approvalByLink(linkKey: string, nowMs: number): Promise<LinkedApproval | undefined> {
     finiteMs('nowMs', nowMs);
     return this.#approvalOp((_st, db) => {
@@ -816,7 +821,7 @@ export class SqliteLedger implements ConfirmStore {
     });
   }
 
-  /** {@link LinkStore.finishLink}: one `DELETE` of the key's link to that approval. */
+  /** {@link mcp-confirm!LinkStore.finishLink}: one `DELETE` of the key's link to that approval. */
   async finishLink(linkKey: string, id: string, nowMs: number): Promise<boolean> {
     finiteMs('nowMs', nowMs);
     return this.#approvalOp(
