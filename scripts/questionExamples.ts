@@ -1,9 +1,9 @@
 /**
- * Prints the README section's before/after examples of the question a human reads:
+ * Prints docs/question.md's before/after examples of the question a human reads:
  * "before" is what a naive server sends (`Permanently delete ${name}?`, shown as a JSON
  * string with invisible code points escaped, so this page stays readable), "after" is what delete_file's question template
  * renders. Run: npx tsx scripts/questionExamples.ts
- * test/readme.test.ts checks that the README holds exactly this output.
+ * test/readme.test.ts checks that docs/question.md holds exactly this output.
  */
 import { question, questionWith } from '../src/prompt/render.js';
 
@@ -52,7 +52,7 @@ const visibleJson = (text: string): string =>
     (ch) => `\\u${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`,
   );
 
-/** The README block, as markdown. */
+/** The block of docs/question.md, as markdown. */
 export function questionExamples(): string {
   const lines: string[] = [];
   for (const [label, name] of examples) {

@@ -13,8 +13,8 @@
  * (a path) or an OS reason. They never echo a `requestState`, a key, a `jti`
  * or an answer's content.
  *
- * Codes are never reused for another meaning; the catalogue is in the README, "Refusals", and
- * docs/errors.md. Sentences take their numbers from the constants they state.
+ * Codes are never reused for another meaning; the catalogue is in docs/errors.md.
+ * Sentences take their numbers from the constants they state.
  *
  * @module
  */

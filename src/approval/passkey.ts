@@ -16,7 +16,7 @@
  * > Trust boundary: this protects against everything that speaks MCP or HTTP
  * > to the server (the client, an agent driving it, an injected prompt,
  * > another local process without the authenticator). Code running as the
- * > same OS user can edit the approvers file; see the README's stronger setup.
+ * > same OS user can edit the approvers file; see the stronger setup in docs/passkey.md.
  *
  * @module
  */

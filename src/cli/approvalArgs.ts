@@ -3,7 +3,7 @@
  * `--approval form|passkey`, `--approvers`, `--approval-port`, `--approval-wait`, `--public-url` and
  * `--approvers-required`, and the notification flags of passkey approval (`--notify SPEC`, repeatable,
  * `--notify-secret-file PATH`, `--notify-include-question`; docs/notifications.md), one set of
- * rules and messages for both (README, "Passkey approval"). Free of the WebAuthn and HTTP server
+ * rules and messages for both (docs/passkey.md). Free of the WebAuthn and HTTP server
  * modules, so parsing loads neither.
  *
  * @module

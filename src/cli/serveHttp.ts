@@ -64,7 +64,7 @@ export interface HttpServeOptions {
  * Listens on `spec.bind`, serves MCP at `/mcp` with the main application ({@link createHttpApp}:
  * Host/Origin checks, RFC 9728 metadata, bearer JWTs, 2025-era sessions bound to their principal),
  * the approval page (`/approve/…`, `/assets/…`, no token) and `/healthz`, `/metrics` (no token), and
- * writes the serving line (see README, "Serving over HTTP"). One implementation for
+ * writes the serving line (see docs/http.md). One implementation for
  * `mcp-confirm --http` and `mcp-confirm proxy --http`; the runtime (`runtime.ts`) runs it until
  * stopped and drains it. The serving line on stderr reads
  * `serving SERVED over Streamable HTTP at http://HOST:PORT/mcp; resource URL; auth …; [DETAILS; ]approval …`.

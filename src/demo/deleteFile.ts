@@ -1,6 +1,6 @@
 /**
  * The demo server: one confirmed tool, `delete_file`, that deletes a regular
- * file inside roots fixed at start-up (the contract is in the README, "The tool `delete_file`").
+ * file inside roots fixed at start-up (the contract is in docs/cli.md, "The tool `delete_file`").
  *
  * @module
  */

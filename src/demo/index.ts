@@ -1,6 +1,6 @@
 /**
  * `mcp-confirm/demo`: the demo server with its one confirmed tool, `delete_file`, as the command
- * line serves it (`mcp-confirm --root DIR`). The contract is in the README, "The tool `delete_file`".
+ * line serves it (`mcp-confirm --root DIR`). The contract is in docs/cli.md, "The tool `delete_file`".
  * Not part of the root entry: a library user builds their own tools with `createConfirmation`.
  *
  * @example

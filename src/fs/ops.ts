@@ -38,7 +38,7 @@ import {
 import { createRequire } from 'node:module';
 
 // node:crypto and node:worker_threads are loaded on first use (a delete), not when the roots are
-// opened at start-up: the server answers its first request sooner (README, "Performance").
+// opened at start-up: the server answers its first request sooner (docs/performance.md).
 const require = createRequire(import.meta.url);
 const nodeCrypto = (): typeof import('node:crypto') => require('node:crypto') as typeof import('node:crypto');
 const workerThreads = (): typeof import('node:worker_threads') =>

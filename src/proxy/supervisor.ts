@@ -29,7 +29,7 @@
  * later. It waits in a blocking read, not on a timer, so load only delays it.
  *
  * Not ended: a process that left the upstream's session (`setsid`, a daemon's double fork): nothing
- * short of a container, a cgroup or a systemd unit holds those (see the README, Proxy).
+ * short of a container, a cgroup or a systemd unit holds those (see docs/proxy.md).
  *
  * It then exits as the upstream did: the same exit code, or killed by the same signal, so the
  * proxy's down reason ("it exited with code 3", "it was killed by SIGKILL") is the upstream's. A

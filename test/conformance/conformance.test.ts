@@ -5,7 +5,7 @@
  * `mcp-confirm --root <temp dir> --http 127.0.0.1:0`, and `fixture`, the test_* tools of
  * fixtureServer.ts served by the same src/http code, for the scenarios that call those tools.
  * Each listed scenario must pass against its target: exit code 0 and no FAILURE check. The
- * scenarios that do not apply are listed, with why, in the README ("Conformance").
+ * scenarios that do not apply are listed, with why, in docs/conformance.md.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 const REPO = join(import.meta.dirname, '../..');
 type Target = 'cli' | 'fixture';
-/** Which target runs which scenario (README, "Conformance"): the same file `scripts/conformance.mjs` reads. */
+/** Which target runs which scenario (docs/conformance.md): the same file `scripts/conformance.mjs` reads. */
 const LIST = JSON.parse(readFileSync(join(import.meta.dirname, 'scenarios.json'), 'utf8')) as Record<Target, string[]>;
 const RUNS: Array<[Target, string]> = [
   ...LIST.cli.map((n): [Target, string] => ['cli', n]),

@@ -192,7 +192,7 @@ describe('the guard hands each decision to the audit trail', () => {
     expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('changed after the question');
   });
 
-  it('line 1\'s (the opening line\'s) mac is what the README documents: HMAC-SHA256 under HKDF-SHA256(key, "mcp-confirm/v1/audit-salt", "mcp-confirm/v1/audit-mac") of the RFC 8785 form of ["mcp-confirm/v1/audit-genesis", line without mac]; each later line chains from the one before', async () => {
+  it('line 1\'s (the opening line\'s) mac is what docs/audit.md documents: HMAC-SHA256 under HKDF-SHA256(key, "mcp-confirm/v1/audit-salt", "mcp-confirm/v1/audit-mac") of the RFC 8785 form of ["mcp-confirm/v1/audit-genesis", line without mac]; each later line chains from the one before', async () => {
     const { factory } = await audited();
     const c = await connect(factory);
     cleanups.push(() => c.close());

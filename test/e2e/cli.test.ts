@@ -1,7 +1,7 @@
 /**
  * The built CLI (`dist/cli/main.js`, the package's `bin`) as a real subprocess:
  * stdio serving, exit codes, the key file, and the demo. Needs `npm run build`
- * first (the README's test command does it).
+ * first (the test command, `npm test`, does it).
  */
 import { spawn } from 'node:child_process';
 import {

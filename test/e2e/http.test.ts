@@ -74,7 +74,7 @@ describe('over HTTP, a state is bound to the user who was asked (bind-7)', () =>
     expect(existsSync(join(root, 'report.txt'))).toBe(false);
   });
 
-  it('treats every user of one OAuth client as one principal when the verifier sets no extra.sub (as the README warns)', async () => {
+  it('treats every user of one OAuth client as one principal when the verifier sets no extra.sub (as docs/library.md warns)', async () => {
     const { clientAs } = await serveHttp();
     const first = await clientAs(user('first', {}));
     const second = await clientAs(user('second', {}));

@@ -289,7 +289,7 @@ describe('clock skew, a remote JWK set and an explicit --resource', () => {
     expect(justExpired.status).toBe(401);
     expect(justExpired.headers['www-authenticate']).toContain('error="invalid_token"');
     // Its text ("Token has expired" from the SDK's exp check) is not asserted: it holds only while the request is under
-    // 20 s old, a machine-speed bound. A token expired an hour ago gets jose's refusal, the generic text (README, "Tokens").
+    // 20 s old, a machine-speed bound. A token expired an hour ago gets jose's refusal, the generic text (docs/http.md, "Tokens").
     const longExpired = await send(await token(server.url, { expiresAt: nowS - 3600 }));
     expect(longExpired.status).toBe(401);
     expect(JSON.parse(longExpired.body)).toEqual({

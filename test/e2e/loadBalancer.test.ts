@@ -1,7 +1,7 @@
 /**
  * Replicas behind a real load balancer: two `mcp-confirm --http` processes (the
  * built CLI) sharing a key file and a Redis ledger, behind HAProxy running the
- * README's configuration (docs/haproxy.cfg, unchanged), with JWT auth against a
+ * configuration docs/deployment.md shows (docs/haproxy.cfg, unchanged), with JWT auth against a
  * local JWK set, and real clients of both protocol eras through the balancer.
  *
  * - 2026-07-28 requests are balanced round-robin without stickiness: round 1
@@ -182,12 +182,12 @@ async function replicaSays(replica: string, line: string): Promise<void> {
   await stderrSays(() => r.stderr(), line);
 }
 
-describe('the README shows the HAProxy configuration the test runs', () => {
-  it('the Deployment section includes docs/haproxy.cfg verbatim', () => {
-    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+describe('docs/deployment.md shows the HAProxy configuration the test runs', () => {
+  it('its load-balancer section includes docs/haproxy.cfg verbatim', () => {
+    const page = readFileSync(join(REPO, 'docs', 'deployment.md'), 'utf8');
     const cfg = readFileSync(HAPROXY_CFG, 'utf8');
-    const block = /<!-- haproxy\.cfg:begin -->\n```haproxy\n([\s\S]*?)```\n<!-- haproxy\.cfg:end -->/.exec(readme);
-    expect(block, 'README.md has no <!-- haproxy.cfg:begin --> block').not.toBeNull();
+    const block = /<!-- haproxy\.cfg:begin -->\n```haproxy\n([\s\S]*?)```\n<!-- haproxy\.cfg:end -->/.exec(page);
+    expect(block, 'docs/deployment.md has no <!-- haproxy.cfg:begin --> block').not.toBeNull();
     expect(block![1]).toBe(cfg);
   });
 });

@@ -135,6 +135,6 @@ export function verifyTrail(file: string, keyFile: string, extra: string[] = [])
   return runProcess(process.execPath, [MAIN, 'audit', 'verify', file, '--key-file', keyFile, ...extra]);
 }
 
-/** The exact sentence `audit verify` gives an open trail (README, "Audit trail"). */
+/** The exact sentence `audit verify` gives an open trail (docs/audit.md). */
 export const OPEN_SENTENCE =
   'is open (not closed: the server may still be running, or it stopped without closing, or the end was cut)';
