@@ -131,11 +131,11 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
   /** Receives errors of idle connections (they are replaced on the next call). Defaults to ignoring them. */
   onError?: (error: unknown) => void;
-  /** Most live grants one principal may hold. Defaults to 16. */
+  /** Most live grants one principal may hold under one binding (see {@link GrantStore}). Defaults to 16. */
   maxGrantsPerPrincipal?: number;
   /** Most live grants in the schema; also the bound on ended grants kept until their expiry. Defaults to 10,000. */
   maxGrants?: number;
-  /** Most live plans one principal may hold. Defaults to 16. */
+  /** Most live plans one principal may hold under one binding. Defaults to 16. */
   maxPlansPerPrincipal?: number;
   /** Most live plans in the schema. Defaults to 10,000. */
   maxPlans?: number;
@@ -1172,7 +1172,8 @@ export class PostgresStore implements ConfirmStore {
    * {@link GrantStore.spendGranting}. One transaction: a duplicate id is refused first (rolled back,
    * nothing spent); the ledger's spend as {@link spend}; only when it spent, under
    * `pg_advisory_xact_lock` of the schema's grants (so two creations never both take the last place:
-   * exact bounds), expired grants swept, the live ones counted, and the grant inserted or `'full'`.
+   * exact bounds), expired grants swept, the live ones counted (those of the grant's principal and
+   * binding, and all), and the grant inserted or `'full'`.
    */
   async spendGranting(jti: string, nowMs: number, grant: NewGrant): Promise<SpendCreating> {
     checkNewGrant(grant, nowMs);
@@ -1190,9 +1191,9 @@ export class PostgresStore implements ConfirmStore {
           [nowMs],
         );
         const c = await q<{ held: number; total: number }>(
-          `SELECT (SELECT count(*) FROM ${grants} WHERE principal = $1 AND expires_at_ms > $2 AND uses_left > 0 AND NOT revoked)::int AS held,
+          `SELECT (SELECT count(*) FROM ${grants} WHERE principal = $1 AND binding = $3 AND expires_at_ms > $2 AND uses_left > 0 AND NOT revoked)::int AS held,
                   (SELECT count(*) FROM ${grants} WHERE expires_at_ms > $2 AND uses_left > 0 AND NOT revoked)::int AS total`,
-          [grant.principal, nowMs],
+          [grant.principal, nowMs, grant.binding],
         );
         const { held, total } = c.rows[0]!;
         if (held >= this.maxGrantsPerPrincipal || total >= this.maxGrants) return { spend, created: 'full' };
@@ -1288,8 +1289,8 @@ export class PostgresStore implements ConfirmStore {
 
   /**
    * {@link GrantStore.spendPlanning}. One transaction, as {@link spendGranting} with the schema's plans
-   * lock: duplicate refused first, the spend, then (only when spent) sweep, count, insert the plan and
-   * its slots.
+   * lock: duplicate refused first, the spend, then (only when spent) sweep, count (the live plans of the
+   * plan's principal and binding, and all), insert the plan (with its binding) and its slots.
    */
   async spendPlanning(jti: string, nowMs: number, plan: NewPlan): Promise<SpendCreating> {
     checkNewPlan(plan, nowMs);
@@ -1312,17 +1313,17 @@ export class PostgresStore implements ConfirmStore {
           [nowMs],
         );
         const c = await q<{ held: number; total: number }>(
-          `SELECT (SELECT count(*) FROM ${plans} WHERE principal = $1 AND expires_at_ms > $2)::int AS held,
+          `SELECT (SELECT count(*) FROM ${plans} WHERE principal = $1 AND binding = $3 AND expires_at_ms > $2)::int AS held,
                   (SELECT count(*) FROM ${plans} WHERE expires_at_ms > $2)::int AS total`,
-          [plan.principal, nowMs],
+          [plan.principal, nowMs, plan.binding],
         );
         const { held, total } = c.rows[0]!;
         if (held >= this.maxPlansPerPrincipal || total >= this.maxPlans) return { spend, created: 'full' };
         const p = plan;
         await q(
-          `INSERT INTO ${plans} (id, audience, principal, approver, created_at_ms, expires_at_ms, slots, slots_left)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-          [p.id, p.audience, p.principal, p.approver, p.createdAtMs, p.expiresAtMs, p.slots.length],
+          `INSERT INTO ${plans} (id, audience, principal, binding, approver, created_at_ms, expires_at_ms, slots, slots_left)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+          [p.id, p.audience, p.principal, p.binding, p.approver, p.createdAtMs, p.expiresAtMs, p.slots.length],
         );
         await q(
           `INSERT INTO ${slots} (plan_id, idx, slot_key, tool, identity, expires_at_ms)

@@ -134,19 +134,22 @@ CREATE TABLE IF NOT EXISTS ${s}.grants (
   revoked boolean NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS grants_expiry ON ${s}.grants (expires_at_ms);
-CREATE INDEX IF NOT EXISTS grants_live ON ${s}.grants (principal, expires_at_ms) WHERE uses_left > 0 AND NOT revoked;
+-- The bound on live grants counts per principal and binding (postgres.ts, spendGranting).
+CREATE INDEX IF NOT EXISTS grants_live_bound ON ${s}.grants (principal, binding, expires_at_ms) WHERE uses_left > 0 AND NOT revoked;
 CREATE INDEX IF NOT EXISTS grants_ended ON ${s}.grants (expires_at_ms) WHERE uses_left = 0 OR revoked;
 CREATE TABLE IF NOT EXISTS ${s}.plans (
   id text PRIMARY KEY,
   audience text NOT NULL,
   principal text NOT NULL,
+  binding text NOT NULL,
   approver text NOT NULL,
   created_at_ms double precision NOT NULL,
   expires_at_ms double precision NOT NULL,
   slots integer NOT NULL,
   slots_left integer NOT NULL CHECK (slots_left >= 0)
 );
-CREATE INDEX IF NOT EXISTS plans_principal ON ${s}.plans (principal, expires_at_ms);
+-- The bound on live plans counts per principal and binding (postgres.ts, spendPlanning).
+CREATE INDEX IF NOT EXISTS plans_bound ON ${s}.plans (principal, binding, expires_at_ms);
 CREATE INDEX IF NOT EXISTS plans_expiry ON ${s}.plans (expires_at_ms);
 CREATE TABLE IF NOT EXISTS ${s}.plan_slots (
   plan_id text NOT NULL,
