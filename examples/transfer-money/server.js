@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
-import { ChangedBeforeActingError, ConfirmBadArgumentError, createConfirmation, question } from 'mcp-confirm';
+import { ChangedBeforeActingError, createConfirmation, question, refuse } from 'mcp-confirm';
 import { SqliteLedger } from 'mcp-confirm/stores/sqlite';
 
 // The accounts and their balances in cents: a stand-in for your database.
@@ -37,9 +37,9 @@ serveStdio(() => {
       // Round 1, before asking: refuse what cannot be done, and remember the balance the human is shown.
       fingerprint: ({ from, to, amountCents }) => {
         if (!balances.has(from) || !balances.has(to) || from === to) {
-          throw new ConfirmBadArgumentError('from and to must be two different known accounts');
+          refuse('ERR_TRANSFER_ACCOUNTS', 'from and to must be two different known accounts');
         }
-        if (balances.get(from) < amountCents) throw new ConfirmBadArgumentError('insufficient funds');
+        if (balances.get(from) < amountCents) refuse('ERR_TRANSFER_FUNDS', 'insufficient funds');
         return { balance: balances.get(from) };
       },
       // What the human reads; values are rendered so that an account name cannot forge the text.

@@ -417,7 +417,7 @@ describe('examples/, installed from the same tarball into the same project', () 
       name: 'transfer_money',
       arguments: { from: 'bob', to: 'alice', amountCents: 1_000_000 },
     });
-    expect(tooMuch.kind === 'result' && tooMuch.text.startsWith('[ERR_CONFIRM_BAD_ARGUMENT]')).toBe(true);
+    expect(tooMuch.kind === 'result' && tooMuch.text.startsWith('[ERR_TRANSFER_FUNDS] insufficient funds')).toBe(true);
   });
 
   it('proxy-filesystem: reading passes without a question; write_file is asked and written once after a yes', async () => {
