@@ -599,11 +599,16 @@ export class ToolRefusalError<C extends ToolRefusalCode = ToolRefusalCode> exten
  * @throws {ToolRefusalError} the refusal, always.
  * @throws {TypeError} instead, when `code` or `sentence` is not acceptable (see {@link ToolRefusalError}).
  * @example
- * act: async (args) => {
- *   if (balance(args.from) < args.amountCents)
+ * ```ts
+ * import { refuse } from 'mcp-confirm';
+ *
+ * const balances = new Map<string, number>([['alice', 5_000]]);
+ * // Called from a confirmed tool's `fingerprint` (round 1) or `act` (round 2, before acting).
+ * export function checkFunds(from: string, amountCents: number): void {
+ *   if ((balances.get(from) ?? 0) < amountCents)
  *     refuse('ERR_TRANSFER_FUNDS', 'Insufficient funds; nothing was transferred.');
- *   return transfer(args);
- * },
+ * }
+ * ```
  */
 export function refuse<C extends ToolRefusalCode>(
   code: C extends `${typeof RESERVED_PREFIX}${string}` ? never : C,

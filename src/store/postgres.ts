@@ -52,7 +52,7 @@
  * and a lone surrogate is stored as U+FFFD (jtis and principal tags are base64url, so neither
  * occurs in what the guard writes).
  *
- * @module
+ * @module mcp-confirm/stores/postgres
  */
 import type { Pool, PoolClient, PoolConfig, QueryResult, QueryResultRow } from 'pg';
 import { ConfigError, ConfirmCapacityError, ConfirmLedgerUnavailableError } from '../errors.js';
@@ -131,7 +131,7 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
   /** Receives errors of idle connections (they are replaced on the next call). Defaults to ignoring them. */
   onError?: (error: unknown) => void;
-  /** Most live grants one principal may hold under one binding (see {@link GrantStore}). Defaults to 16. */
+  /** Most live grants one principal may hold under one binding (see `GrantStore`). Defaults to 16. */
   maxGrantsPerPrincipal?: number;
   /** Most live grants in the schema; also the bound on ended grants kept until their expiry. Defaults to 10,000. */
   maxGrants?: number;
@@ -359,10 +359,15 @@ function makePool(pg: PgModule, o: Settings): Pool {
  * A store in PostgreSQL, shared by every process and host using the same database and schema.
  *
  * @example
+ * ```ts
+ * import { randomUUID } from 'node:crypto';
  * import { PostgresStore } from 'mcp-confirm/stores/postgres';
+ *
  * const store = await PostgresStore.open({ url: 'postgres://mcp@db.internal/mcp?sslmode=verify-full' });
- * await store.issue(jti, principal, Date.now() + 300_000);
- * await store.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
+ * const jti = randomUUID();
+ * await store.issue(jti, 'local', Date.now() + 300_000);
+ * console.log(await store.spend(jti, Date.now())); // 'spent' for exactly one caller anywhere
+ * ```
  */
 export class PostgresStore implements ConfirmStore {
   readonly kind = 'postgres';
@@ -680,7 +685,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link Ledger.issue}. One transaction: the `'total'` count row is locked first (`FOR UPDATE`), so
+   * `Ledger.issue`. One transaction: the `'total'` count row is locked first (`FOR UPDATE`), so
    * issues are serialized and each reads the counts every committed issue and spend left (exact
    * bounds); at a bound, expired rows are swept and the counts read again.
    *
@@ -759,7 +764,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link Ledger.spend}. One transaction: the conditional `UPDATE … WHERE NOT spent RETURNING` (exactly
+   * `Ledger.spend`. One transaction: the conditional `UPDATE … WHERE NOT spent RETURNING` (exactly
    * one of any number of concurrent spends matches), then the tombstone's read or the expired row's removal.
    *
    * @throws {ConfirmLedgerUnavailableError} `ERR_CONFIRM_LEDGER_UNAVAILABLE` when the database fails or is late
@@ -809,7 +814,7 @@ export class PostgresStore implements ConfirmStore {
   // ---- ApprovalStore
 
   /**
-   * {@link ApprovalStore.openApproval}. One transaction: expired approvals swept (`SKIP LOCKED`), then
+   * `ApprovalStore.openApproval`. One transaction: expired approvals swept (`SKIP LOCKED`), then
    * one `INSERT` (the id and the jti are both unique: a duplicate is refused, nothing written).
    *
    * @throws {RangeError} when a field is malformed or the id or jti already has an approval.
@@ -854,7 +859,7 @@ export class PostgresStore implements ConfirmStore {
     }
   }
 
-  /** {@link ApprovalStore.approvalById}: one `SELECT`. */
+  /** `ApprovalStore.approvalById`: one `SELECT`. */
   async approvalById(id: string, nowMs: number): Promise<ApprovalRecord | undefined> {
     finiteMs('nowMs', nowMs);
     return this.#call(false, async (q) =>
@@ -869,7 +874,7 @@ export class PostgresStore implements ConfirmStore {
     );
   }
 
-  /** {@link ApprovalStore.approvalByJti}: one `SELECT`. */
+  /** `ApprovalStore.approvalByJti`: one `SELECT`. */
   async approvalByJti(jti: string, nowMs: number): Promise<ApprovalRecord | undefined> {
     finiteMs('nowMs', nowMs);
     return this.#call(false, async (q) =>
@@ -885,7 +890,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link ApprovalStore.decideApproval}. One transaction: the conditional `UPDATE … WHERE status =
+   * `ApprovalStore.decideApproval`. One transaction: the conditional `UPDATE … WHERE status =
    * 'pending' … RETURNING` (of concurrent decisions exactly one matches, re-checked after waiting), and
    * when none matched the row's expiry is read for the reason.
    */
@@ -909,7 +914,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link ApprovalStore.countApproval}. One transaction: the approval's row is locked (`SELECT … FOR
+   * `ApprovalStore.countApproval`. One transaction: the approval's row is locked (`SELECT … FOR
    * UPDATE`), the vote counted on what was read, and the row written; concurrent counts of one
    * approval wait for each other, so at most one completes the quorum.
    */
@@ -954,7 +959,7 @@ export class PostgresStore implements ConfirmStore {
     });
   }
 
-  /** {@link ApprovalStore.attachGrant}: one conditional `UPDATE` (approved, no grant yet, unexpired). */
+  /** `ApprovalStore.attachGrant`: one conditional `UPDATE` (approved, no grant yet, unexpired). */
   async attachGrant(id: string, grantId: string, untilMs: number, nowMs: number): Promise<boolean> {
     checkAttachGrant(grantId, untilMs);
     finiteMs('nowMs', nowMs);
@@ -969,9 +974,9 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link ApprovalStore.putChallenge}. One transaction under `pg_advisory_xact_lock` of the approval
+   * `ApprovalStore.putChallenge`. One transaction under `pg_advisory_xact_lock` of the approval
    * id (so the per-approval cap is exact): expired challenges swept, the oldest dropped beyond
-   * `maxTotal` in all and beyond {@link MAX_CHALLENGES_PER_APPROVAL} of the id, then the `INSERT`.
+   * `maxTotal` in all and beyond 8 (`MAX_CHALLENGES_PER_APPROVAL`) of the id, then the `INSERT`.
    *
    * @throws {RangeError} when the challenge was already issued.
    */
@@ -1011,7 +1016,7 @@ export class PostgresStore implements ConfirmStore {
     );
   }
 
-  /** {@link ApprovalStore.takeChallenge}: one `DELETE … RETURNING` (of concurrent takes, one gets the row). */
+  /** `ApprovalStore.takeChallenge`: one `DELETE … RETURNING` (of concurrent takes, one gets the row). */
   async takeChallenge(challenge: string, nowMs: number): Promise<string | undefined> {
     finiteMs('nowMs', nowMs);
     return this.#call(false, async (q) => {
@@ -1025,7 +1030,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link ApprovalStore.advanceCounter}. One transaction: the stored counter is read under a row lock
+   * `ApprovalStore.advanceCounter`. One transaction: the stored counter is read under a row lock
    * (`FOR UPDATE`); with none stored, the enrolled one decides, and the insert's `ON CONFLICT … WHERE`
    * re-checks the rule against a counter a concurrent step stored meanwhile.
    */
@@ -1050,7 +1055,7 @@ export class PostgresStore implements ConfirmStore {
   // ---- LinkStore
 
   /**
-   * {@link LinkStore.openLinkApproval}. One transaction under `pg_advisory_xact_lock` of the link key
+   * `LinkStore.openLinkApproval`. One transaction under `pg_advisory_xact_lock` of the link key
    * and then of the principal (always in that order), so the "live link" and "pending per principal"
    * checks see every committed open and none can pass together; then the approval and its link.
    */
@@ -1092,7 +1097,7 @@ export class PostgresStore implements ConfirmStore {
     );
   }
 
-  /** {@link LinkStore.approvalByLink}: one `SELECT` joining the link to its approval. */
+  /** `LinkStore.approvalByLink`: one `SELECT` joining the link to its approval. */
   async approvalByLink(linkKey: string, nowMs: number): Promise<LinkedApproval | undefined> {
     finiteMs('nowMs', nowMs);
     return this.#call(false, async (q) => {
@@ -1108,7 +1113,7 @@ export class PostgresStore implements ConfirmStore {
     });
   }
 
-  /** {@link LinkStore.finishLink}: one `DELETE` of the key's link to that approval. */
+  /** `LinkStore.finishLink`: one `DELETE` of the key's link to that approval. */
   async finishLink(linkKey: string, id: string, nowMs: number): Promise<boolean> {
     finiteMs('nowMs', nowMs);
     return this.#call(false, async (q) => {
@@ -1123,7 +1128,7 @@ export class PostgresStore implements ConfirmStore {
   // ---- AuditHeadStore
 
   /**
-   * {@link AuditHeadStore.recordAuditHead}: one `INSERT … ON CONFLICT (path) DO UPDATE … WHERE` another
+   * `AuditHeadStore.recordAuditHead`: one `INSERT … ON CONFLICT (path) DO UPDATE … WHERE` another
    * trail or a later `seq` (the conflict's row is locked and re-checked by the server).
    */
   async recordAuditHead(path: string, head: AuditHead): Promise<void> {
@@ -1139,7 +1144,7 @@ export class PostgresStore implements ConfirmStore {
     );
   }
 
-  /** {@link AuditHeadStore.auditHead}: one `SELECT`. */
+  /** `AuditHeadStore.auditHead`: one `SELECT`. */
   async auditHead(path: string): Promise<AuditHead | undefined> {
     checkAuditHeadPath(path);
     return this.#call(false, async (q) => {
@@ -1169,7 +1174,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link GrantStore.spendGranting}. One transaction: a duplicate id is refused first (rolled back,
+   * `GrantStore.spendGranting`. One transaction: a duplicate id is refused first (rolled back,
    * nothing spent); the ledger's spend as {@link spend}; only when it spent, under
    * `pg_advisory_xact_lock` of the schema's grants (so two creations never both take the last place:
    * exact bounds), expired grants swept, the live ones counted (those of the grant's principal and
@@ -1224,7 +1229,7 @@ export class PostgresStore implements ConfirmStore {
     return result;
   }
 
-  /** {@link GrantStore.findGrants}: one `SELECT`, oldest first. */
+  /** `GrantStore.findGrants`: one `SELECT`, oldest first. */
   async findGrants(query: GrantQuery, nowMs: number): Promise<Grant[]> {
     checkGrantQuery(query);
     checkNowMs(nowMs);
@@ -1242,7 +1247,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link GrantStore.takeGrantUse}. One transaction: the conditional `UPDATE … SET uses_left = uses_left
+   * `GrantStore.takeGrantUse`. One transaction: the conditional `UPDATE … SET uses_left = uses_left
    * - 1 WHERE` live `RETURNING` (re-checked after waiting for a concurrent take, so of concurrent takes of
    * the last use exactly one matches); with none, the row read for the reason.
    */
@@ -1272,7 +1277,7 @@ export class PostgresStore implements ConfirmStore {
     });
   }
 
-  /** {@link GrantStore.revokeGrant}. One transaction: the conditional `UPDATE … SET revoked WHERE` live. */
+  /** `GrantStore.revokeGrant`. One transaction: the conditional `UPDATE … SET revoked WHERE` live. */
   async revokeGrant(id: string, nowMs: number): Promise<'revoked' | 'unknown'> {
     checkNowMs(nowMs);
     return this.#call(true, async (q) => {
@@ -1288,7 +1293,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link GrantStore.spendPlanning}. One transaction, as {@link spendGranting} with the schema's plans
+   * `GrantStore.spendPlanning`. One transaction, as {@link spendGranting} with the schema's plans
    * lock: duplicate refused first, the spend, then (only when spent) sweep, count (the live plans of the
    * plan's principal and binding, and all), insert the plan (with its binding) and its slots.
    */
@@ -1339,7 +1344,7 @@ export class PostgresStore implements ConfirmStore {
   }
 
   /**
-   * {@link GrantStore.takePlanSlot}. One transaction: the unused slot with the key of the live plan
+   * `GrantStore.takePlanSlot`. One transaction: the unused slot with the key of the live plan
    * expiring first is deleted (`FOR UPDATE SKIP LOCKED`: a slot a concurrent take holds is passed over,
    * so of concurrent takes of one slot exactly one deletes it), and its plan's `slots_left` decremented
    * (the plan deleted at 0).
