@@ -366,7 +366,7 @@ function makePool(pg: PgModule, o: Settings): Pool {
  * const store = await PostgresStore.open({ url: 'postgres://mcp@db.internal/mcp?sslmode=verify-full' });
  * const jti = randomUUID();
  * await store.issue(jti, 'local', Date.now() + 300_000);
- * console.log(await store.spend(jti, Date.now())); // 'spent' for exactly one caller anywhere
+ * const outcome = await store.spend(jti, Date.now()); // 'spent' for exactly one caller anywhere
  * ```
  */
 export class PostgresStore implements ConfirmStore {
