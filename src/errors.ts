@@ -541,15 +541,24 @@ function describeOsCode(code: string): string {
 
 /**
  * A code a tool's own refusal carries ({@link refuse}): `ERR_` then capital letters, digits and
- * underscores, e.g. `'ERR_TRANSFER_FUNDS'`. Codes starting `ERR_CONFIRM_` are this package's own
- * ({@link ConfirmErrorCode}) and are refused, so no tool's refusal can pass for one of them.
+ * underscores, e.g. `'ERR_TRANSFER_FUNDS'`. Codes starting `ERR_CONFIRM` are reserved for this
+ * package's own ({@link ConfirmErrorCode}) and are refused, so no tool's refusal can pass for one of them.
  */
 export type ToolRefusalCode = `ERR_${string}`;
 
 /** What a tool's refusal code must match: `^ERR_[A-Z0-9_]+$`. */
 const TOOL_REFUSAL_CODE = /^ERR_[A-Z0-9_]+$/;
-/** The prefix reserved for this package's own codes. */
-const RESERVED_PREFIX = 'ERR_CONFIRM_';
+/** The prefix reserved for this package's own codes (with or without the underscore after it). */
+const RESERVED_PREFIX = 'ERR_CONFIRM';
+/**
+ * Characters a refusal sentence must not hold: controls (C0, DEL, C1: a newline or `\r` would start
+ * a forged second line, an ANSI escape rewrites a terminal), format characters (bidi controls,
+ * zero-width characters), line and paragraph separators, and default-ignorable code points
+ * (Unicode general categories Cc, Cf, Zl, Zp; UAX #44 Default_Ignorable_Code_Point).
+ */
+const SENTENCE_FORBIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+/** A bracketed code, or a name of the package's own codes, inside a sentence. */
+const SENTENCE_CODE_LIKE = /\[\s*ERR_|ERR_CONFIRM/i;
 
 /**
  * A confirmed tool's own refusal, with the tool's own stable code and sentence (thrown by
@@ -561,10 +570,13 @@ const RESERVED_PREFIX = 'ERR_CONFIRM_';
 export class ToolRefusalError<C extends ToolRefusalCode = ToolRefusalCode> extends Error {
   readonly code: C;
   /**
-   * @param code - the tool's code, matching `^ERR_[A-Z0-9_]+$` and not starting `ERR_CONFIRM_`.
-   * @param sentence - what the client is told, a non-empty well-formed string (say what was not done).
-   * @throws {TypeError} when `code` does not match, starts `ERR_CONFIRM_`, or `sentence` is empty or
-   *   not well-formed UTF-16.
+   * @param code - the tool's code, matching `^ERR_[A-Z0-9_]+$` and not starting `ERR_CONFIRM`.
+   * @param sentence - what the client is told (say what was not done): one line of text, non-empty,
+   *   well-formed UTF-16, with no control, format (bidi, zero-width), line- or paragraph-separator or
+   *   default-ignorable character (Unicode general categories Cc, Cf, Zl, Zp; UAX #44), no `[ERR_`
+   *   and no `ERR_CONFIRM` (any case), so the text `[CODE] sentence` cannot show a second refusal.
+   * @throws {TypeError} when `code` does not match or starts `ERR_CONFIRM`, or `sentence` breaks a
+   *   rule above (the message names the rule, never the sentence).
    */
   constructor(code: C, sentence: string) {
     if (typeof code !== 'string' || !TOOL_REFUSAL_CODE.test(code)) {
@@ -574,11 +586,21 @@ export class ToolRefusalError<C extends ToolRefusalCode = ToolRefusalCode> exten
     }
     if (code.startsWith(RESERVED_PREFIX)) {
       throw new TypeError(
-        'a tool refusal code must not start with ERR_CONFIRM_: those codes are reserved for mcp-confirm itself',
+        'a tool refusal code must not start with ERR_CONFIRM: those codes are reserved for mcp-confirm itself',
       );
     }
     if (typeof sentence !== 'string' || sentence.trim() === '' || !sentence.isWellFormed()) {
       throw new TypeError('a tool refusal sentence must be a non-empty, well-formed string');
+    }
+    if (SENTENCE_FORBIDDEN.test(sentence)) {
+      throw new TypeError(
+        'a tool refusal sentence must be one line of plain text: no control, format (bidi, zero-width), line- or paragraph-separator or default-ignorable character',
+      );
+    }
+    if (SENTENCE_CODE_LIKE.test(sentence)) {
+      throw new TypeError(
+        'a tool refusal sentence must not contain "[ERR_" or "ERR_CONFIRM": the code goes in the code, and ERR_CONFIRM codes are mcp-confirm\'s own',
+      );
     }
     super(sentence);
     this.code = code;
@@ -593,8 +615,9 @@ export class ToolRefusalError<C extends ToolRefusalCode = ToolRefusalCode> exten
  * client gets an `isError` result `[CODE] sentence`, like the package's own `ERR_CONFIRM_*` refusals.
  * A literal `ERR_CONFIRM_*` code is also a compile-time error.
  *
- * @param code - the tool's stable code, matching `^ERR_[A-Z0-9_]+$`, never starting `ERR_CONFIRM_`.
- * @param sentence - a fixed sentence for the client; it must not echo secrets.
+ * @param code - the tool's stable code, matching `^ERR_[A-Z0-9_]+$`, never starting `ERR_CONFIRM`.
+ * @param sentence - a fixed sentence for the client, one line of plain text (the rules are on
+ *   {@link ToolRefusalError}'s constructor); it must not echo secrets.
  * @returns never: it always throws.
  * @throws {ToolRefusalError} the refusal, always.
  * @throws {TypeError} instead, when `code` or `sentence` is not acceptable (see {@link ToolRefusalError}).
