@@ -101,13 +101,16 @@ function randomHex(bytes: number): string {
   return hex;
 }
 
+/** Whether this thread is the main one: it never changes, so it is read once. */
+let mainThread: boolean | undefined;
+
 /** The real calls, from `node:fs`, `node:fs/promises`, `node:crypto` and `process`. */
 export const defaultFsOps: FsOps = Object.freeze({
   lstat: (path: string) => fsp.lstat(path, { bigint: true }),
   realpath: (path: string) => fsp.realpath(path),
   readdir: (path: string) => fsp.readdir(path, { withFileTypes: true }),
   randomHex: (bytes: number) => randomHex(bytes),
-  isMainThread: () => workerThreads().isMainThread,
+  isMainThread: () => (mainThread ??= workerThreads().isMainThread),
   cwd: () => process.cwd(),
   chdir: (path: string) => process.chdir(path),
   lstatSync: (path: string) => lstatSync(path, { bigint: true }),

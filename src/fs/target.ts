@@ -161,7 +161,12 @@
  * 1. Steps 1 to 4 of round 1, as above.
  * 2. The root is opened by its canonical path with `O_DIRECTORY | O_NOFOLLOW`, and must have its
  *    pinned device and inode (else `ERR_CONFIRM_OUTSIDE_ROOTS`) and, the first time for that
- *    root, read back through `/proc/self/fd` as that path (else handles are not used: see below). Each directory is
+ *    root, read back through `/proc/self/fd` as that path (else handles are not used: see below).
+ *    With the real file-system calls that handle is then held for as long as the pinned root lives
+ *    (closed when it is collected), and a later call does not open the root again: the held handle
+ *    must read back as the root's path (else `ERR_CONFIRM_OUTSIDE_ROOTS`), proven for a file below
+ *    a directory by that directory's readback below (the root is read back when it fails, to tell a
+ *    moved root from a moved directory). Each directory is
  *    opened from the handle above it, `O_DIRECTORY | O_NOFOLLOW` (a symbolic link or a file is
  *    named as in round 1); its identity is its handle's `fstat`, so nothing can be swapped
  *    between looking and entering. The file's directory must read back as the path walked (round
@@ -195,7 +200,7 @@ import {
 } from '../errors.js';
 import { renderPath } from '../prompt/render.js';
 import { componentsBelow, type PinnedRoot, type Roots } from './roots.js';
-import { entryKind, errnoCode, withDefaults, type EntryKind, type FsOps } from './ops.js';
+import { defaultFsOps, entryKind, errnoCode, withDefaults, type EntryKind, type FsOps } from './ops.js';
 import { newQuarantineName } from './quarantine.js';
 
 export { findQuarantineLeftovers, QUARANTINE_PREFIX, isQuarantineName } from './quarantine.js';
@@ -499,6 +504,22 @@ const PROC_FD = '/proc/self/fd/';
 const HANDLES_WORK = new WeakMap<FsOps, WeakSet<PinnedRoot>>();
 
 /**
+ * With the real file-system calls, each root's directory handle, opened on the first
+ * {@link openFile} under it and held for as long as the pinned root lives (closed when it is
+ * collected), so that a call under a grant or plan does not open and close its root each time. A
+ * held handle is the pinned directory itself (checked by device and inode when it was opened); each
+ * use reads it back through {@link PROC_FD} to prove the root is still at its path.
+ */
+const HELD_ROOTS = new WeakMap<PinnedRoot, number>();
+const CLOSE_HELD_ROOT = new FinalizationRegistry<number>((fd) => {
+  try {
+    defaultFsOps.closeSync(fd);
+  } catch {
+    // Nothing to do: the descriptor is not used again.
+  }
+});
+
+/**
  * Round 1 and round 2 in one walk, for a call that acts at once (under a grant or a plan slot):
  * runs {@link inspectFile}'s checks, opening the root and every directory down to the file's as
  * directory handles on the way, takes the file's fingerprint, and keeps the handles until
@@ -516,17 +537,17 @@ const HANDLES_WORK = new WeakMap<FsOps, WeakSet<PinnedRoot>>();
 export async function openFile(roots: Roots, path: string, options: TargetOptions = {}): Promise<OpenedFile> {
   const ops = withDefaults(options.ops);
   const { root, dirNames, name } = await resolveRequest(ops, roots, path);
-  const held = openChain(ops, root, dirNames, name);
+  const held = openChain(ops, root, dirNames, name, options.ops === undefined);
   if (held === undefined) {
     const fingerprint = await inspectFile(roots, path, options);
     return { fingerprint, delete: (fp) => deleteVerified(roots, fp, options), close: () => {} };
   }
-  const { fds, dirs, st } = held;
+  const { fds, dirs, st, rootHeld } = held;
   let open = true;
   const close = (): void => {
     if (!open) return;
     open = false;
-    for (const fd of fds) {
+    for (const fd of rootHeld ? fds.slice(1) : fds) {
       try {
         ops.closeSync(fd);
       } catch {
@@ -600,10 +621,13 @@ function openChain(
   root: PinnedRoot,
   dirNames: readonly string[],
   name: string,
-): { fds: number[]; dirs: DirIdentity[]; st: BigIntStats } | undefined {
+  holdRoot: boolean,
+): { fds: number[]; dirs: DirIdentity[]; st: BigIntStats; rootHeld: boolean } | undefined {
   const fds: number[] = [];
+  const heldRoot = holdRoot ? HELD_ROOTS.get(root) : undefined;
+  let rootHeld = heldRoot !== undefined;
   const closeAll = (): void => {
-    for (const fd of fds) {
+    for (const fd of rootHeld ? fds.slice(1) : fds) {
       try {
         ops.closeSync(fd);
       } catch {
@@ -612,17 +636,26 @@ function openChain(
     }
   };
   try {
-    try {
-      fds.push(ops.openDirSync(root.realPath));
-    } catch (error) {
-      const code = errnoCode(error);
-      if (code === 'EACCES') return undefined;
-      if (code === 'ENOTDIR' || code === 'ELOOP')
+    if (heldRoot !== undefined) {
+      // The pinned directory itself, held since an earlier call: it must still be at its path. With
+      // directories below it, the file's directory reading back as its path below the root's says
+      // so (one read fewer); the root is read back when it does not, to say which moved.
+      fds.push(heldRoot);
+      if (dirNames.length === 0 && !rootAtItsPath(ops, heldRoot, root))
         throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
-      throw round1OsError(error);
+    } else {
+      try {
+        fds.push(ops.openDirSync(root.realPath));
+      } catch (error) {
+        const code = errnoCode(error);
+        if (code === 'EACCES') return undefined;
+        if (code === 'ENOTDIR' || code === 'ELOOP')
+          throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
+        throw round1OsError(error);
+      }
+      if (!sameId(ops.fstatSync(fds[0]!), root))
+        throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
     }
-    if (!sameId(ops.fstatSync(fds[0]!), root))
-      throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
     // Once a root's handle has read back as its path, handles work for it (kept per root and ops).
     if (!HANDLES_WORK.get(ops)?.has(root)) {
       let rootNow: string | undefined;
@@ -638,6 +671,12 @@ function openChain(
       let roots = HANDLES_WORK.get(ops);
       if (roots === undefined) HANDLES_WORK.set(ops, (roots = new WeakSet()));
       roots.add(root);
+    }
+    // Hold the root's handle from now on (the real calls only: injected ones open it each time).
+    if (holdRoot && !rootHeld) {
+      HELD_ROOTS.set(root, fds[0]!);
+      CLOSE_HELD_ROOT.register(root, fds[0]!);
+      rootHeld = true;
     }
     const dirs: DirIdentity[] = [];
     for (const dirName of dirNames) {
@@ -673,6 +712,8 @@ function openChain(
         throw round1OsError(error);
       }
       if (dirNow !== join(root.realPath, ...dirNames)) {
+        if (heldRoot !== undefined && !rootAtItsPath(ops, heldRoot, root))
+          throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
         throw new ConfirmSymlinkError('the path changed into a symbolic link while it was inspected');
       }
     }
@@ -680,10 +721,19 @@ function openChain(
     const st = lstatSyncOr(ops, `${PROC_FD}${fds[fds.length - 1]!}/${name}`, round1OsError);
     if (st.isSymbolicLink()) throw new ConfirmSymlinkError('the path is a symbolic link');
     if (!st.isFile()) throw new ConfirmNotRegularFileError(KIND_WORDS[entryKind(st)]);
-    return { fds, dirs, st };
+    return { fds, dirs, st, rootHeld };
   } catch (error) {
     closeAll();
     throw error;
+  }
+}
+
+/** Whether the root's held handle `fd` still reads back as the root's path. */
+function rootAtItsPath(ops: FsOps, fd: number, root: PinnedRoot): boolean {
+  try {
+    return ops.readlinkSync(PROC_FD + fd) === root.realPath;
+  } catch {
+    return false;
   }
 }
 

@@ -231,14 +231,38 @@ export function grantRecord(
   };
 }
 
-/** The scope a grant record holds, or `undefined` when it is not one this code wrote. */
+/** Scopes read from grant records, by their JSON text (bounded: the oldest goes first). */
+const SCOPES = new Map<string, GrantScope | undefined>();
+const SCOPES_KEPT = 1024;
+
+/** Freezes a parsed JSON value and everything in it (so a scope shared between calls cannot be changed). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * The scope a grant record holds, or `undefined` when it is not one this code wrote. Parsed once
+ * per distinct record text and kept frozen (a grant is looked up on every call it may cover).
+ */
 export function scopeOf(grant: Grant): GrantScope | undefined {
+  if (SCOPES.has(grant.scope)) return SCOPES.get(grant.scope);
+  const scope = parseScope(grant.scope);
+  if (SCOPES.size >= SCOPES_KEPT) SCOPES.delete(SCOPES.keys().next().value!);
+  SCOPES.set(grant.scope, scope);
+  return scope;
+}
+
+function parseScope(text: string): GrantScope | undefined {
   try {
-    const scope = JSON.parse(grant.scope) as unknown;
+    const scope = deepFreeze(JSON.parse(text) as unknown);
     if (typeof scope !== 'object' || scope === null || Array.isArray(scope)) return undefined;
     const { arguments: args } = scope as { arguments?: unknown };
     if (typeof args !== 'object' || args === null || Array.isArray(args)) return undefined;
-    return { arguments: args as PinnedArguments, pin: (scope as { pin?: unknown }).pin ?? null };
+    return Object.freeze({ arguments: args as PinnedArguments, pin: (scope as { pin?: unknown }).pin ?? null });
   } catch {
     return undefined;
   }

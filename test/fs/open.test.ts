@@ -119,6 +119,8 @@ describe('openFile', () => {
   it('refuses a symbolic link on the way or at the end as inspectFile does, ERR_CONFIRM_SYMLINK, holding nothing open', async () => {
     symlink(sb.outside, join(sb.allowed, 'link'));
     symlink(sb.victim, join(sb.allowed, 'cache', 'victim.txt'));
+    // The root's own handle is held from the first call on (for as long as the roots live): count after it.
+    (await openFile(roots, 'cache/a.tmp')).close();
     const before = openDescriptors();
     await rejectsWith(openFile(roots, 'link/victim.txt'), 'ERR_CONFIRM_SYMLINK');
     await rejectsWith(openFile(roots, 'cache/victim.txt'), 'ERR_CONFIRM_SYMLINK');
@@ -129,13 +131,18 @@ describe('openFile', () => {
     expect(readFileSync(sb.victim, 'utf8')).toBe('victim: must survive\n');
   });
 
-  it('closes every directory it held, once (close is idempotent), and deletes nothing after closing', async () => {
+  it('closes every directory it held, once (close is idempotent), keeping only the root handle, and deletes nothing after closing', async () => {
     const before = openDescriptors();
     const f = await openFile(roots, 'cache/a.tmp');
     expect(openDescriptors()).toBe(before + 2);
     f.close();
     f.close();
-    expect(openDescriptors()).toBe(before);
+    // The root's handle stays held for the next call; the directory below it is closed.
+    expect(openDescriptors()).toBe(before + 1);
+    const again = await openFile(roots, 'cache/a.tmp');
+    expect(openDescriptors()).toBe(before + 2);
+    again.close();
+    expect(openDescriptors()).toBe(before + 1);
     await expect(f.delete(f.fingerprint)).rejects.toBeInstanceOf(TypeError);
     expect(readFileSync(join(sb.allowed, 'cache', 'a.tmp'), 'utf8')).toBe(DATA);
   });
@@ -158,6 +165,43 @@ describe('openFile', () => {
     expect(existsSync(join(sb.allowed, 'cache', 'a.tmp'))).toBe(false);
     // The fallback's deletion is deleteVerified's: a second one of the same fingerprint finds nothing.
     await rejectsWith(deleteVerified(roots, f.fingerprint), 'ERR_CONFIRM_GONE');
+  });
+
+  it.each([
+    ['a file directly in the root', 'a.tmp'],
+    ['a file in a directory below the root', 'cache/a.tmp'],
+  ])(
+    'with the root handle held from an earlier call, the root replaced is refused, ERR_CONFIRM_OUTSIDE_ROOTS, for %s (control: moved back, it is deleted)',
+    async (_what, path) => {
+      put(join(sb.allowed, 'a.tmp'), DATA);
+      (await openFile(roots, 'cache/a.tmp')).close(); // holds the root's handle
+      renameSync(sb.allowed, join(sb.R, 'allowed-old'));
+      mkdirSync(sb.allowed);
+      put(join(sb.allowed, 'cache', 'a.tmp'), DATA);
+      put(join(sb.allowed, 'a.tmp'), DATA);
+      await rejectsWith(openFile(roots, path), 'ERR_CONFIRM_OUTSIDE_ROOTS');
+      expect(readFileSync(join(sb.allowed, path), 'utf8')).toBe(DATA);
+      expect(readFileSync(join(sb.R, 'allowed-old', path), 'utf8')).toBe(DATA);
+      // Control: the pinned root moved back to its path: the held handle is good again.
+      rmSync(sb.allowed, { recursive: true });
+      renameSync(join(sb.R, 'allowed-old'), sb.allowed);
+      const f = await open(path);
+      await f.delete(f.fingerprint);
+      expect(existsSync(join(sb.allowed, path))).toBe(false);
+    },
+  );
+
+  it('with the root handle held, a directory below it moved out of the root after opening is refused at the delete, ERR_CONFIRM_CHANGED', async () => {
+    (await openFile(roots, 'cache/a.tmp')).close(); // holds the root's handle
+    const f = await open('cache/a.tmp');
+    // Moved while held: the delete's containment readback refuses it.
+    renameSync(join(sb.allowed, 'cache'), join(sb.outside, 'cache'));
+    await rejectsWith(f.delete(f.fingerprint), 'ERR_CONFIRM_CHANGED');
+    expect(readFileSync(join(sb.outside, 'cache', 'a.tmp'), 'utf8')).toBe(DATA);
+    // Control: moved back, the same opened file is deleted.
+    renameSync(join(sb.outside, 'cache'), join(sb.allowed, 'cache'));
+    await f.delete(f.fingerprint);
+    expect(existsSync(join(sb.allowed, 'cache', 'a.tmp'))).toBe(false);
   });
 
   it('the root replaced after start-up is refused as inspectFile refuses it, ERR_CONFIRM_OUTSIDE_ROOTS', async () => {
