@@ -361,6 +361,25 @@ describe('approval by link: a client without elicitation, passkey approval', { t
     who = 'U2';
     linkOf(await s.call('fatigue-0.txt'));
   });
+
+  it('case link-1 at once: 20 different deletions sent together give exactly 5 links, the other 15 ERR_CONFIRM_TOO_MANY_PENDING, nothing deleted; control: once one link is approved and used, the next call gets a link', async () => {
+    const s = await serve();
+    const names = Array.from({ length: 20 }, (_, i) => `burst-${i}.txt`);
+    for (const n of names) file(n);
+    const results = await Promise.all(names.map((n) => s.call(n)));
+    const links = results.filter((r) => textOf(r).startsWith('[ERR_CONFIRM_APPROVAL_PENDING] '));
+    const refused = results.filter((r) => textOf(r).startsWith('[ERR_CONFIRM_TOO_MANY_PENDING] '));
+    expect(links).toHaveLength(5);
+    expect(refused).toHaveLength(15);
+    for (const n of names) expect(existsSync(join(root, n))).toBe(true);
+    // Control: one of the five approved and used frees its place; a refused call then gets a link.
+    const first = names[results.indexOf(links[0]!)]!;
+    await decideOnPage(linkOf(links[0]!).url, '#approve');
+    expect(textOf(await s.call(first))).toMatch(/^Deleted /);
+    const waiting = names[results.indexOf(refused[0]!)]!;
+    linkOf(await s.call(waiting));
+    expect(existsSync(join(root, waiting))).toBe(true);
+  });
 });
 
 describe('a client without elicitation under form approval', { timeout: 180_000 }, () => {
