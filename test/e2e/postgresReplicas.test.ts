@@ -125,6 +125,20 @@ describe('replicas sharing --ledger postgres://', () => {
     for (const r of [a!, b!]) await stderrSays(r.stderr, 'ledger postgres');
   });
 
+  it('case bind-1 across replicas: the state asked for cache.txt on A, moved onto thesis.txt and ./cache.txt on B, is ERR_CONFIRM_MISMATCH and stays unspent; control: it then deletes cache.txt once', async () => {
+    const common = ['--root', root, '--key-file', keys, '--ledger', ledgerUrl()];
+    const [a, b] = await Promise.all([spawnReplica(common), spawnReplica(common)]);
+    const { state } = asked(await round1(a!, 'cache.txt'));
+    expectRefused(await round2(b!, 'thesis.txt', state), 'ERR_CONFIRM_MISMATCH');
+    expectRefused(await round2(b!, './cache.txt', state), 'ERR_CONFIRM_MISMATCH');
+    expect(readFileSync(join(root, 'thesis.txt'), 'utf8')).toBe('thesis');
+    expect(readFileSync(join(root, 'cache.txt'), 'utf8')).toBe('cache');
+    // Control: unspent by the refusals, the state deletes its own file once, on either replica.
+    expectDeleted(await round2(b!, 'cache.txt', state), 'cache.txt', 5);
+    expectRefused(await round2(a!, 'cache.txt', state), 'ERR_CONFIRM_SPENT');
+    expect(readFileSync(join(root, 'thesis.txt'), 'utf8')).toBe('thesis');
+  });
+
   it('of 8 accepted round 2s of one state fired at once across two replicas, exactly one deletes; 7 are ERR_CONFIRM_SPENT', async () => {
     const common = ['--root', root, '--key-file', keys, '--ledger', ledgerUrl()];
     const rs = await Promise.all([spawnReplica(common), spawnReplica(common)]);
