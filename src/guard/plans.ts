@@ -225,7 +225,7 @@ export function planTool(
     },
     full() {
       return new ConfirmPlanError(
-        `The store already holds as many live plans for you as it may (${DEFAULT_MAX_GRANTS_PER_PRINCIPAL} by default); wait until one is used up or expires.`,
+        `The store already holds as many live plans for you as it allows (counted per serving process over stdio, per principal over HTTP; ${DEFAULT_MAX_GRANTS_PER_PRINCIPAL} unless the operator set another bound); this plan was not stored and nothing was done: wait until one of your plans is used up or expires.`,
       );
     },
   };

@@ -141,6 +141,9 @@ describe('F2: the bound on live grants and plans counts per principal and bindin
       inputResponses: ACCEPT,
     });
     expect(refusalText(full)).toContain('ERR_CONFIRM_PLAN');
+    // It says what the bound counts, not a default it may not have (this one is 1), and that nothing was stored.
+    expect(refusalText(full)).toContain('counted per serving process over stdio');
+    expect(refusalText(full)).toContain('this plan was not stored and nothing was done');
   });
 });
 
