@@ -557,8 +557,58 @@ const RESERVED_PREFIX = 'ERR_CONFIRM';
  * (Unicode general categories Cc, Cf, Zl, Zp; UAX #44 Default_Ignorable_Code_Point).
  */
 const SENTENCE_FORBIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
-/** A bracketed code, or a name of the package's own codes, inside a sentence. */
-const SENTENCE_CODE_LIKE = /\[\s*ERR_|ERR_CONFIRM/i;
+/** {@link SENTENCE_FORBIDDEN}, every occurrence (for escaping a message that is not a tool's sentence). */
+const SENTENCE_FORBIDDEN_ALL = new RegExp(SENTENCE_FORBIDDEN.source, 'gu');
+/**
+ * Brackets in a sentence (after NFKC, so fullwidth `［` is `[`): square brackets and every other
+ * opening or closing punctuation (general categories Ps, Pe) but the ASCII parentheses, so no
+ * sentence can hold something that reads as a bracketed `[CODE]`.
+ */
+const SENTENCE_BRACKET = /[^\P{Ps}(]|[^\P{Pe})]/u;
+/** A name of the package's codes in a sentence (after NFKC): `ERR`, joined or not, then `CONFIRM`. */
+const SENTENCE_RESERVED_NAME = /ERR[\p{Pc}\p{Pd}\s]*C[O0]NF[I1]RM/iu;
+/** Blank-looking code points that are not white space (Braille blank, Hangul fillers, …). */
+const BLANK_LOOKING = /[\u2800\uFFFC\u115F\u1160\u3164\uFFA0\u{1D159}\u{13441}\u{13442}\u{16FE4}]/u;
+/** Three white-space characters in a row: a gap that can push text onto a line of its own. */
+const WHITE_RUN = /\p{White_Space}{3}/u;
+/** Most characters in a tool's refusal sentence. */
+export const MAX_REFUSAL_SENTENCE_LENGTH = 500;
+
+/** Whether a refusal code, read as a person would (`0` as `O`, `1` as `I`, runs of `_` as one), starts `ERR_CONFIRM`. */
+function looksReserved(code: string): boolean {
+  return code.replace(/0/g, 'O').replace(/1/g, 'I').replace(/_+/g, '_').startsWith(RESERVED_PREFIX);
+}
+
+/**
+ * Why `sentence` cannot be a tool's refusal sentence, or `undefined` when it can (the rules are
+ * {@link ToolRefusalError}'s constructor's).
+ */
+function sentenceProblem(sentence: string): string | undefined {
+  if (sentence.trim() === '' || !sentence.isWellFormed())
+    return 'a tool refusal sentence must be a non-empty, well-formed string';
+  if (sentence.length > MAX_REFUSAL_SENTENCE_LENGTH)
+    return `a tool refusal sentence must be at most ${MAX_REFUSAL_SENTENCE_LENGTH} characters`;
+  if (SENTENCE_FORBIDDEN.test(sentence) || BLANK_LOOKING.test(sentence) || WHITE_RUN.test(sentence))
+    return 'a tool refusal sentence must be one line of plain text: no control, format (bidi, zero-width), line- or paragraph-separator, default-ignorable or blank-looking character, and no more than two white-space characters in a row';
+  if (!/[\p{L}\p{N}]/u.test(sentence)) return 'a tool refusal sentence must hold a letter or a digit';
+  const read = sentence.normalize('NFKC');
+  if (SENTENCE_BRACKET.test(read) || SENTENCE_RESERVED_NAME.test(read))
+    return "a tool refusal sentence must not contain brackets other than ( ) or name an ERR_CONFIRM code: the code goes in the code, and ERR_CONFIRM codes are mcp-confirm's own";
+  return undefined;
+}
+
+/**
+ * A refusal's text made one line: every character {@link SENTENCE_FORBIDDEN} names is shown as its
+ * escape (`⟨U+000A⟩`), and a lone surrogate as U+FFFD. For messages that may carry what a tool was
+ * given (a {@link ConfirmError} a tool threw itself); a tool's own sentence is checked instead.
+ */
+function oneLine(text: string): string {
+  const whole = text.isWellFormed() ? text : text.toWellFormed();
+  return whole.replace(
+    SENTENCE_FORBIDDEN_ALL,
+    (ch) => `⟨U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`,
+  );
+}
 
 /**
  * A confirmed tool's own refusal, with the tool's own stable code and sentence (thrown by
@@ -570,13 +620,18 @@ const SENTENCE_CODE_LIKE = /\[\s*ERR_|ERR_CONFIRM/i;
 export class ToolRefusalError<C extends ToolRefusalCode = ToolRefusalCode> extends Error {
   readonly code: C;
   /**
-   * @param code - the tool's code, matching `^ERR_[A-Z0-9_]+$` and not starting `ERR_CONFIRM`.
-   * @param sentence - what the client is told (say what was not done): one line of text, non-empty,
-   *   well-formed UTF-16, with no control, format (bidi, zero-width), line- or paragraph-separator or
-   *   default-ignorable character (Unicode general categories Cc, Cf, Zl, Zp; UAX #44), no `[ERR_`
-   *   and no `ERR_CONFIRM` (any case), so the text `[CODE] sentence` cannot show a second refusal.
-   * @throws {TypeError} when `code` does not match or starts `ERR_CONFIRM`, or `sentence` breaks a
-   *   rule above (the message names the rule, never the sentence).
+   * @param code - the tool's code, matching `^ERR_[A-Z0-9_]+$` and not starting `ERR_CONFIRM`, nor
+   *   reading as it with `0` for `O`, `1` for `I` or doubled underscores (`ERR_C0NFIRM_X`, `ERR__CONFIRM_X`).
+   * @param sentence - what the client is told (say what was not done): one line of plain text, so
+   *   that `[CODE] sentence` cannot show a second refusal. Non-empty, well-formed UTF-16, at most
+   *   {@link MAX_REFUSAL_SENTENCE_LENGTH} (500) characters, holding a letter or digit; no control,
+   *   format (bidi, zero-width), line- or paragraph-separator or default-ignorable character
+   *   (Unicode general categories Cc, Cf, Zl, Zp; UAX #44), no blank-looking one (U+2800 Braille
+   *   blank, Hangul fillers), no three white-space characters in a row; and, read after NFKC
+   *   (UAX #15: fullwidth and mathematical letters as ASCII), no bracket but `(` `)` (general
+   *   categories Ps, Pe) and no `ERR` then `CONFIRM` joined by nothing, `_`, `-` or spaces, any case.
+   * @throws {TypeError} when `code` or `sentence` breaks a rule above (the message names the rule,
+   *   never the sentence).
    */
   constructor(code: C, sentence: string) {
     if (typeof code !== 'string' || !TOOL_REFUSAL_CODE.test(code)) {
@@ -584,24 +639,14 @@ export class ToolRefusalError<C extends ToolRefusalCode = ToolRefusalCode> exten
         'a tool refusal code must match ^ERR_[A-Z0-9_]+$ (ERR_ then capital letters, digits and underscores)',
       );
     }
-    if (code.startsWith(RESERVED_PREFIX)) {
+    if (looksReserved(code)) {
       throw new TypeError(
-        'a tool refusal code must not start with ERR_CONFIRM: those codes are reserved for mcp-confirm itself',
+        'a tool refusal code must not start with ERR_CONFIRM (nor read as it, with 0 for O, 1 for I or doubled underscores): those codes are reserved for mcp-confirm itself',
       );
     }
-    if (typeof sentence !== 'string' || sentence.trim() === '' || !sentence.isWellFormed()) {
-      throw new TypeError('a tool refusal sentence must be a non-empty, well-formed string');
-    }
-    if (SENTENCE_FORBIDDEN.test(sentence)) {
-      throw new TypeError(
-        'a tool refusal sentence must be one line of plain text: no control, format (bidi, zero-width), line- or paragraph-separator or default-ignorable character',
-      );
-    }
-    if (SENTENCE_CODE_LIKE.test(sentence)) {
-      throw new TypeError(
-        'a tool refusal sentence must not contain "[ERR_" or "ERR_CONFIRM": the code goes in the code, and ERR_CONFIRM codes are mcp-confirm\'s own',
-      );
-    }
+    const problem =
+      typeof sentence === 'string' ? sentenceProblem(sentence) : 'a tool refusal sentence must be a string';
+    if (problem !== undefined) throw new TypeError(problem);
     super(sentence);
     this.code = code;
     this.name = 'ToolRefusalError';
@@ -647,16 +692,37 @@ export function refusalCode(error: unknown): string | undefined {
 
 /**
  * Maps a thrown value to what crosses the wire: a {@link ConfirmError} or a tool's
- * {@link ToolRefusalError} becomes an `isError` result whose text is `[CODE] message`;
- * anything else becomes generic text that echoes nothing.
+ * {@link ToolRefusalError} becomes an `isError` result whose text is `[CODE] message`, on one
+ * line (a control, format, separator or default-ignorable character in a `ConfirmError`'s message,
+ * which may carry what a tool was given, is shown as its escape, e.g. `⟨U+000A⟩`; a
+ * `ToolRefusalError` that no longer keeps its rules is the generic text); anything else becomes
+ * generic text that echoes nothing.
  *
  * @param error - anything a handler threw.
  * @returns a `CallToolResult` with `isError: true`.
  */
 export function toToolError(error: unknown): CallToolResult {
-  if (error instanceof ConfirmError || error instanceof ToolRefusalError) {
-    return { content: [{ type: 'text', text: `[${error.code}] ${error.message}` }], isError: true };
+  // A tool's refusal changed after it was made (or made without its constructor) is held to the rules again.
+  if (
+    error instanceof ToolRefusalError &&
+    (typeof error.code !== 'string' ||
+      !TOOL_REFUSAL_CODE.test(error.code) ||
+      looksReserved(error.code) ||
+      typeof error.message !== 'string' ||
+      sentenceProblem(error.message) !== undefined)
+  ) {
+    return internalErrorResult();
   }
+  if (error instanceof ConfirmError || error instanceof ToolRefusalError) {
+    return {
+      content: [{ type: 'text', text: `[${oneLine(String(error.code))}] ${oneLine(error.message)}` }],
+      isError: true,
+    };
+  }
+  return internalErrorResult();
+}
+
+function internalErrorResult(): CallToolResult {
   return {
     content: [{ type: 'text', text: 'Internal error in the confirmation layer; nothing was done.' }],
     isError: true,

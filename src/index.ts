@@ -158,7 +158,7 @@ export {
 } from './errors.js';
 
 // A tool's own refusals: its own code (never ERR_CONFIRM_*) and sentence, answered like the package's.
-export { refuse, ToolRefusalError, type ToolRefusalCode } from './errors.js';
+export { MAX_REFUSAL_SENTENCE_LENGTH, refuse, ToolRefusalError, type ToolRefusalCode } from './errors.js';
 
 // Start-up and configuration refusals: one class with stable ERR_CONFIG_* codes.
 export { ConfigError, type ConfigErrorCode } from './errors.js';

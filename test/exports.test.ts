@@ -143,6 +143,7 @@ describe('package exports', () => {
         // a tool's own refusals
         'refuse',
         'ToolRefusalError',
+        'MAX_REFUSAL_SENTENCE_LENGTH',
       ].sort(),
     );
   });

@@ -165,8 +165,8 @@
  *    With the real file-system calls that handle is then held for as long as the pinned root lives
  *    (closed when it is collected), and a later call does not open the root again: the held handle
  *    must read back as the root's path (else `ERR_CONFIRM_OUTSIDE_ROOTS`), proven for a file below
- *    a directory by that directory's readback below (the root is read back when it fails, to tell a
- *    moved root from a moved directory). Each directory is
+ *    a directory by that directory's readback below (the root is read back when anything on the way
+ *    fails, so a moved or replaced root is `ERR_CONFIRM_OUTSIDE_ROOTS`, not a file gone). Each directory is
  *    opened from the handle above it, `O_DIRECTORY | O_NOFOLLOW` (a symbolic link or a file is
  *    named as in round 1); its identity is its handle's `fstat`, so nothing can be swapped
  *    between looking and entering. The file's directory must read back as the path walked (round
@@ -639,7 +639,7 @@ function openChain(
     if (heldRoot !== undefined) {
       // The pinned directory itself, held since an earlier call: it must still be at its path. With
       // directories below it, the file's directory reading back as its path below the root's says
-      // so (one read fewer); the root is read back when it does not, to say which moved.
+      // so (one read fewer); the root is read back when anything on the way fails, to say it moved.
       fds.push(heldRoot);
       if (dirNames.length === 0 && !rootAtItsPath(ops, heldRoot, root))
         throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
@@ -712,8 +712,6 @@ function openChain(
         throw round1OsError(error);
       }
       if (dirNow !== join(root.realPath, ...dirNames)) {
-        if (heldRoot !== undefined && !rootAtItsPath(ops, heldRoot, root))
-          throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
         throw new ConfirmSymlinkError('the path changed into a symbolic link while it was inspected');
       }
     }
@@ -724,6 +722,10 @@ function openChain(
     return { fds, dirs, st, rootHeld };
   } catch (error) {
     closeAll();
+    // Through a held root handle, a directory or file not found (or anything else) may only mean
+    // that the root itself was moved or replaced since: say that, as a walk from its path would.
+    if (heldRoot !== undefined && !(error instanceof ConfirmOutsideRootsError) && !rootAtItsPath(ops, heldRoot, root))
+      throw new ConfirmOutsideRootsError('the allowed root directory was replaced after start-up');
     throw error;
   }
 }

@@ -362,7 +362,8 @@ describe('refuse: codes that could pass for the package own are a TypeError', ()
     ['Insufficient funds; nothing was transferred.'],
     ['Konto gesperrt – nichts überwiesen (Fehler 42).'],
     ['Übertrag abgelehnt: 残高不足、送金されませんでした。'],
-    ['The code ERR is not a code; [brackets] are fine.'],
+    ['The code ERR is not a code; (parentheses) are fine.'],
+    [`A sentence of ${'x'.repeat(470)} letters.`],
   ])('accepts the plain sentence %j (control)', (sentence) => {
     expect(() => refuse('ERR_TRANSFER_FUNDS', sentence)).toThrow(ToolRefusalError);
   });
