@@ -546,10 +546,15 @@ export class PostgresStore implements ConfirmStore {
     let client: PoolClient | undefined;
     let released = false;
     let aborted: Error | undefined;
+    let lost = false;
+    const onLost = (): void => {
+      lost = true;
+    };
     const release = (destroy: boolean): void => {
       if (client === undefined || released) return;
       released = true;
-      client.release(destroy ? new Error('connection dropped by mcp-confirm') : undefined);
+      client.removeListener('error', onLost);
+      client.release(destroy || lost ? new Error('connection dropped by mcp-confirm') : undefined);
     };
     const q: Query = (text, values) => {
       // Nothing more is sent once the call was refused: in particular no COMMIT.
@@ -558,6 +563,11 @@ export class PostgresStore implements ConfirmStore {
     };
     const work = (async () => {
       const c = await this.#pool.connect();
+      // While a call holds a connection the pool listens for none of its errors: a connection lost now
+      // (the server crashed, the network reset it) would emit an 'error' nobody hears, which ends the
+      // process. pg itself rejects the query in flight (the call fails closed) and refuses later ones;
+      // the connection is destroyed on release.
+      c.on('error', onLost);
       client = c;
       if (aborted !== undefined) {
         release(true);
