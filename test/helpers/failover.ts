@@ -42,16 +42,28 @@ import { startPgWireProxy, type PgWireProxy, type Verdict, type WireMessage } fr
  * - `during-action`: the spend's `COMMIT` was acknowledged by the primary; the primary crashes as
  *   that acknowledgement (its `ReadyForQuery`) is on its way to the store, so the store reads
  *   `spent` and the action (re-check, unlink) runs with the primary already dead;
- * - `{ message: n }`: before the n-th wire message (from 1, either direction, any connection) of
- *   round 2's store traffic; a message from the store is then never delivered, one from the server
- *   (sent before the crash) still is. Past the last message: as `after-ack`.
+ * - `{ message: n, lost? }`: before the n-th wire message (from 1, either direction, any connection)
+ *   of round 2's store traffic; a message from the store is then never delivered, one from the
+ *   server (sent before the crash) still is unless `lost` (lost with the host's network). Past the
+ *   last message: as `after-ack`.
+ * - `{ commitWaitMs: n }`: `n` ms after the first spend's `COMMIT` was delivered to the primary
+ *   (0: on the next turn of the event loop), while the primary flushes it and waits for the
+ *   standby to apply it, or later: a point in time rather than at a message boundary.
  */
-export type KillPoint = 'after-issue' | 'before-commit' | 'after-ack' | 'during-action' | { message: number };
+export type KillPoint =
+  | 'after-issue'
+  | 'before-commit'
+  | 'after-ack'
+  | 'during-action'
+  | { message: number; lost?: boolean }
+  | { commitWaitMs: number };
 
 export const NAMED_KILL_POINTS = ['after-issue', 'before-commit', 'after-ack', 'during-action'] as const;
 
 export function describePoint(point: KillPoint): string {
-  return typeof point === 'string' ? point : `message ${point.message}`;
+  if (typeof point === 'string') return point;
+  if ('message' in point) return `message ${point.message}${point.lost ? ' (lost)' : ''}`;
+  return `${point.commitWaitMs} ms after the spend's COMMIT was sent`;
 }
 
 /** What a round 2 answered, in short: `deleted`, a refusal code, or what else came. */
@@ -177,14 +189,27 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRun
     const spending = new Set<number>();
     const committed = new Set<number>();
     let seen = 0;
+    let commitTimer = false;
     proxy.setHook((m: WireMessage): Verdict => {
       if (crashedAt !== undefined) return 'forward';
       if (m.direction === 'frontend' && (m.type === 'P' || m.type === 'Q') && SPEND_SQL.test(m.text))
         spending.add(m.connection);
-      if (typeof point === 'object') {
+      if (typeof point === 'object' && 'message' in point) {
         if (++seen === point.message) {
           crash(`message ${seen} (${m.direction} ${m.type || 'startup'}${m.text ? ` ${m.text.slice(0, 40)}` : ''})`);
-          return m.direction === 'frontend' ? 'drop' : 'forward';
+          return m.direction === 'frontend' || point.lost === true ? 'drop' : 'forward';
+        }
+        return 'forward';
+      }
+      if (typeof point === 'object' && 'commitWaitMs' in point) {
+        if (m.direction === 'frontend' && m.type === 'Q' && /^COMMIT\b/.test(m.text) && spending.has(m.connection)) {
+          if (!commitTimer) {
+            const ms = point.commitWaitMs;
+            const later = (): void => crash(`${ms} ms after the spend's COMMIT was sent`);
+            commitTimer = true;
+            // After this message is written (the hook runs before the write).
+            setImmediate(() => (ms === 0 ? later() : setTimeout(later, ms)));
+          }
         }
         return 'forward';
       }
