@@ -352,6 +352,11 @@ function makePool(pg: PgModule, o: Settings): Pool {
   });
   // Without a listener an idle connection's error would crash the process.
   pool.on('error', o.onError);
+  // The pool listens only to idle connections: a connection lost while a call holds it (the server
+  // crashed or terminated it, the network reset it), even in the same chunk as the answer that handed
+  // it out, would emit an 'error' nobody hears, which ends the process. pg itself rejects the query in
+  // flight (the call fails closed) and every later one, and the pool destroys the connection on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
@@ -546,15 +551,10 @@ export class PostgresStore implements ConfirmStore {
     let client: PoolClient | undefined;
     let released = false;
     let aborted: Error | undefined;
-    let lost = false;
-    const onLost = (): void => {
-      lost = true;
-    };
     const release = (destroy: boolean): void => {
       if (client === undefined || released) return;
       released = true;
-      client.removeListener('error', onLost);
-      client.release(destroy || lost ? new Error('connection dropped by mcp-confirm') : undefined);
+      client.release(destroy ? new Error('connection dropped by mcp-confirm') : undefined);
     };
     const q: Query = (text, values) => {
       // Nothing more is sent once the call was refused: in particular no COMMIT.
@@ -563,11 +563,6 @@ export class PostgresStore implements ConfirmStore {
     };
     const work = (async () => {
       const c = await this.#pool.connect();
-      // While a call holds a connection the pool listens for none of its errors: a connection lost now
-      // (the server crashed, the network reset it) would emit an 'error' nobody hears, which ends the
-      // process. pg itself rejects the query in flight (the call fails closed) and refuses later ones;
-      // the connection is destroyed on release.
-      c.on('error', onLost);
       client = c;
       if (aborted !== undefined) {
         release(true);

@@ -22,13 +22,18 @@ export interface WireMessage {
   readonly bytes: Buffer;
   /**
    * Its text where it has one: the query of `Q` and `P` (Parse), the command tag of `C`
-   * (CommandComplete, e.g. `COMMIT`), the transaction status of `Z` (`I`, `T`, `E`); `''` otherwise.
+   * (CommandComplete, e.g. `COMMIT`), the transaction status of `Z` (`I`, `T`, `E`), the backend's
+   * process ID of `K` (BackendKeyData); `''` otherwise.
    */
   readonly text: string;
 }
 
-/** What to do with one message: pass it on, or drop it and close both sides of its connection. */
-export type Verdict = 'forward' | 'drop';
+/**
+ * What to do with one message: pass it on; drop it and close both sides of its connection; or hold
+ * it, to be written in one piece with the next message forwarded in the same direction on the same
+ * connection (so that the receiver reads both in one chunk).
+ */
+export type Verdict = 'forward' | 'drop' | 'hold';
 
 export interface PgWireProxy {
   readonly port: number;
@@ -55,6 +60,8 @@ function textOf(type: string, bytes: Buffer): string {
     }
     case 'Z':
       return bytes.length > 5 ? String.fromCharCode(bytes[5]!) : '';
+    case 'K':
+      return bytes.length >= 9 ? String(bytes.readInt32BE(5)) : '';
     default:
       return '';
   }
@@ -104,13 +111,20 @@ export async function startPgWireProxy(targetPort: number): Promise<PgWireProxy>
     let frontendBuf = Buffer.alloc(0);
     let backendBuf = Buffer.alloc(0);
 
+    const held = new Map<Socket, Buffer[]>([
+      [client, []],
+      [upstream, []],
+    ]);
     const pass = (message: WireMessage, to: Socket): boolean => {
       if (closed) return false;
-      if (hook(message) === 'drop') {
+      const verdict = hook(message);
+      if (verdict === 'drop') {
         closeBoth();
         return false;
       }
-      to.write(message.bytes);
+      const queue = held.get(to)!;
+      queue.push(message.bytes);
+      if (verdict === 'forward') to.write(Buffer.concat(queue.splice(0)));
       return true;
     };
 

@@ -201,6 +201,36 @@ describe('PostgresStore', () => {
     }
   });
 
+  it('refuses a call whose new connection is terminated in the same chunk as the answer that opened it with ERR_CONFIRM_LEDGER_UNAVAILABLE, the process living on (control: the next call works)', async () => {
+    // The proxy holds the new connection's ReadyForQuery until the server has terminated that backend
+    // (pg_terminate_backend), then delivers both at once: pg hands the connection out and reads the
+    // FATAL before the call could listen to it.
+    const proxy = await startPgWireProxy(Number(new URL(pgUrl()).port));
+    const admin = await rawClient();
+    try {
+      const store = keep(await PostgresStore.create({ url: proxy.url, schema: freshSchema(), timeoutMs: 30_000 }));
+      const pids = new Map<number, string>();
+      let terminated: Promise<unknown> | undefined;
+      proxy.setHook((m) => {
+        if (m.direction !== 'backend') return 'forward';
+        if (m.type === 'K') pids.set(m.connection, m.text);
+        if (m.type === 'Z' && terminated === undefined) {
+          terminated = admin.query('SELECT pg_terminate_backend($1)', [Number(pids.get(m.connection))]);
+          return 'hold';
+        }
+        return 'forward';
+      });
+      expectUnavailable(await rejection(store.issue(randomUUID(), 'alice', Date.now() + TTL)));
+      expect(await terminated).toMatchObject({ rows: [{ pg_terminate_backend: true }] });
+      const jti = randomUUID();
+      await store.issue(jti, 'alice', Date.now() + TTL);
+      expect(await store.spend(jti, Date.now())).toBe('spent');
+    } finally {
+      await admin.end();
+      await proxy.close();
+    }
+  });
+
   it('refuses calls after close with ERR_CONFIRM_LEDGER_UNAVAILABLE; close is idempotent', async () => {
     const store = await openStore();
     await store.close();
