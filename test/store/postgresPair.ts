@@ -101,8 +101,8 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 const crashed = new WeakSet<PostgresPair>();
 
 /**
- * Crashes the primary, synchronously: the postmaster is stopped first (it forks no new process),
- * then every process it started (backends, the WAL sender, the writers), then all of them are killed
+ * Crashes the primary, synchronously: the postmaster is stopped first (once it shows as stopped it
+ * forks no new process), then every process it started (backends, the WAL sender, the writers), then all of them are killed
  * with SIGKILL. A crash of the host as far as the standby and the clients can tell: a commit record
  * the WAL sender had not sent is never sent, and no backend answers again. Safe to call from a
  * proxy's hook (nothing awaits).
@@ -112,9 +112,22 @@ export function crashPrimary(pair: PostgresPair): void {
   if (crashed.has(pair)) return;
   crashed.add(pair);
   signal(pair.primary.pid, 'SIGSTOP');
-  const children = childrenOf(pair.primary.pid);
-  for (const child of children) signal(child, 'SIGSTOP');
-  for (const child of children) signal(child, 'SIGKILL');
+  // kill() returns before the signal is acted on: on another core the postmaster may still fork a
+  // backend. Only once it shows as stopped is its list of children final.
+  for (let i = 0; i < 1_000_000; i++) {
+    const state = procState(pair.primary.pid);
+    if (state === undefined || state === 'T' || state === 'Z') break;
+  }
+  const stopped = new Set<number>();
+  for (;;) {
+    const fresh = childrenOf(pair.primary.pid).filter((child) => !stopped.has(child));
+    if (fresh.length === 0) break;
+    for (const child of fresh) {
+      signal(child, 'SIGSTOP');
+      stopped.add(child);
+    }
+  }
+  for (const child of stopped) signal(child, 'SIGKILL');
   signal(pair.primary.pid, 'SIGKILL');
 }
 
