@@ -5,7 +5,7 @@
  * one of its processes stopped, then killed: nothing it had not sent before that instant is sent),
  * the standby promoted. PostgreSQL missing is a failure, never a skip.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runProcess } from '../helpers/processes.js';
@@ -131,6 +131,31 @@ export function crashPrimary(pair: PostgresPair): void {
   signal(pair.primary.pid, 'SIGKILL');
 }
 
+/** Sends `sig` to the standby's postmaster and every process it started (SIGSTOP and SIGCONT freeze and thaw it whole). */
+export function signalStandby(pair: PostgresPair, sig: NodeJS.Signals): void {
+  if (sig === 'SIGCONT') signal(pair.standby.pid, sig);
+  for (const child of childrenOf(pair.standby.pid)) signal(child, sig);
+  if (sig !== 'SIGCONT') signal(pair.standby.pid, sig);
+}
+
+/**
+ * Kills the standby's WAL receiver (SIGKILL): whatever WAL sat unread in its connection is lost, as
+ * when the network to the standby fails with the primary. The standby's postmaster treats it as a
+ * crash of one of its processes: it restarts them and recovers from its own WAL, still a standby.
+ * @throws when it has none.
+ */
+export function killWalReceiver(pair: PostgresPair): void {
+  const receiver = childrenOf(pair.standby.pid).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('walreceiver');
+    } catch {
+      return false;
+    }
+  });
+  if (receiver === undefined) throw new Error('the standby has no WAL receiver');
+  signal(receiver, 'SIGKILL');
+}
+
 /** Resolves once the postmaster `pid` has exited (gone, or a zombie nobody reaps). */
 export async function waitGone(pid: number): Promise<void> {
   const until = Date.now() + PROCESS_DEADLINE_MS;
@@ -147,6 +172,17 @@ export async function waitGone(pid: number): Promise<void> {
  * is out of recovery.
  */
 export async function promoteStandby(pair: PostgresPair): Promise<void> {
+  // A standby restarting after a crash of one of its processes refuses connections for a moment (57P03).
+  const until = Date.now() + PROCESS_DEADLINE_MS;
+  for (;;) {
+    try {
+      await queryOnce(pair.standby.url, 'SELECT 1');
+      break;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '57P03' || Date.now() > until) throw error;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
   const [done] = await queryOnce<{ promoted: boolean }>(pair.standby.url, 'SELECT pg_promote(true, 60) AS promoted');
   if (done?.promoted !== true) throw new Error('pg_promote did not complete within 60 s');
   const [state] = await queryOnce<{ recovery: boolean }>(pair.standby.url, 'SELECT pg_is_in_recovery() AS recovery');
