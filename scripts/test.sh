@@ -23,8 +23,10 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends redis-server; } >&2 \
     || fail_early "apt-get install redis-server"
 fi
-# PostgreSQL for the PostgreSQL store's tests (test/store/postgres*.test.ts): Debian's server binaries.
-if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+# PostgreSQL for the PostgreSQL store's tests (test/store/postgres*.test.ts): Debian's server binaries;
+# the failover test (test/e2e/postgresFailover.test.ts) also needs pg_basebackup and psql (postgresql-client-N,
+# a dependency of the server package).
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/pg_basebackup >/dev/null 2>&1; then
   echo "installing postgresql with apt-get" >&2
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends postgresql; } >&2 \
     || fail_early "apt-get install postgresql"

@@ -168,6 +168,22 @@ async function loadPg(): Promise<PgModule> {
   return pg;
 }
 
+/**
+ * The server answered a step with a warning (SQLSTATE class 01), the cause of an
+ * `ERR_CONFIRM_LEDGER_UNAVAILABLE`. The one that matters: a commit whose wait for a synchronous
+ * standby was cancelled (by `statement_timeout`, `pg_cancel_backend`, …) is answered `COMMIT` with
+ * the warning "canceling wait for synchronous replication … The transaction has already committed
+ * locally, but might not have been replicated to the standby": taken as done, a spend the standby
+ * never had could be spent again after a failover. Refused instead: it stays applied on the primary
+ * (a retry there is refused as already used: the safe side), and nothing is acted on.
+ */
+class ServerWarning extends Error {
+  constructor(readonly sqlState: string) {
+    super(`PostgreSQL answered with a warning (SQLSTATE ${sqlState})`);
+    this.name = 'ServerWarning';
+  }
+}
+
 /** No answer within the deadline (the cause of an `ERR_CONFIRM_LEDGER_UNAVAILABLE`). */
 export class PostgresDeadlineError extends Error {
   constructor(timeoutMs: number) {
@@ -352,6 +368,11 @@ function makePool(pg: PgModule, o: Settings): Pool {
   });
   // Without a listener an idle connection's error would crash the process.
   pool.on('error', o.onError);
+  // The pool listens only to idle connections: a connection lost while a call holds it (the server
+  // crashed or terminated it, the network reset it), even in the same chunk as the answer that handed
+  // it out, would emit an 'error' nobody hears, which ends the process. pg itself rejects the query in
+  // flight (the call fails closed) and every later one, and the pool destroys the connection on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
@@ -546,10 +567,20 @@ export class PostgresStore implements ConfirmStore {
     let client: PoolClient | undefined;
     let released = false;
     let aborted: Error | undefined;
+    let warning: ServerWarning | undefined;
+    // A warning (SQLSTATE class 01) during the step: see ServerWarning.
+    const onNotice = (notice: { code?: unknown }): void => {
+      if (typeof notice.code === 'string' && notice.code.startsWith('01')) warning ??= new ServerWarning(notice.code);
+    };
     const release = (destroy: boolean): void => {
       if (client === undefined || released) return;
       released = true;
+      client.removeListener('notice', onNotice);
       client.release(destroy ? new Error('connection dropped by mcp-confirm') : undefined);
+    };
+    /** Refuses a step the server answered with a warning (after its statement or COMMIT: already applied). */
+    const unwarned = (): void => {
+      if (warning !== undefined) throw new ConfirmLedgerUnavailableError({ cause: warning });
     };
     const q: Query = (text, values) => {
       // Nothing more is sent once the call was refused: in particular no COMMIT.
@@ -559,26 +590,28 @@ export class PostgresStore implements ConfirmStore {
     const work = (async () => {
       const c = await this.#pool.connect();
       client = c;
+      c.on('notice', onNotice);
       if (aborted !== undefined) {
         release(true);
         throw aborted;
       }
       if (!tx) {
+        let result: T;
         try {
-          const result = await step(q);
-          release(false);
-          return result;
+          result = await step(q);
         } catch (error) {
           release(sqlState(error) === undefined);
           throw error;
         }
+        release(false);
+        unwarned();
+        return result;
       }
+      let result: T;
       try {
         await q('BEGIN');
-        const result = await step(q);
+        result = await step(q);
         await q('COMMIT');
-        release(false);
-        return result;
       } catch (error) {
         if (aborted === undefined) {
           // A server error (a unique violation, a read-only database) or the step's own refusal: roll
@@ -594,6 +627,9 @@ export class PostgresStore implements ConfirmStore {
         }
         throw error;
       }
+      release(false);
+      unwarned();
+      return result;
     })();
     return new Promise<T>((resolve, reject) => {
       const abort = (error: Error): void => {

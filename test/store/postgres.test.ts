@@ -3,6 +3,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import type { Ledger } from '../../src/store/ledger.js';
 import { POSTGRES_SCHEMA_VERSION, PostgresStore } from '../../src/store/postgres.js';
+import { startPgWireProxy } from '../helpers/pgWireProxy.js';
 import { expectUnavailable, rejection } from '../helpers/rejections.js';
 import { grantStoreContract } from './grantContract.js';
 import { raceSpends, raceTakes } from './race.js';
@@ -179,6 +180,55 @@ describe('PostgresStore', () => {
     }
     expect(await writable.spend(jti, Date.now())).toBe('spent');
     expect(await readOnly.spend(jti, Date.now()).catch(() => 'refused')).toBe('refused');
+  });
+
+  it("refuses a spend whose connection is lost mid-call with ERR_CONFIRM_LEDGER_UNAVAILABLE, the process living on (the lost connection's error is heard), nothing spent (control: the next spend spends it)", async () => {
+    // A proxy that cuts the connection as the spend's UPDATE is on its way: what a crashed server or a
+    // reset network does to a connection the store holds. pg emits 'error' on that connection; unheard,
+    // it would end the process.
+    const proxy = await startPgWireProxy(Number(new URL(pgUrl()).port));
+    try {
+      const store = keep(await openStore({ url: proxy.url }));
+      const jti = randomUUID();
+      await store.issue(jti, 'alice', Date.now() + TTL);
+      let cut = 0;
+      proxy.setHook((m) => (m.type === 'P' && /SET spent = true/.test(m.text) && cut++ === 0 ? 'drop' : 'forward'));
+      expectUnavailable(await rejection(store.spend(jti, Date.now())));
+      expect(cut).toBe(1);
+      expect(await store.spend(jti, Date.now())).toBe('spent');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('refuses a call whose new connection is terminated in the same chunk as the answer that opened it with ERR_CONFIRM_LEDGER_UNAVAILABLE, the process living on (control: the next call works)', async () => {
+    // The proxy holds the new connection's ReadyForQuery until the server has terminated that backend
+    // (pg_terminate_backend), then delivers both at once: pg hands the connection out and reads the
+    // FATAL before the call could listen to it.
+    const proxy = await startPgWireProxy(Number(new URL(pgUrl()).port));
+    const admin = await rawClient();
+    try {
+      const store = keep(await PostgresStore.create({ url: proxy.url, schema: freshSchema(), timeoutMs: 30_000 }));
+      const pids = new Map<number, string>();
+      let terminated: Promise<unknown> | undefined;
+      proxy.setHook((m) => {
+        if (m.direction !== 'backend') return 'forward';
+        if (m.type === 'K') pids.set(m.connection, m.text);
+        if (m.type === 'Z' && terminated === undefined) {
+          terminated = admin.query('SELECT pg_terminate_backend($1)', [Number(pids.get(m.connection))]);
+          return 'hold';
+        }
+        return 'forward';
+      });
+      expectUnavailable(await rejection(store.issue(randomUUID(), 'alice', Date.now() + TTL)));
+      expect(await terminated).toMatchObject({ rows: [{ pg_terminate_backend: true }] });
+      const jti = randomUUID();
+      await store.issue(jti, 'alice', Date.now() + TTL);
+      expect(await store.spend(jti, Date.now())).toBe('spent');
+    } finally {
+      await admin.end();
+      await proxy.close();
+    }
   });
 
   it('refuses calls after close with ERR_CONFIRM_LEDGER_UNAVAILABLE; close is idempotent', async () => {

@@ -65,7 +65,7 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 }
 
 /** The state letter of a process in /proc (`undefined` when it is gone). */
-function procState(pid: number): string | undefined {
+export function procState(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
@@ -75,7 +75,7 @@ function procState(pid: number): string | undefined {
 }
 
 /** The children of `pid` (the server's backends and workers), from /proc. */
-function childrenOf(pid: number): number[] {
+export function childrenOf(pid: number): number[] {
   const out: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^[0-9]+$/.test(name)) continue;
