@@ -1,8 +1,17 @@
 /**
- * The proxy's added latency: `read_file` of `@modelcontextprotocol/server-filesystem` called
- * directly (the v2 Client, 2025 era, over stdio) and through `mcp-confirm proxy` (the same client
- * pinned 2026-07-28; read_file is read-only, so it passes with no question). Medians of rounds of
- * sequential calls, both measured in the same run.
+ * The proxy's cost on the calls it passes. Six paths, each a real v2 `Client` over stdio, each
+ * calling a read-only tool that the proxy passes with no question:
+ * - `read_file` of `@modelcontextprotocol/server-filesystem` (2025 era; it does not announce
+ *   tool-list changes) called directly (the client in the 2025 era), through `mcp-confirm proxy`
+ *   (default: the list read before each decision), through `mcp-confirm proxy --list-max-age 300`,
+ *   and through a bare SDK relay (`fixtures/bareRelay.ts`: a client to the upstream and a server to
+ *   the caller, nothing else), the floor of any proxy (one more process hop);
+ * - `read_note` of an upstream that announces tool-list changes (`fixtures/listChangedUpstream.ts`)
+ *   through `mcp-confirm proxy` (the list cached until a notice) and through the bare relay.
+ * The proxied and relayed clients are pinned to 2026-07-28. Each round makes CALLS calls on every
+ * path, interleaved (one call on each path in turn, the order rotated every call), each call timed
+ * alone, so every path sees the same machine load; a path's figure for the round is the median of
+ * its calls. The ms rows are medians over the rounds, the ratio rows medians of the per-round ratios.
  */
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -13,23 +22,34 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Figure } from './mrtr.js';
 
-const CALLS = 200;
-const ROUNDS = 5;
+const CALLS = 150;
+const ROUNDS = 9;
+/** `--list-max-age` of the aged path: longer than the whole run. */
+const LIST_MAX_AGE = '300';
 const PROXY_MAIN = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const BARE_RELAY = fileURLToPath(new URL('./fixtures/bareRelay.js', import.meta.url));
+const LIST_CHANGED_UPSTREAM = fileURLToPath(new URL('./fixtures/listChangedUpstream.js', import.meta.url));
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function perCallMs(client: Client, path: string): Promise<number> {
-  const rounds: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < CALLS; i++) await client.callTool({ name: 'read_file', arguments: { path } });
-    rounds.push((performance.now() - t0) / CALLS);
-  }
-  return median(rounds);
+/** One client path: its spawned command and the call it repeats. */
+interface Path {
+  readonly key: 'direct' | 'proxied' | 'aged' | 'relayFs' | 'notes' | 'relayNotes';
+  readonly args: string[];
+  readonly modern: boolean;
+  readonly tool: string;
+  readonly arguments: Record<string, unknown>;
+  client?: Client;
+}
+
+/** One call on `path`, timed, in ms. */
+async function timedCall(path: Path): Promise<number> {
+  const t0 = performance.now();
+  await path.client!.callTool({ name: path.tool, arguments: path.arguments });
+  return performance.now() - t0;
 }
 
 export async function benchProxy(): Promise<Figure[]> {
@@ -37,35 +57,89 @@ export async function benchProxy(): Promise<Figure[]> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-confirm-bench-proxy-')));
   const file = join(root, 'notes.txt');
   writeFileSync(file, 'some notes\n'.repeat(20));
-  const direct = new Client({ name: 'bench-direct', version: '0' });
-  const proxied = new Client(
-    { name: 'bench-proxied', version: '0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
+  const node = process.execPath;
+  const fs = [node, fsServer, root];
+  const notes = [node, LIST_CHANGED_UPSTREAM, file];
+  const readFile = { tool: 'read_file', arguments: { path: file } };
+  const readNote = { tool: 'read_note', arguments: {} };
+  const paths: Path[] = [
+    { key: 'direct', args: [fsServer, root], modern: false, ...readFile },
+    { key: 'proxied', args: [PROXY_MAIN, 'proxy', '--', ...fs], modern: true, ...readFile },
+    {
+      key: 'aged',
+      args: [PROXY_MAIN, 'proxy', '--list-max-age', LIST_MAX_AGE, '--', ...fs],
+      modern: true,
+      ...readFile,
+    },
+    { key: 'relayFs', args: [BARE_RELAY, ...fs], modern: true, ...readFile },
+    { key: 'notes', args: [PROXY_MAIN, 'proxy', '--', ...notes], modern: true, ...readNote },
+    { key: 'relayNotes', args: [BARE_RELAY, ...notes], modern: true, ...readNote },
+  ];
   try {
-    await direct.connect(
-      new StdioClientTransport({ command: process.execPath, args: [fsServer, root], stderr: 'ignore' }),
-    );
-    await proxied.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [PROXY_MAIN, 'proxy', '--', process.execPath, fsServer, root],
-        stderr: 'ignore',
-      }),
-    );
-    // Warm both paths once.
-    await direct.callTool({ name: 'read_file', arguments: { path: file } });
-    await proxied.callTool({ name: 'read_file', arguments: { path: file } });
-    const directMs = await perCallMs(direct, file);
-    const proxiedMs = await perCallMs(proxied, file);
+    for (const p of paths) {
+      p.client = new Client(
+        { name: `bench-${p.key}`, version: '0' },
+        p.modern ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {},
+      );
+      await p.client.connect(new StdioClientTransport({ command: node, args: p.args, stderr: 'ignore' }));
+      // Warm each path.
+      for (let i = 0; i < 20; i++) await p.client.callTool({ name: p.tool, arguments: p.arguments });
+    }
+    const ms = new Map<Path['key'], number[]>(paths.map((p) => [p.key, []]));
+    const ratios = { direct: [] as number[], relay: [] as number[], aged: [] as number[], notes: [] as number[] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const calls = new Map<Path['key'], number[]>(paths.map((p) => [p.key, []]));
+      for (let c = 0; c < CALLS; c++) {
+        for (let i = 0; i < paths.length; i++) {
+          const p = paths[(i + c) % paths.length]!;
+          calls.get(p.key)!.push(await timedCall(p));
+        }
+      }
+      const round = new Map<Path['key'], number>(paths.map((p) => [p.key, median(calls.get(p.key)!)]));
+      for (const [k, v] of round) ms.get(k)!.push(v);
+      const at = (k: Path['key']) => round.get(k)!;
+      ratios.direct.push(at('proxied') / at('direct'));
+      ratios.relay.push(at('proxied') / at('relayFs'));
+      ratios.aged.push(at('aged') / at('relayFs'));
+      ratios.notes.push(at('notes') / at('relayNotes'));
+    }
+    const m = (k: Path['key']) => median(ms.get(k)!);
+    const perCall = 'ms per call (median)';
+    const ratio = '× (ratio)';
     return [
-      { name: 'proxy: read_file, upstream direct', value: directMs, unit: 'ms per call' },
-      { name: 'proxy: passed-through read_file', value: proxiedMs, unit: 'ms per call' },
-      { name: 'proxy: passed-through read_file / upstream direct', value: proxiedMs / directMs, unit: '× (ratio)' },
+      { name: 'proxy: read_file, upstream direct', value: m('direct'), unit: perCall },
+      { name: 'proxy: passed-through read_file', value: m('proxied'), unit: perCall },
+      { name: 'proxy: passed-through read_file / upstream direct', value: median(ratios.direct), unit: ratio },
+      { name: 'proxy: read_file through a bare SDK relay (the floor)', value: m('relayFs'), unit: perCall },
+      {
+        name: 'proxy: passed-through read_file / bare SDK relay, default',
+        value: median(ratios.relay),
+        unit: ratio,
+      },
+      { name: `proxy: passed-through read_file, --list-max-age ${LIST_MAX_AGE}`, value: m('aged'), unit: perCall },
+      {
+        name: 'proxy: passed-through read_file / bare SDK relay, --list-max-age',
+        value: median(ratios.aged),
+        unit: ratio,
+        target: 1.15,
+        targetKind: 'max',
+      },
+      {
+        name: 'proxy: call through a bare SDK relay, upstream announces list changes',
+        value: m('relayNotes'),
+        unit: perCall,
+      },
+      { name: 'proxy: passed-through call, upstream announces list changes', value: m('notes'), unit: perCall },
+      {
+        name: 'proxy: passed-through call / bare SDK relay, upstream announces list changes',
+        value: median(ratios.notes),
+        unit: ratio,
+        target: 1.15,
+        targetKind: 'max',
+      },
     ];
   } finally {
-    await direct.close().catch(() => {});
-    await proxied.close().catch(() => {});
+    for (const p of paths) await p.client?.close().catch(() => {});
     rmSync(root, { recursive: true, force: true });
   }
 }

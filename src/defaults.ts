@@ -66,3 +66,10 @@ export const MAX_PENDING_LINK_APPROVALS = 5;
 
 /** The most approvers an approval can require (a quorum, `--approvers-required`): 16. */
 export const MAX_APPROVALS_REQUIRED = 16;
+
+/**
+ * The longest `--list-max-age` (the proxy's `listMaxAgeSeconds`), in seconds: 3,600 (one hour).
+ * Within that age a tool an upstream flipped from read-only to destructive passes unasked, so the
+ * bound is kept short.
+ */
+export const MAX_LIST_MAX_AGE_SECONDS = 3_600;

@@ -149,10 +149,11 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
     shared: command.http !== undefined,
     maxArgumentBytes: command.maxArgumentBytes,
     plans: command.plans,
+    listMaxAgeSeconds: command.listMaxAgeSeconds,
   });
   const where = `${command.upstream.kind === 'url' ? `at ${shownUrl(command.upstream.url)}` : 'spawned over stdio'}${command.upstreamId !== undefined ? ` (identity: --upstream-id ${renderValue(command.upstreamId)})` : ''}`;
   const served = `${renderValue(upstream.identity.name)} ${renderValue(upstream.identity.version)}`;
-  const details = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}${grantsWords(policy)}${command.plans ? '; plans (confirm_plan)' : ''}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}`;
+  const details = `upstream ${where}; policy: ${policy.confirm.length} confirm, ${policy.allow.length} allow, ${policy.deny.length} deny${command.confirmUnnamed ? ', unnamed tools asked' : ''}${grantsWords(policy)}${command.plans ? '; plans (confirm_plan)' : ''}${listAgeWords(command.listMaxAgeSeconds, upstream)}; audience ${JSON.stringify(command.audience)}; ttl ${command.ttlSeconds}s; ledger ${runtime.storeKind}`;
   const closeUpstream = (): Promise<void> => upstream.close();
   if (command.http) {
     await runtime.serveHttp(() => factory(), served, details, closeUpstream);
@@ -164,6 +165,17 @@ export async function runProxy(command: ProxyCommand): Promise<number> {
     `serving ${served} over stdio; ${details}; approval ${approval ? `passkey, page on ${approval.origin}${notifyWords(approval)}` : 'form'}`,
   );
   return -1;
+}
+
+/**
+ * The serving line's words for `--list-max-age` (`''` without it): the risk it takes, or that it
+ * changes nothing for an upstream whose list-change notices keep the list current.
+ */
+function listAgeWords(seconds: number, upstream: Upstream): string {
+  if (seconds === 0) return '';
+  if (upstream.client.getServerCapabilities()?.tools?.listChanged === true)
+    return `; --list-max-age ${seconds}s unused (the upstream announces tool-list changes: its list is kept until one)`;
+  return `; tool list kept up to ${seconds}s (--list-max-age: a tool flipped to destructive within it passes unasked)`;
 }
 
 /** The serving line's words for the policy's grants (`''` when none). */

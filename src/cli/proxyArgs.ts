@@ -8,14 +8,14 @@
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_UPSTREAM_TIMEOUT_SECONDS } from '../defaults.js';
+import { DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_UPSTREAM_TIMEOUT_SECONDS, MAX_LIST_MAX_AGE_SECONDS } from '../defaults.js';
 import { parseArgsUsageError, UsageError, wholeSeconds } from './common.js';
 import { parseServingFlags, SERVING_OPTIONS, type ServingFlags } from './servingArgs.js';
 
 export const PROXY_USAGE = `Usage:
   mcp-confirm proxy [--policy PATH] [--confirm-unnamed] [--plans] [--explain] [--audience NAME] [--ttl SECONDS]
                     [--key-file PATH] [--ledger SPEC] [--upstream-timeout SECONDS] [--max-argument-bytes N]
-                    [--upstream-id NAME]
+                    [--upstream-id NAME] [--list-max-age SECONDS]
                     [--audit PATH] [--approval form|passkey] [--approvers PATH]
                     [--approval-port PORT | --public-url URL] [--approval-wait SECONDS]
                     [--notify SPEC ... [--notify-secret-file PATH] [--notify-include-question]]
@@ -70,6 +70,12 @@ Options:
   --max-argument-bytes N    The most bytes of a call's arguments as canonical JSON (RFC 8785);
                             a larger call is refused (ERR_CONFIRM_BAD_ARGUMENT), nothing forwarded.
                             1 to 1073741824. Default: ${DEFAULT_MAX_ARGUMENT_BYTES} (1 MiB).
+  --list-max-age SECONDS    For an upstream that does not announce tool-list changes: decide a
+                            call of a tool the policy does not name from a tool list read up to
+                            SECONDS ago instead of listing the tools for each call (0 to
+                            ${MAX_LIST_MAX_AGE_SECONDS}). Risk: within that age, a tool the upstream
+                            flipped from read-only to destructive passes unasked. A confirmed call
+                            still lists afresh in both rounds. Default: 0 (list for each call).
   --audience, --ttl, --key-file, --ledger, --audit, --approval, --approvers, --approval-port,
   --public-url, --approval-wait, --approvers-required, --notify, --notify-secret-file,
   --notify-include-question, --http, --auth-issuer, --auth-jwks, --resource, --allowed-hosts,
@@ -90,6 +96,8 @@ export interface ProxyCommand extends ServingFlags {
   upstreamTimeoutSeconds: number;
   /** `--max-argument-bytes`: the most bytes of a call's arguments as canonical JSON. */
   maxArgumentBytes: number;
+  /** `--list-max-age SECONDS`: how long a tool list may decide calls of an upstream that announces no list changes (0: none). */
+  listMaxAgeSeconds: number;
   /** `--upstream-id NAME`: bound in the states instead of the command, arguments and working directory, or the URL. */
   upstreamId: string | undefined;
   /** The upstream: a command to spawn, or a Streamable HTTP URL with the headers to send it. */
@@ -207,6 +215,7 @@ const PROXY_OPTIONS = {
   explain: { type: 'boolean' },
   'upstream-timeout': { type: 'string' },
   'max-argument-bytes': { type: 'string' },
+  'list-max-age': { type: 'string' },
   'upstream-url': { type: 'string' },
   'upstream-header': { type: 'string', multiple: true },
   'upstream-id': { type: 'string' },
@@ -268,7 +277,7 @@ export function misplacedOptionNotes(command: readonly string[], dash: boolean):
  * @param env - where `--upstream-header` `$VAR` values are read. Defaults to the process environment.
  * @throws {UsageError} on unknown options (before the command: see {@link splitUpstreamCommand}); neither or both of `[--] COMMAND` and `--upstream-url`;
  *   `--upstream-header` without `--upstream-url` or malformed ({@link parseUpstreamHeaders}); a bad
- *   `--ttl`, `--audience`, `--upstream-timeout`, `--max-argument-bytes`, `--upstream-id`, `--upstream-url`, HTTP flag or approval flag;
+ *   `--ttl`, `--audience`, `--upstream-timeout`, `--max-argument-bytes`, `--list-max-age`, `--upstream-id`, `--upstream-url`, HTTP flag or approval flag;
  *   `--audit` without `--key-file`; approval flags as for serving `delete_file`
  *   ({@link parseServingFlags}: passkey needs `--approvers`, and with `--http` a `--public-url`
  *   whose host is an allowed host).
@@ -317,6 +326,7 @@ export function parseProxyCommand(argv: readonly string[], env: NodeJS.ProcessEn
       values['max-argument-bytes'] === undefined
         ? DEFAULT_MAX_ARGUMENT_BYTES
         : argumentBytes(values['max-argument-bytes']),
+    listMaxAgeSeconds: values['list-max-age'] === undefined ? 0 : listMaxAge(values['list-max-age']),
     upstreamId: values['upstream-id'] === undefined ? undefined : upstreamId(values['upstream-id']),
     upstream,
     notes: upstream.kind === 'command' ? misplacedOptionNotes(command, dash) : [],
@@ -348,6 +358,17 @@ function argumentBytes(text: string): number {
   if (!Number.isSafeInteger(n) || n < 1 || n > MAX_ARGUMENT_BYTES_LIMIT) {
     throw new UsageError(
       `--max-argument-bytes must be a whole number of bytes from 1 to ${MAX_ARGUMENT_BYTES_LIMIT}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
+}
+
+/** @throws {UsageError} unless `text` is a whole number of seconds from 0 to {@link MAX_LIST_MAX_AGE_SECONDS} (one hour). */
+function listMaxAge(text: string): number {
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n > MAX_LIST_MAX_AGE_SECONDS) {
+    throw new UsageError(
+      `--list-max-age must be a whole number of seconds from 0 to ${MAX_LIST_MAX_AGE_SECONDS} (one hour), got ${JSON.stringify(text)}`,
     );
   }
   return n;

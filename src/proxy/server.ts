@@ -67,7 +67,7 @@ import {
 import type { Tool } from '@modelcontextprotocol/client';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
-import { DEFAULT_MAX_ARGUMENT_BYTES, PACKAGE_VERSION } from '../defaults.js';
+import { DEFAULT_MAX_ARGUMENT_BYTES, MAX_LIST_MAX_AGE_SECONDS, PACKAGE_VERSION } from '../defaults.js';
 import {
   ConfirmBadArgumentError,
   ConfirmError,
@@ -194,7 +194,27 @@ export interface ProxyOptions {
    * slot. Defaults to false.
    */
   plans?: boolean;
+  /**
+   * For an upstream that does not declare `tools.listChanged`: how long, in seconds, the decision
+   * for a tool the policy does not name may be taken from a tool list read earlier instead of one
+   * read for the call (`--list-max-age`). The age counts from when that listing was sent; a
+   * `notifications/tools/list_changed`, if the upstream ever sends one, still ends it at once. A
+   * confirmed call's round 1 and round 2 list afresh whatever the age, so its definition is still
+   * sealed and compared as read then; a client's `tools/list` is read afresh too. An upstream
+   * that declares `tools.listChanged` keeps its list cached until its next notice, whatever this is.
+   * A whole number from 0 to {@link MAX_LIST_MAX_AGE_SECONDS} (3,600). Defaults to 0: the list is
+   * read before every such decision.
+   *
+   * > [!WARNING]
+   * > Within the age, a tool the upstream flipped from read-only to destructive (or a new tool
+   * > whose annotations would be asked) is decided from the older list: the call passes unasked.
+   */
+  listMaxAgeSeconds?: number;
+  /** The clock for {@link listMaxAgeSeconds}, in milliseconds. Defaults to `Date.now`. */
+  now?: () => number;
 }
+
+export { MAX_LIST_MAX_AGE_SECONDS };
 
 /** What round 1 seals about the upstream and the tool (the guard's fingerprint). */
 export interface ProxyFingerprint {
@@ -307,6 +327,8 @@ function asProtocolError(e: unknown): unknown {
 /**
  * Builds the proxy's per-connection server factory.
  *
+ * @throws {RangeError} when {@link ProxyOptions.listMaxAgeSeconds} is not a whole number from 0 to
+ *   {@link MAX_LIST_MAX_AGE_SECONDS}.
  * @returns `factory` for `serveStdio` (it reads the connection's era from the factory context),
  *   and `capabilities`, what the proxy offers (see {@link offeredCapabilities}).
  */
@@ -320,6 +342,9 @@ export function createProxy(options: ProxyOptions): {
   const shared = options.shared ?? false;
   const maxArgumentBytes = options.maxArgumentBytes ?? DEFAULT_MAX_ARGUMENT_BYTES;
   const plans = options.plans ?? false;
+  const listMaxAgeSeconds = options.listMaxAgeSeconds ?? 0;
+  if (!Number.isInteger(listMaxAgeSeconds) || listMaxAgeSeconds < 0 || listMaxAgeSeconds > MAX_LIST_MAX_AGE_SECONDS)
+    throw new RangeError(`listMaxAgeSeconds must be a whole number of seconds from 0 to ${MAX_LIST_MAX_AGE_SECONDS}`);
   /** The guard's grant policy per tool with a grant entry. */
   const guardGrants = new Map(
     [...(policy.grants ?? new Map<string, GrantPolicy>())].map(([t, e]) => [t, guardGrantPolicy(e)]),
@@ -329,10 +354,14 @@ export function createProxy(options: ProxyOptions): {
   /** Each live connection: its era and the relayed requests in flight (newest last), for log relays. */
   const servers = new Map<McpServer, { era: 'legacy' | 'modern'; inFlight: ServerContext[] }>();
 
-  // The list: cached only while the upstream's list_changed notifications keep it current (when
-  // it declares them), never kept across a notice that arrived while it was read, read once at a
-  // time (see ToolListView). fetchList reads one started after the call asked.
-  const toolList = new ToolListView(upstream, { cache: capabilities.tools?.listChanged === true });
+  // The list: cached while the upstream's list_changed notifications keep it current (when it
+  // declares them), or for the operator's maximum age; never kept across a notice that arrived while
+  // it was read, read once at a time (see ToolListView). fetchList reads one started after the call asked.
+  const toolList = new ToolListView(upstream, {
+    cache: capabilities.tools?.listChanged === true,
+    maxAgeMs: listMaxAgeSeconds * 1000,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   const fetchList = (signal?: AbortSignal): Promise<Map<string, Tool>> => toolList.tools({ fresh: true, signal });
   upstream.onListChanged((kind) => {
     if (kind === 'tools') toolList.changed();
@@ -522,14 +551,20 @@ export function createProxy(options: ProxyOptions): {
       if (plans && name === PLAN_TOOL) return await planCall(server, params.arguments, ctx);
       // A tool the policy names needs no annotations; an unnamed one is decided from the current list.
       let decision = namedDecision(policy, name);
+      // Without a cache the decision's listing started after the call asked: a confirmed call uses it too.
+      let fresh: { tools: Map<string, Tool>; generation: number } | undefined;
       if (decision === undefined) {
-        const list = await toolList.tools({ signal: ctx.mcpReq.signal });
-        decision = decide(policy, name, list.get(name)?.annotations, confirmUnnamed);
+        const read = await toolList.read({ signal: ctx.mcpReq.signal });
+        if (!toolList.caches) fresh = read;
+        decision = decide(policy, name, read.tools.get(name)?.annotations, confirmUnnamed);
       }
       if (decision === 'deny') throw new ConfirmPolicyDeniedError();
       if (decision === 'allow') return await forward(server, name, params.arguments, ctx);
-      // Confirm: the definition as listed now (round 1: sealed; round 2: compared).
-      const listing = await toolList.read({ fresh: true, signal: ctx.mcpReq.signal });
+      // Confirm: the definition as listed now (round 1: sealed; round 2: compared), never from a cache.
+      const listing =
+        fresh !== undefined && fresh.generation === toolList.current
+          ? fresh
+          : await toolList.read({ fresh: true, signal: ctx.mcpReq.signal });
       const tool = listing.tools.get(name);
       if (tool === undefined) throw new ConfirmUpstreamToolGoneError();
       // Never ask about a call the upstream's own schema refuses (pattern keywords skipped: see argumentSchema.ts).

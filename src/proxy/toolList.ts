@@ -17,6 +17,13 @@
  * {@link MAX_STALE_LISTINGS} of them (`ERR_CONFIRM_UPSTREAM_FAILED`), so nothing is decided
  * from a list the upstream had already declared changed.
  *
+ * What may be served from a cached list (a read that is not `fresh`, the decision for a tool the
+ * policy does not name): with an upstream that declares `tools.listChanged`, the last list read
+ * until its next notice; with {@link ToolListViewOptions.maxAgeMs} (the operator's
+ * `--list-max-age`), a list whose listing started less than that long ago (and still no later
+ * than a notice, if one ever comes); otherwise nothing. A `fresh` read (round 1 and round 2 of a
+ * confirmed call, a client's `tools/list`) never takes a cached list, whatever the age.
+ *
  * @module
  */
 import type { Tool } from '@modelcontextprotocol/client';
@@ -34,6 +41,8 @@ export interface ToolListSource {
 interface Listing {
   readonly index: number;
   readonly generation: number;
+  /** When it started (the clock's milliseconds; 0 when no age applies). */
+  readonly at: number;
   readonly result: Promise<Map<string, Tool>>;
   /** Settles (never rejects) once the listing ended and is no longer the one in flight. */
   readonly ended: Promise<void>;
@@ -43,23 +52,57 @@ interface Listing {
 export interface ToolListViewOptions {
   /**
    * Whether the upstream declares `tools.listChanged` (so its notices keep a cached list
-   * current). Without it nothing is cached: every caller gets a listing started after it asked.
+   * current). Without it (and without {@link maxAgeMs}) nothing is cached: every caller gets a
+   * listing started after it asked.
    */
   cache: boolean;
+  /**
+   * How long a list may serve reads that are not `fresh`, in milliseconds from the moment its
+   * listing started, for an upstream that does not declare `tools.listChanged` (`--list-max-age`).
+   * A notice, if one comes, still ends it at once. Defaults to 0 (no list is kept).
+   */
+  maxAgeMs?: number;
+  /** The clock, in milliseconds (tests inject one). Defaults to `Date.now`. */
+  now?: () => number;
 }
 
 /** The proxy's view of the upstream's tool list (see the module documentation). */
 export class ToolListView {
   private generation = 0;
   private started = 0;
-  private cached: { generation: number; index: number; tools: Map<string, Tool> } | undefined;
+  private cached: { generation: number; index: number; at: number; tools: Map<string, Tool> } | undefined;
   private inFlight: Listing | undefined;
   private pending: Promise<Listing> | undefined;
+  private readonly maxAgeMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly source: ToolListSource,
     private readonly options: ToolListViewOptions,
-  ) {}
+  ) {
+    this.maxAgeMs = options.maxAgeMs ?? 0;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Whether any list is kept for reads that are not `fresh` (notices keep it current, or a maximum age bounds it). */
+  get caches(): boolean {
+    return this.options.cache || this.maxAgeMs > 0;
+  }
+
+  /** The cached list, if a read that is not `fresh` may take it now: of the current generation and, without notices, younger than the maximum age. */
+  private usable(): Map<string, Tool> | undefined {
+    const cached = this.cached;
+    if (cached === undefined || cached.generation !== this.generation) return undefined;
+    if (!this.options.cache && !this.young(cached.at)) return undefined;
+    return cached.tools;
+  }
+
+  /** Whether a listing started at `at` is younger than the maximum age now. */
+  private young(at: number): boolean {
+    const age = this.now() - at;
+    // A clock that went back: the age is unknown, so the list is not used.
+    return age >= 0 && age < this.maxAgeMs;
+  }
 
   /** The upstream sent `notifications/tools/list_changed`: every list read before now is out of date. */
   changed(): void {
@@ -73,7 +116,7 @@ export class ToolListView {
    * @param options.fresh - read a list whose listing started after this call (round 1 and 2 of a
    *   confirmed tool, a client's `tools/list`); otherwise a cached list of the current generation
    *   will do (the decision for a tool the policy does not name). Without {@link ToolListViewOptions.cache}
-   *   every read is fresh.
+   *   or {@link ToolListViewOptions.maxAgeMs} every read is fresh.
    * @param options.signal - the caller's cancellation: it stops waiting, the shared listing goes on.
    * @throws {ConfirmUpstreamFailedError} `ERR_CONFIRM_UPSTREAM_FAILED` after {@link MAX_STALE_LISTINGS}
    *   listings that each ended after a notice; else what the source throws.
@@ -98,19 +141,24 @@ export class ToolListView {
   async read(
     options: { fresh?: boolean; signal?: AbortSignal } = {},
   ): Promise<{ tools: Map<string, Tool>; generation: number }> {
-    const fresh = options.fresh === true || !this.options.cache;
+    const fresh = options.fresh === true || !this.caches;
     // A listing qualifies only if it started after this call asked (fresh) and in the current generation.
-    const after = fresh ? this.started : -1;
+    // Without notices, a list past its age is read afresh: a listing started after this call asked, or
+    // one still in flight that started within the age.
+    const after = fresh || !this.options.cache ? this.started : -1;
+    const young = fresh || this.options.cache ? undefined : (l: Listing) => this.young(l.at);
     for (let stale = 0; ; stale++) {
-      if (!fresh && this.cached !== undefined && this.cached.generation === this.generation)
-        return { tools: this.cached.tools, generation: this.generation };
+      if (!fresh) {
+        const tools = this.usable();
+        if (tools !== undefined) return { tools, generation: this.generation };
+      }
       if (stale >= MAX_STALE_LISTINGS) {
         throw new ConfirmUpstreamFailedError(
           `its tool list changed during each of ${MAX_STALE_LISTINGS} readings in a row`,
           { request: 'tools/list' },
         );
       }
-      const listing = await whileWaiting(this.listingAfter(after), options.signal);
+      const listing = await whileWaiting(this.listingAfter(after, young), options.signal);
       const tools = await whileWaiting(listing.result, options.signal);
       // No notice since the listing started: it is the current list.
       if (listing.generation === this.generation) return { tools, generation: listing.generation };
@@ -118,10 +166,10 @@ export class ToolListView {
   }
 
   /** The listing in flight if it qualifies, else the pending one (started once the one in flight ends), else a new one. */
-  private listingAfter(after: number): Listing | Promise<Listing> {
+  private listingAfter(after: number, young?: (l: Listing) => boolean): Listing | Promise<Listing> {
     const current = this.inFlight;
     if (current === undefined) return this.start();
-    if (current.generation === this.generation && current.index > after) return current;
+    if (current.generation === this.generation && (current.index > after || young?.(current) === true)) return current;
     this.pending ??= current.ended.then(() => {
       this.pending = undefined;
       // Another caller may have started one between the end and now: it started late enough too.
@@ -133,6 +181,8 @@ export class ToolListView {
   private start(): Listing {
     const generation = this.generation;
     const index = ++this.started;
+    // Its age counts from before the upstream was asked: the list is at least as recent as this.
+    const at = this.caches && !this.options.cache ? this.now() : 0;
     // Not the caller's signal: the listing is shared, and one caller's cancellation must not fail the others.
     const result = this.source.listTools().then((list) => new Map(list.map((t) => [t.name, t] as const)));
     const ended = result.then(
@@ -142,6 +192,7 @@ export class ToolListView {
     const listing: Listing = {
       index,
       generation,
+      at,
       result,
       ended: ended.then(() => {
         if (this.inFlight === listing) this.inFlight = undefined;
@@ -150,13 +201,10 @@ export class ToolListView {
     this.inFlight = listing;
     void result.then(
       (tools) => {
-        // Cached only when no notice arrived while it was read (and only if notices keep it current); the latest started wins.
-        if (
-          this.options.cache &&
-          generation === this.generation &&
-          (this.cached === undefined || this.cached.index < index)
-        ) {
-          this.cached = { generation, index, tools };
+        // Cached only when no notice arrived while it was read (and only if notices keep it current or
+        // an age bounds it); the latest started wins.
+        if (this.caches && generation === this.generation && (this.cached === undefined || this.cached.index < index)) {
+          this.cached = { generation, index, at, tools };
         }
       },
       () => {},

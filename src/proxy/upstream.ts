@@ -295,8 +295,8 @@ export function shownUrl(url: URL): string {
 export const SUPERVISOR_PATH = fileURLToPath(new URL('./supervisor.js', import.meta.url));
 
 /**
- * How a stdio upstream is started: on POSIX, under the supervisor (`node supervisor.js COMMAND
- * ARG…`, see src/proxy/supervisor.ts), which puts it in a process group of its own and ends that
+ * How a stdio upstream is started: on POSIX, under the supervisor (`node supervisor.js
+ * --parent=PID COMMAND ARG…`, PID this process's, see src/proxy/supervisor.ts), which puts it in a process group of its own and ends that
  * group (stdin closed, SIGTERM, SIGKILL, half a second apart) when the proxy ends, however it ends,
  * SIGKILL included, and exits as the upstream did; on Windows, directly.
  *
@@ -306,7 +306,7 @@ export function supervisedCommand(command: string, args: readonly string[]): { c
   if (process.platform === 'win32') return { command, args: [...args] };
   if (!existsSync(SUPERVISOR_PATH))
     throw new Error(`the upstream supervisor ${SUPERVISOR_PATH} is missing (run npm run build)`);
-  return { command: process.execPath, args: [SUPERVISOR_PATH, command, ...args] };
+  return { command: process.execPath, args: [SUPERVISOR_PATH, `--parent=${process.pid}`, command, ...args] };
 }
 
 function processEnv(): Record<string, string> {

@@ -6,7 +6,7 @@
  * (fixtures/stubbornUpstream.mjs, fixtures/schemaUpstream.mjs). Needs `npm run build` first.
  */
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -58,7 +58,7 @@ describe('no upstream outlives its proxy, however the proxy ends', () => {
     ['the end of its stdin', (p) => p.stdin!.end()],
     ['SIGTERM', (p) => p.kill('SIGTERM')],
     ['SIGINT', (p) => p.kill('SIGINT')],
-    ['SIGKILL (the proxy runs no code: its supervisor sees its stdin end)', (p) => p.kill('SIGKILL')],
+    ['SIGKILL (the proxy runs no code: its supervisor sees its parent change)', (p) => p.kill('SIGKILL')],
   ];
 
   it.each(ways)(
@@ -82,6 +82,23 @@ describe('no upstream outlives its proxy, however the proxy ends', () => {
       expect(liveProcessesMentioning(dir)).toEqual([]);
     },
   );
+});
+
+describe('the supervisor is not on the path of the messages (Linux)', () => {
+  it("the upstream's stdin is the supervisor's own, the proxy's pipe: no message is relayed through the supervisor", async () => {
+    const dir = freshDir('direct');
+    const { client, transport } = await proxy(['--', process.execPath, STUBBORN, dir]);
+    const pids = JSON.parse(text(await callTool(client, { name: 'pids', arguments: {} }))) as { upstream: number };
+    const proxyPid = childOf(transport)!.pid!;
+    // The upstream's parent is the proxy's supervisor, the proxy's child.
+    const supervisor = statField(pids.upstream, 4);
+    expect(statField(supervisor, 4)).toBe(proxyPid);
+    expect(readFileSync(`/proc/${supervisor}/cmdline`, 'utf8').split('\0')).toContain(`--parent=${proxyPid}`);
+    // Node's 'pipe' stdio is a socket pair: the end the proxy writes to.
+    const upstreamIn = readlinkSync(`/proc/${pids.upstream}/fd/0`);
+    expect(upstreamIn).toMatch(/^(pipe|socket):\[[0-9]+\]$/);
+    expect(readlinkSync(`/proc/${supervisor}/fd/0`)).toBe(upstreamIn);
+  });
 });
 
 /** Field `index` (1-based, as in proc(5): 5 is the process group, 6 the session) of /proc/PID/stat. */

@@ -112,3 +112,25 @@ describe('--plans', () => {
     ]);
   });
 });
+
+describe('--list-max-age', () => {
+  it('defaults to 0 (a list per decision); 0 and 3600 are accepted; after the command it is the upstream’s', () => {
+    expect(proxy([])().listMaxAgeSeconds).toBe(0);
+    expect(proxy(['--list-max-age', '0'])().listMaxAgeSeconds).toBe(0);
+    expect(proxy(['--list-max-age', '3600'])().listMaxAgeSeconds).toBe(3600);
+    const after = parseProxyCommand(['node', 'x.js', '--list-max-age', '5']);
+    expect(after.listMaxAgeSeconds).toBe(0);
+    expect(after.upstream).toEqual({ kind: 'command', command: ['node', 'x.js', '--list-max-age', '5'] });
+  });
+
+  it.each([['3601'], ['1.5'], ['-1'], ['1e3'], [' 5'], ['']])(
+    '%j is refused naming the flag and the bound',
+    (value) => {
+      expect(proxy([`--list-max-age=${value}`])).toThrow(
+        new UsageError(
+          `--list-max-age must be a whole number of seconds from 0 to 3600 (one hour), got ${JSON.stringify(value)}`,
+        ),
+      );
+    },
+  );
+});
