@@ -5,8 +5,10 @@
  *
  * Cold start spawns the built CLI (dist/cli/main.js): run `npm run build` first.
  *
- * `npm run bench -- --only seal,mrtr` runs only the named groups (ledger, seal, mrtr, garbage, prompt, cold, lb, proxy, grants);
- * `ledger-redis` runs only the Redis part of `ledger` (same rows).
+ * `npm run bench -- --only seal,mrtr` runs only the named groups (ledger, seal, mrtr, garbage, http, memory, prompt, cold, lb, proxy, grants);
+ * `ledger-redis` runs only the Redis part of `ledger` (same rows). `http` spawns `mcp-confirm --http`
+ * from `.bench-dist/` and SDK servers (bench/fixtures/httpServer.ts) on loopback, without token auth;
+ * `memory` measures in processes of its own, started with `--expose-gc`.
  *
  * Redis: uses REDIS_URL when set; otherwise starts a throwaway redis-server with
  * scripts/start-redis.sh when one is installed, and stops it at the end.
@@ -23,6 +25,8 @@ import { benchGarbage, benchMrtr, benchSeal } from './mrtr.js';
 import { benchPrompt } from './prompt.js';
 import { benchProxy } from './proxy.js';
 import { benchGrants } from './grants.js';
+import { benchHttp } from './http.js';
+import { benchMemory } from './memory.js';
 
 interface Row {
   name: string;
@@ -73,13 +77,15 @@ async function loadBalancerRows(): Promise<Row[]> {
   return benchLoadBalancer({ redisUrl: redis.url });
 }
 
-/** Groups to run: all, or those named after `--only` (comma-separated: ledger, seal, mrtr, garbage, prompt, cold, lb, proxy, grants). */
+/** Groups to run: all, or those named after `--only` (comma-separated: ledger, seal, mrtr, garbage, http, memory, prompt, cold, lb, proxy, grants). */
 const GROUPS = [
   'ledger',
   'ledger-redis',
   'seal',
   'mrtr',
   'garbage',
+  'http',
+  'memory',
   'prompt',
   'cold',
   'lb',
@@ -106,6 +112,8 @@ try {
   if (only.has('seal')) rows.push(...(await benchSeal()));
   if (only.has('mrtr')) rows.push(...(await benchMrtr()));
   if (only.has('garbage')) rows.push(...(await benchGarbage()));
+  if (only.has('http')) rows.push(...(await benchHttp()));
+  if (only.has('memory')) rows.push(...(await benchMemory()));
   if (only.has('prompt')) rows.push(...(await benchPrompt()));
   if (only.has('cold')) rows.push(...(await benchColdStart()));
   if (only.has('lb')) rows.push(...(await loadBalancerRows()));

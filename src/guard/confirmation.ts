@@ -581,16 +581,26 @@ export async function createConfirmation(options: ConfirmationOptions = {}): Pro
     return digest;
   };
 
-  // Opened synchronously (node:crypto, no thread-pool hop); the hook keeps its Promise type.
+  /** A refused state: its event, and its count in the audit trail (no tool or arguments are known here: one line per interval). */
+  const refuseState = (reason: string): void => {
+    emit({ type: 'state-refused', reason });
+    audit?.countStateRefused();
+  };
+  // Opened synchronously (node:crypto, no thread-pool hop); the hook keeps its Promise type. The opener
+  // returns its refusal and the throw is here, in an async function (see Sealer.openOrRefusal).
   const verify = async (state: string, ctx: ServerContext): Promise<OpenedState> => {
+    let opened: ReturnType<Sealer['openOrRefusal']>;
     try {
-      return new OpenedState(sealer.openSync(state, { principal: principalOf(ctx), nowMs: now() }), state);
+      opened = sealer.openOrRefusal(state, { principal: principalOf(ctx), nowMs: now() });
     } catch (e) {
-      emit({ type: 'state-refused', reason: e instanceof StateRefusedError ? e.reason : 'error' });
-      // No tool or arguments are known here: counted, and written as one line per interval.
-      audit?.countStateRefused();
+      refuseState('error');
       throw e;
     }
+    if (opened instanceof StateRefusedError) {
+      refuseState(opened.reason);
+      throw opened;
+    }
+    return new OpenedState(opened, state);
   };
 
   /**

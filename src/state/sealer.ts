@@ -147,6 +147,9 @@ export class StateRefusedError extends Error {
   }
 }
 
+/** Why a state was refused (see {@link StateRefusedError.reason}). */
+type Refusal = StateRefusedError['reason'];
+
 const B64U_43 = /^[A-Za-z0-9_-]{43}$/;
 const B64U_22 = /^[A-Za-z0-9_-]{22}$/;
 
@@ -274,30 +277,53 @@ export class Sealer {
    * @throws {StateRefusedError} with the reason; the caller turns it into the SDK's `-32602`.
    */
   openSync(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
-    // Every way out but the last is a refusal of client-controlled input: no stack is recorded for it
-    // (walking the SDK's and our frames, up to 10, per refusal is the costliest part of saying no). V8's
-    // Error.stackTraceLimit is set to 0 meanwhile and restored after; where it cannot be set (a frozen
-    // Error), the state is opened with stacks.
+    const opened = this.openOrRefusal(state, context);
+    if (opened instanceof StateRefusedError) throw opened;
+    return opened;
+  }
+
+  /**
+   * {@link Sealer.openSync} that returns its refusal instead of throwing it: the claims, or the
+   * {@link StateRefusedError} saying why (the confirmation layer's verify hook throws it itself).
+   *
+   * A flood of forged states costs the server exactly this, so a refusal costs as little as it can:
+   * - no stack is recorded for it (walking the SDK's and our frames, up to 10, per refusal): V8's
+   *   `Error.stackTraceLimit` is 0 while the state is opened, also for the error `node:crypto` throws
+   *   when the tag does not authenticate, and restored after; where it cannot be set (a frozen
+   *   `Error`), the state is opened with stacks;
+   * - nothing here leaves by throwing: V8 counts a function's interrupt budget only at its returns
+   *   and loop back-edges, so a function that always leaves by an exception (as the opener did for
+   *   every forged state) never gets its feedback vector or optimised code, and runs in the
+   *   interpreter without inline caches, every property load a stub-cache look-up.
+   *
+   * @param state - the echoed `requestState` (attacker-controlled).
+   * @param context.principal - who presents it now.
+   * @param context.nowMs - current time in milliseconds.
+   * @returns the claims, or the refusal (returned, never thrown).
+   */
+  openOrRefusal(state: string, context: { principal: string; nowMs: number }): ConfirmClaims | StateRefusedError {
     const limit = Error.stackTraceLimit;
     try {
       Error.stackTraceLimit = 0;
     } catch {
-      return this.#open(state, context);
+      const opened = this.#open(state, context);
+      return typeof opened === 'string' ? new StateRefusedError(opened) : opened;
     }
     try {
-      return this.#open(state, context);
+      const opened = this.#open(state, context);
+      return typeof opened === 'string' ? new StateRefusedError(opened) : opened;
     } finally {
       Error.stackTraceLimit = limit;
     }
   }
 
-  #open(state: string, context: { principal: string; nowMs: number }): ConfirmClaims {
+  /** Opens `state`, failing closed in a fixed order: the claims, or the reason it refused them ({@link Sealer.openOrRefusal} makes the error). */
+  #open(state: string, context: { principal: string; nowMs: number }): ConfirmClaims | Refusal {
     // 1. Bound the input before any parsing: the client controls its size.
-    if (typeof state !== 'string' || state.length === 0 || state.length > MAX_STATE_LENGTH)
-      throw new StateRefusedError('malformed');
+    if (typeof state !== 'string' || state.length === 0 || state.length > MAX_STATE_LENGTH) return 'malformed';
     // 2. Exactly the five parts of a compact JWE (RFC 7516 §7.1).
     const parts = state.split('.');
-    if (parts.length !== 5) throw new StateRefusedError('malformed');
+    if (parts.length !== 5) return 'malformed';
     const [encodedHeader, encryptedKey, encodedIv, encodedCiphertext, encodedTag] = parts as [
       string,
       string,
@@ -308,11 +334,9 @@ export class Sealer {
     // 3. The protected header must be, byte for byte, the one we write for a kid we hold: no other
     //    member (zip, crit, cty, jku, jwk, x5u, p2c, epk, …), no duplicate, no other order, spacing or spelling.
     const sealing = this.#byEncodedHeader.get(encodedHeader);
-    if (sealing === undefined)
-      throw new StateRefusedError(this.#isOurHeaderForAnotherKid(encodedHeader) ? 'unknown-key' : 'malformed');
+    if (sealing === undefined) return this.#isOurHeaderForAnotherKid(encodedHeader) ? 'unknown-key' : 'malformed';
     // 4. `dir` has no encrypted key; the IV and the tag have exactly AES-256-GCM's lengths; every part is canonical base64url.
-    if (encryptedKey !== '' || encodedIv.length !== IV_CHARS || encodedTag.length !== TAG_CHARS)
-      throw new StateRefusedError('malformed');
+    if (encryptedKey !== '' || encodedIv.length !== IV_CHARS || encodedTag.length !== TAG_CHARS) return 'malformed';
     const iv = decodeBase64url(encodedIv);
     const ciphertext = decodeBase64url(encodedCiphertext);
     const tag = decodeBase64url(encodedTag);
@@ -323,7 +347,7 @@ export class Sealer {
       tag === undefined ||
       tag.length !== TAG_BYTES
     ) {
-      throw new StateRefusedError('malformed');
+      return 'malformed';
     }
     // 5. Decrypt and authenticate (AES-GCM tag over the header's ASCII and the ciphertext).
     let plaintext: Buffer;
@@ -335,24 +359,23 @@ export class Sealer {
       const rest = decipher.final(); // throws when the tag does not authenticate; empty otherwise (GCM is a stream mode)
       plaintext = rest.length === 0 ? head : Buffer.concat([head, rest]);
     } catch {
-      throw new StateRefusedError('decrypt');
+      return 'decrypt';
     }
     // 6. A JSON object (the header already says typ mcp-confirm-state+jwt).
     let payload: Record<string, unknown>;
     try {
       payload = JSON.parse(DECODER.decode(plaintext)) as Record<string, unknown>;
     } catch {
-      throw new StateRefusedError('malformed');
+      return 'malformed';
     }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
-      throw new StateRefusedError('malformed');
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return 'malformed';
     // 7. Minted for this audience (RFC 7519 §4.1.3): another service sharing the keys is refused.
-    if (payload.aud !== this.audience) throw new StateRefusedError('audience');
+    if (payload.aud !== this.audience) return 'audience';
     // 8. Not expired: expired at exactly exp (RFC 7519 §4.1.4), compared in milliseconds with the injected clock.
     if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp) || context.nowMs >= payload.exp * 1000)
-      throw new StateRefusedError('expired');
+      return 'expired';
     // 9. The principal presenting it must be the one it was minted for (tag under the sealing key's salt).
-    if (payload.sub !== principalTagOf(sealing, context.principal)) throw new StateRefusedError('principal');
+    if (payload.sub !== principalTagOf(sealing, context.principal)) return 'principal';
     // 10. Our private claims must have exactly the shapes we write.
     const { aud, sub, iat, exp, jti, tool, args, question } = payload;
     if (
@@ -369,7 +392,7 @@ export class Sealer {
       !B64U_43.test(question) ||
       !('fingerprint' in payload)
     ) {
-      throw new StateRefusedError('claims');
+      return 'claims';
     }
     return { aud, sub, iat, exp, jti, tool, args, question, fingerprint: payload.fingerprint };
   }

@@ -405,6 +405,25 @@ describe('refusals are cheap and leave the process as they found it', () => {
     expect(oursOpen(state)).toEqual(claims);
     expect(new Error('after').stack).toMatch(/\n\s+at /);
   });
+
+  it('openOrRefusal returns the refusal openSync throws (same reason, no stack frames, the limit restored) and the claims of a state that opens (control)', () => {
+    const before = Error.stackTraceLimit;
+    const { state, claims } = sealer.sealSync(INPUT);
+    const cases: Array<[string, string]> = [
+      [withPart(state, 3, (p) => (p[0] === 'A' ? 'B' : 'A') + p.slice(1)), 'decrypt'],
+      ['not.a.state', 'malformed'],
+      ['', 'malformed'],
+    ];
+    for (const [forged, reason] of cases) {
+      const returned = sealer.openOrRefusal(forged, CTX);
+      expect(returned).toBeInstanceOf(StateRefusedError);
+      expect((returned as StateRefusedError).reason).toBe(reason);
+      expect((returned as StateRefusedError).stack ?? '').not.toMatch(/\n\s+at /);
+      expect(oursOpen(forged)).toMatchObject({ reason });
+      expect(Error.stackTraceLimit).toBe(before);
+    }
+    expect(sealer.openOrRefusal(state, CTX)).toEqual(claims);
+  });
 });
 
 describe('only the exact text opens: every other spelling of a genuine state is refused', () => {
