@@ -1,13 +1,16 @@
 /**
- * The proxy's cost on the calls it passes. Six paths, each a real v2 `Client` over stdio, each
+ * The proxy's cost on the calls it passes. Eight paths, each a real v2 `Client` over stdio, each
  * calling a read-only tool that the proxy passes with no question:
- * - `read_file` of `@modelcontextprotocol/server-filesystem` (2025 era; it does not announce
- *   tool-list changes) called directly (the client in the 2025 era), through `mcp-confirm proxy`
- *   (default: the list read before each decision), through `mcp-confirm proxy --list-max-age 300`,
- *   and through a bare SDK relay (`fixtures/bareRelay.ts`: a client to the upstream and a server to
- *   the caller, nothing else), the floor of any proxy (one more process hop);
+ * - `read_file` of `@modelcontextprotocol/server-filesystem` (2025 era, built on the v1 `McpServer`,
+ *   which announces tool-list changes) called directly (the client in the 2025 era), through
+ *   `mcp-confirm proxy` (the list kept until a notice) and through a bare SDK relay
+ *   (`fixtures/bareRelay.ts`: a client to the upstream and a server to the caller, nothing else),
+ *   the floor of any proxy (one more process hop);
+ * - `read_file` of an upstream that announces no tool-list changes (`fixtures/listChangedUpstream.ts
+ *   FILE --quiet`) through `mcp-confirm proxy` (default: the list read before each decision), through
+ *   `mcp-confirm proxy --list-max-age 300` and through the bare relay;
  * - `read_note` of an upstream that announces tool-list changes (`fixtures/listChangedUpstream.ts`)
- *   through `mcp-confirm proxy` (the list cached until a notice) and through the bare relay.
+ *   through `mcp-confirm proxy` (the list kept until a notice) and through the bare relay.
  * The proxied and relayed clients are pinned to 2026-07-28. Each round makes CALLS calls on every
  * path, interleaved (one call on each path in turn, the order rotated every call), each call timed
  * alone, so every path sees the same machine load; a path's figure for the round is the median of
@@ -37,7 +40,7 @@ function median(xs: number[]): number {
 
 /** One client path: its spawned command and the call it repeats. */
 interface Path {
-  readonly key: 'direct' | 'proxied' | 'aged' | 'relayFs' | 'notes' | 'relayNotes';
+  readonly key: 'direct' | 'proxied' | 'relayFs' | 'quietProxied' | 'aged' | 'relayQuiet' | 'notes' | 'relayNotes';
   readonly args: string[];
   readonly modern: boolean;
   readonly tool: string;
@@ -60,18 +63,22 @@ export async function benchProxy(): Promise<Figure[]> {
   const node = process.execPath;
   const fs = [node, fsServer, root];
   const notes = [node, LIST_CHANGED_UPSTREAM, file];
+  const quiet = [node, LIST_CHANGED_UPSTREAM, file, '--quiet'];
   const readFile = { tool: 'read_file', arguments: { path: file } };
+  const readQuiet = { tool: 'read_file', arguments: {} };
   const readNote = { tool: 'read_note', arguments: {} };
   const paths: Path[] = [
     { key: 'direct', args: [fsServer, root], modern: false, ...readFile },
     { key: 'proxied', args: [PROXY_MAIN, 'proxy', '--', ...fs], modern: true, ...readFile },
+    { key: 'relayFs', args: [BARE_RELAY, ...fs], modern: true, ...readFile },
+    { key: 'quietProxied', args: [PROXY_MAIN, 'proxy', '--', ...quiet], modern: true, ...readQuiet },
     {
       key: 'aged',
-      args: [PROXY_MAIN, 'proxy', '--list-max-age', LIST_MAX_AGE, '--', ...fs],
+      args: [PROXY_MAIN, 'proxy', '--list-max-age', LIST_MAX_AGE, '--', ...quiet],
       modern: true,
-      ...readFile,
+      ...readQuiet,
     },
-    { key: 'relayFs', args: [BARE_RELAY, ...fs], modern: true, ...readFile },
+    { key: 'relayQuiet', args: [BARE_RELAY, ...quiet], modern: true, ...readQuiet },
     { key: 'notes', args: [PROXY_MAIN, 'proxy', '--', ...notes], modern: true, ...readNote },
     { key: 'relayNotes', args: [BARE_RELAY, ...notes], modern: true, ...readNote },
   ];
@@ -86,7 +93,13 @@ export async function benchProxy(): Promise<Figure[]> {
       for (let i = 0; i < 20; i++) await p.client.callTool({ name: p.tool, arguments: p.arguments });
     }
     const ms = new Map<Path['key'], number[]>(paths.map((p) => [p.key, []]));
-    const ratios = { direct: [] as number[], relay: [] as number[], aged: [] as number[], notes: [] as number[] };
+    const ratios = {
+      direct: [] as number[],
+      fsRelay: [] as number[],
+      relay: [] as number[],
+      aged: [] as number[],
+      notes: [] as number[],
+    };
     for (let r = 0; r < ROUNDS; r++) {
       const calls = new Map<Path['key'], number[]>(paths.map((p) => [p.key, []]));
       for (let c = 0; c < CALLS; c++) {
@@ -99,8 +112,9 @@ export async function benchProxy(): Promise<Figure[]> {
       for (const [k, v] of round) ms.get(k)!.push(v);
       const at = (k: Path['key']) => round.get(k)!;
       ratios.direct.push(at('proxied') / at('direct'));
-      ratios.relay.push(at('proxied') / at('relayFs'));
-      ratios.aged.push(at('aged') / at('relayFs'));
+      ratios.fsRelay.push(at('proxied') / at('relayFs'));
+      ratios.relay.push(at('quietProxied') / at('relayQuiet'));
+      ratios.aged.push(at('aged') / at('relayQuiet'));
       ratios.notes.push(at('notes') / at('relayNotes'));
     }
     const m = (k: Path['key']) => median(ms.get(k)!);
@@ -111,6 +125,21 @@ export async function benchProxy(): Promise<Figure[]> {
       { name: 'proxy: passed-through read_file', value: m('proxied'), unit: perCall },
       { name: 'proxy: passed-through read_file / upstream direct', value: median(ratios.direct), unit: ratio },
       { name: 'proxy: read_file through a bare SDK relay (the floor)', value: m('relayFs'), unit: perCall },
+      {
+        name: 'proxy: passed-through read_file / bare SDK relay (server-filesystem, which announces list changes)',
+        value: median(ratios.fsRelay),
+        unit: ratio,
+      },
+      {
+        name: 'proxy: read_file through a bare SDK relay, upstream announces no list changes',
+        value: m('relayQuiet'),
+        unit: perCall,
+      },
+      {
+        name: 'proxy: passed-through read_file, default (a list per decision)',
+        value: m('quietProxied'),
+        unit: perCall,
+      },
       {
         name: 'proxy: passed-through read_file / bare SDK relay, default',
         value: median(ratios.relay),

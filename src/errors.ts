@@ -592,8 +592,10 @@ function sentenceProblem(sentence: string): string | undefined {
     return 'a tool refusal sentence must be one line of plain text: no control, format (bidi, zero-width), line- or paragraph-separator, default-ignorable or blank-looking character, and no more than two white-space characters in a row';
   if (!/[\p{L}\p{N}]/u.test(sentence)) return 'a tool refusal sentence must hold a letter or a digit';
   const read = sentence.normalize('NFKC');
-  if (SENTENCE_BRACKET.test(read) || SENTENCE_RESERVED_NAME.test(read))
-    return "a tool refusal sentence must not contain brackets other than ( ) or name an ERR_CONFIRM code: the code goes in the code, and ERR_CONFIRM codes are mcp-confirm's own";
+  if (SENTENCE_BRACKET.test(read))
+    return 'a tool refusal sentence must not contain brackets other than ( ) (no [ ] { } or other opening or closing punctuation, Unicode Ps/Pe): the client reads "[CODE] sentence", and the code goes in the code';
+  if (SENTENCE_RESERVED_NAME.test(read))
+    return "a tool refusal sentence must not name an ERR_CONFIRM code (ERR then CONFIRM, in any case, joined by nothing, _, - or spaces): those codes are mcp-confirm's own";
   return undefined;
 }
 
