@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runProcess } from '../helpers/processes.js';
 import { PROCESS_DEADLINE_MS } from '../helpers/deadlines.js';
-import { childrenOf, procState } from './postgresServer.js';
+import { childrenOf, procState, runuserOf } from './postgresServer.js';
 
 const SCRIPT = fileURLToPath(new URL('../../scripts/start-postgres-pair.sh', import.meta.url));
 
@@ -111,6 +111,8 @@ export function crashPrimary(pair: PostgresPair): void {
   // Once: its PID may be reused after it is reaped.
   if (crashed.has(pair)) return;
   crashed.add(pair);
+  // As root the postmaster runs under runuser, which stops with it and must be let go after (see continueRunuser).
+  const runuser = runuserOf(pair.primary.pid);
   signal(pair.primary.pid, 'SIGSTOP');
   // kill() returns before the signal is acted on: on another core the postmaster may still fork a
   // backend. Only once it shows as stopped is its list of children final.
@@ -129,6 +131,7 @@ export function crashPrimary(pair: PostgresPair): void {
   }
   for (const child of stopped) signal(child, 'SIGKILL');
   signal(pair.primary.pid, 'SIGKILL');
+  if (runuser !== undefined) signal(runuser, 'SIGCONT');
 }
 
 /** Sends `sig` to the standby's postmaster and every process it started (SIGSTOP and SIGCONT freeze and thaw it whole). */
@@ -136,6 +139,8 @@ export function signalStandby(pair: PostgresPair, sig: NodeJS.Signals): void {
   if (sig === 'SIGCONT') signal(pair.standby.pid, sig);
   for (const child of childrenOf(pair.standby.pid)) signal(child, sig);
   if (sig !== 'SIGCONT') signal(pair.standby.pid, sig);
+  const runuser = sig === 'SIGCONT' ? runuserOf(pair.standby.pid) : undefined;
+  if (runuser !== undefined) signal(runuser, 'SIGCONT');
 }
 
 /**
@@ -194,6 +199,7 @@ export async function promoteStandby(pair: PostgresPair): Promise<void> {
  * is thrown away) and removes their data.
  */
 export async function removePair(pair: PostgresPair): Promise<void> {
+  const standbyRunuser = runuserOf(pair.standby.pid);
   crashPrimary(pair);
   signal(pair.standby.pid, 'SIGCONT');
   signal(pair.standby.pid, 'SIGQUIT');
@@ -202,5 +208,6 @@ export async function removePair(pair: PostgresPair): Promise<void> {
     for (const child of childrenOf(pair.standby.pid)) signal(child, 'SIGKILL');
     signal(pair.standby.pid, 'SIGKILL');
   });
+  if (standbyRunuser !== undefined) signal(standbyRunuser, 'SIGCONT');
   rmSync(pair.dir, { recursive: true, force: true });
 }

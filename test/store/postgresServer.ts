@@ -97,6 +97,29 @@ export function childrenOf(pid: number): number[] {
 export function signalPostgres(server: OwnPostgres, sig: NodeJS.Signals): void {
   if (sig === 'SIGSTOP' || sig === 'SIGCONT') for (const child of childrenOf(server.pid)) signal(child, sig);
   signal(server.pid, sig);
+  if (sig === 'SIGCONT') continueRunuser(server.pid);
+}
+
+/**
+ * As root the server runs under `runuser`, which stops itself when its child stops (as `su` does)
+ * and then never reaps it: continues the `runuser` that started `pid`, if any, so that it resumes
+ * waiting, reaps the server when it ends and exits (else it stays stopped, holding a zombie, after
+ * the tests). Call it with the pid read before the server ended, or while it runs.
+ */
+export function continueRunuser(pid: number): void {
+  const parent = runuserOf(pid);
+  if (parent !== undefined) signal(parent, 'SIGCONT');
+}
+
+/** The `runuser` process that started `pid`, or undefined (not root, or gone). */
+export function runuserOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return readFileSync(`/proc/${ppid}/comm`, 'utf8').trim() === 'runuser' ? ppid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -115,8 +138,10 @@ export async function waitPostgresGone(server: OwnPostgres): Promise<void> {
 
 /** Stops our own server (fast shutdown, SIGCONT first in case it is frozen) and removes its data. */
 export async function removePostgres(server: OwnPostgres): Promise<void> {
+  const runuser = runuserOf(server.pid);
   signalPostgres(server, 'SIGCONT');
   signalPostgres(server, 'SIGINT');
   await waitPostgresGone(server).catch(() => signalPostgres(server, 'SIGKILL'));
+  if (runuser !== undefined) signal(runuser, 'SIGCONT');
   rmSync(server.dataDir, { recursive: true, force: true });
 }
